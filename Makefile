@@ -1,0 +1,71 @@
+# kargo-fleet. `make demo` shows a fleet promotion on a local control plane;
+# `make test` runs every test (unit, fuzz seed corpora, envtest integration)
+# and checks that generated files are up to date.
+
+SHELL := /usr/bin/env bash
+export GOTOOLCHAIN := local
+
+GO            ?= go
+PKGS_PURE     := ./internal/plan/... ./internal/inventory/... ./fleetstage/api/...
+CONTROLLER_GEN = $(GO) tool controller-gen
+GOLANGCI_LINT  = $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+K8S_VERSION   ?= v1.37.1
+KUBEBUILDER_ASSETS ?= $(CURDIR)/bin/k8s/$(K8S_VERSION)
+export KUBEBUILDER_ASSETS
+KARGO_CRDS    ?= $(abspath $(CURDIR)/../shared/kargo/v1.11.2/crds)
+export KARGO_CRDS
+TEST_TIMEOUT  ?= 30m
+
+.PHONY: all
+all: build
+
+##@ Build
+
+.PHONY: build
+build: ## Build bin/kargo-fleet.
+	$(GO) build -o bin/kargo-fleet ./cmd/kargo-fleet
+
+.PHONY: generate
+generate: ## Regenerate deepcopy code and CRDs.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./fleetstage/api/... paths=./internal/kargo/...
+	$(CONTROLLER_GEN) crd paths=./fleetstage/api/... output:crd:artifacts:config=charts/kargo-fleet/crds
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./internal/kargo/... output:crd:artifacts:config=internal/kargo/crds
+
+.PHONY: verify
+verify: generate ## Fail when generated files are stale.
+	@if [ -n "$$(git status --porcelain -- charts/kargo-fleet/crds internal/kargo/crds '*zz_generated*')" ]; then \
+	  git status --porcelain -- charts/kargo-fleet/crds internal/kargo/crds '*zz_generated*'; \
+	  echo "generated files are stale: run 'make generate' and commit the result"; exit 1; fi
+
+.PHONY: control-plane
+control-plane: $(KUBEBUILDER_ASSETS)/.stamp ## Build kube-apiserver and etcd for envtest.
+$(KUBEBUILDER_ASSETS)/.stamp:
+	K8S_VERSION=$(K8S_VERSION) hack/build-control-plane.sh $(KUBEBUILDER_ASSETS) >/dev/null
+
+##@ Test
+
+.PHONY: test
+test: verify test-unit test-integration ## Run every test: what CI runs.
+
+.PHONY: test-unit
+test-unit: ## Unit tests (race detector on pure packages) and fuzz seed corpora.
+	$(GO) test -race -count=1 $(PKGS_PURE)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/ -e /internal/plan -e /internal/inventory -e /fleetstage/api)
+
+.PHONY: test-integration
+test-integration: control-plane ## envtest tests against a real kube-apiserver and etcd.
+	$(GO) test -count=1 -p 1 -tags integration -timeout $(TEST_TIMEOUT) ./test/... -v 2>&1 | tee bin/test-integration.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; exit $${PIPESTATUS[0]}
+
+.PHONY: bench
+bench: ## Planner and scheduler benchmarks.
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/plan/...
+
+.PHONY: lint
+lint: ## go vet and golangci-lint.
+	$(GO) vet ./...
+	$(GO) vet -tags integration ./test/...
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: help
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "%-18s %s\n", $$1, $$2}'

@@ -1,0 +1,56 @@
+package v1alpha1
+
+// Condition types. Polarity is stated for each: "normal-true" conditions are
+// True when all is well, "normal-false" ones are True only when something needs
+// attention.
+const (
+	// ReadyCondition (normal-true) summarises the object: True when its targets
+	// are resolved and its Kargo Stages are in step with the spec.
+	ReadyCondition = "Ready"
+
+	// TargetsResolvedCondition (normal-true) is True when every inventory source
+	// was read and the selection and wave plan were computed without error.
+	TargetsResolvedCondition = "TargetsResolved"
+
+	// StagesSyncedCondition (normal-true) is True when every wave Stage and
+	// target Stage exists and matches what the spec renders.
+	StagesSyncedCondition = "StagesSynced"
+
+	// ProgressingCondition (normal-true while a rollout runs) is True while a
+	// FleetRollout is moving targets.
+	ProgressingCondition = "Progressing"
+
+	// ThresholdBreachedCondition (normal-false) is True once a wave or the fleet
+	// crossed its failure threshold.
+	ThresholdBreachedCondition = "ThresholdBreached"
+)
+
+// Condition reasons.
+const (
+	// ReconciledReason: the object matches its spec.
+	ReconciledReason = "Reconciled"
+	// InvalidSpecReason: the spec cannot be acted on; the message names the field.
+	InvalidSpecReason = "InvalidSpec"
+	// SourceUnavailableReason: an inventory source could not be read.
+	SourceUnavailableReason = "SourceUnavailable"
+	// StageSourceNotFoundReason: the Stage named by spec.stage.fromStage does not exist.
+	StageSourceNotFoundReason = "StageSourceNotFound"
+	// SyncFailedReason: writing a generated Stage failed.
+	SyncFailedReason = "SyncFailed"
+	// PruningReason: Stages of departed targets wait for in-flight Promotions.
+	PruningReason = "Pruning"
+	// WaveRunningReason: a wave is promoting targets.
+	WaveRunningReason = "WaveRunning"
+	// PausedReason: the rollout is paused on request.
+	PausedReason = "Paused"
+	// WaitingForApprovalReason: a wave waits for `kargo approve`.
+	WaitingForApprovalReason = "WaitingForApproval"
+	// OutsideWindowReason: no change window is open for the next targets.
+	OutsideWindowReason = "OutsideWindow"
+	// MaxFailuresExceededReason: a failure threshold was crossed.
+	MaxFailuresExceededReason = "MaxFailuresExceeded"
+	// RolloutSucceededReason: every wave passed.
+	RolloutSucceededReason = "RolloutSucceeded"
+	// RolloutFailedReason: the rollout stopped without passing every wave.
+	RolloutFailedReason = "RolloutFailed"
+)

@@ -1,0 +1,24 @@
+package kargo
+
+// Labels and annotations Kargo reads or writes.
+const (
+	// ProjectLabel marks a namespace as a Kargo Project.
+	ProjectLabel = "kargo.akuity.io/project"
+	// StageLabel is set by Kargo on every Promotion: the Stage's name.
+	StageLabel = "kargo.akuity.io/stage"
+	// AbortAnnotation asks Kargo to abort a Promotion; value "terminate".
+	AbortAnnotation = "kargo.akuity.io/abort"
+	// AbortTerminate is the abort action kargo-fleet requests.
+	AbortTerminate = "terminate"
+	// RefreshAnnotation, set to a new value, makes Kargo reconcile the object
+	// at once; on a Running Promotion it re-runs the polling step.
+	RefreshAnnotation = "kargo.akuity.io/refresh"
+	// RollbackAnnotation marks a Promotion as a rollback; steps see it as
+	// ctx.meta.promotion.rollback.
+	RollbackAnnotation = "kargo.akuity.io/rollback"
+	// CreateActorAnnotation is added by Kargo's webhook: who created an object.
+	CreateActorAnnotation = "kargo.akuity.io/create-actor"
+	// PromoteVerb is the custom RBAC verb Kargo checks on stages before it
+	// admits a Promotion (or an update of one, or an approval).
+	PromoteVerb = "promote"
+)
