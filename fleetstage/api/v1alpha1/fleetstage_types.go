@@ -338,21 +338,24 @@ type Wave struct {
 	// so adding one target does not reshuffle the others.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 1 : (string(self).matches('^[0-9]+%$') && int(string(self).replace('%', '')) >= 1 && int(string(self).replace('%', '')) <= 100)",message="count must be a positive integer or a percentage between 1% and 100%"
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 1 : string(self).matches('^(100|[1-9][0-9]?)%$')",message="count must be a positive integer or a percentage between 1% and 100%"
 	Count *intstr.IntOrString `json:"count,omitempty"`
 
 	// maxConcurrent is how many of the wave's targets are promoted at once: a
 	// number or a percentage of the wave (rounded up, at least 1). Default 10.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 1 : (string(self).matches('^[0-9]+%$') && int(string(self).replace('%', '')) >= 1 && int(string(self).replace('%', '')) <= 100)",message="maxConcurrent must be a positive integer or a percentage between 1% and 100%"
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 1 : string(self).matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrent must be a positive integer or a percentage between 1% and 100%"
 	MaxConcurrent *intstr.IntOrString `json:"maxConcurrent,omitempty"`
 
 	// maxFailures is how many of the wave's targets may fail before the wave
 	// halts: a number or a percentage of the wave (rounded down). Default 0.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 0 : (string(self).matches('^[0-9]+%$') && int(string(self).replace('%', '')) <= 100)",message="maxFailures must be a non-negative integer or a percentage between 0% and 100%"
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 0 : string(self).matches('^(100|[1-9]?[0-9])%$')",message="maxFailures must be a non-negative integer or a percentage between 0% and 100%"
 	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
 
 	// progressDeadline is how long one target may take to succeed before it
@@ -413,7 +416,8 @@ type FleetPolicy struct {
 	// only per-wave thresholds apply.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 0 : (string(self).matches('^[0-9]+%$') && int(string(self).replace('%', '')) <= 100)",message="maxFailures must be a non-negative integer or a percentage between 0% and 100%"
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 0 : string(self).matches('^(100|[1-9]?[0-9])%$')",message="maxFailures must be a non-negative integer or a percentage between 0% and 100%"
 	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
 
 	// onHalt says what happens to running target Promotions when a threshold
@@ -526,7 +530,8 @@ type RollbackPolicy struct {
 	// percentage of the targets being rolled back. Default: the wave's maxConcurrent.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 1 : (string(self).matches('^[0-9]+%$') && int(string(self).replace('%', '')) >= 1 && int(string(self).replace('%', '')) <= 100)",message="maxConcurrent must be a positive integer or a percentage between 1% and 100%"
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 1 : string(self).matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrent must be a positive integer or a percentage between 1% and 100%"
 	MaxConcurrent *intstr.IntOrString `json:"maxConcurrent,omitempty"`
 }
 

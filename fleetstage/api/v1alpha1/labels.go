@@ -1,0 +1,45 @@
+package v1alpha1
+
+// Labels and annotations kargo-fleet puts on the Kargo objects it generates,
+// so every part of the system selects them by label and never by name (Kargo
+// renames Promotions).
+const (
+	// FleetStageLabel names the FleetStage a Stage, Promotion or FleetRollout
+	// belongs to.
+	FleetStageLabel = "fleet.kargo-fleet.io/fleetstage"
+	// RoleLabel says what a generated Stage is: RoleWave or RoleTarget.
+	RoleLabel = "fleet.kargo-fleet.io/role"
+	// WaveLabel names the wave of a wave Stage, target Stage or Promotion.
+	WaveLabel = "fleet.kargo-fleet.io/wave"
+	// TargetLabel holds a target's id (a label-safe form of its name) on its
+	// Stage and on its Promotions.
+	TargetLabel = "fleet.kargo-fleet.io/target"
+	// RolloutLabel names the FleetRollout a target Promotion belongs to.
+	RolloutLabel = "fleet.kargo-fleet.io/rollout"
+	// TargetNameAnnotation holds a target's full name on its Stage.
+	TargetNameAnnotation = "fleet.kargo-fleet.io/target-name"
+	// PruneAnnotation marks a target Stage whose target left the selection; it
+	// is deleted once no Promotion of it is in flight.
+	PruneAnnotation = "fleet.kargo-fleet.io/prune"
+	// StepKeyAnnotation, on a FleetRollout, records the promotion and step
+	// alias that created it, which makes step requests idempotent.
+	StepKeyAnnotation = "fleet.kargo-fleet.io/step-key"
+)
+
+// Generated Stage roles.
+const (
+	// RoleWave marks a wave Stage: its promotion runs the fleet-wave step.
+	RoleWave = "wave"
+	// RoleTarget marks a target Stage: one per target, the per-target template.
+	RoleTarget = "target"
+)
+
+// Step server authentication: the controller writes a per-project token into
+// a Secret of this name in every Project namespace that has a FleetStage; the
+// shipped ClusterPromotionTasks send it with ${{ secret(...) }}.
+const (
+	// StepTokenSecretName is the Secret holding a Project's step token.
+	StepTokenSecretName = "kargo-fleet-step-token"
+	// StepTokenSecretKey is the key of the token in that Secret.
+	StepTokenSecretKey = "token"
+)

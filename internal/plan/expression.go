@@ -1,0 +1,88 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+)
+
+// expressionEnv is the typed environment every selection and wave expression
+// is compiled against. Being typed is what turns `labels.tier == 3` or a
+// misspelt variable into a compile error at admission instead of a silent
+// mismatch at rollout time. Params are strings, as Stage variables are; a
+// numeric comparison converts explicitly: `int(params.cells) > 2`.
+type expressionEnv struct {
+	Name   string            `expr:"name"`
+	Source string            `expr:"source"`
+	Labels map[string]string `expr:"labels"`
+	Params map[string]string `expr:"params"`
+}
+
+// maxExpressionNodes bounds the size of a compiled expression; the API already
+// caps its length at 2048 characters.
+const maxExpressionNodes = 2000
+
+// targetExpression is a compiled expr-lang boolean over a target.
+type targetExpression struct {
+	source  string
+	program *vm.Program
+}
+
+// compileExpression compiles source against the typed target environment. It
+// never panics: a panic inside the compiler is reported as an error.
+func compileExpression(source string) (_ *targetExpression, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("error compiling expression: %v", r)
+		}
+	}()
+	program, err := expr.Compile(source,
+		expr.Env(expressionEnv{}),
+		expr.AsBool(),
+		expr.MaxNodes(maxExpressionNodes),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &targetExpression{source: source, program: program}, nil
+}
+
+// expressionEvaluator runs compiled expressions, reusing one VM so that
+// evaluating an expression over 10,000 targets does not allocate a VM each.
+// It is not safe for concurrent use: each planning run makes its own.
+type expressionEvaluator struct {
+	machine vm.VM
+}
+
+// errNotBool should not happen (AsBool is checked at compile time) but is
+// reported rather than trusted.
+var errNotBool = errors.New("expression did not return a boolean")
+
+// eval evaluates e over t.
+func (ev *expressionEvaluator) eval(e *targetExpression, t *Target) (bool, error) {
+	out, err := ev.machine.Run(e.program, expressionEnv{
+		Name:   t.Name,
+		Source: t.Source,
+		Labels: t.Labels,
+		Params: t.Params,
+	})
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(bool)
+	if !ok {
+		return false, errNotBool
+	}
+	return b, nil
+}
+
+// firstLine is the first line of an expr-lang error: the message and its
+// position. The following lines repeat the source with a caret, which the
+// field path and value of a validation error already show.
+func firstLine(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return strings.TrimSpace(msg)
+}

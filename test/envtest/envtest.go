@@ -1,0 +1,136 @@
+package envtest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// K8sVersion is the kube-apiserver version the harness expects.
+const K8sVersion = "v1.37.1"
+
+// Env is a running control plane with kargo-fleet's and Kargo's CRDs.
+type Env struct {
+	// Config reaches the apiserver as a cluster administrator.
+	Config *rest.Config
+	// Client is a direct (uncached) client with Scheme.
+	Client client.Client
+	// Scheme knows core kinds, kargo-fleet's kinds and the Kargo mirror.
+	Scheme *apiruntime.Scheme
+	// KargoCRDs says which Kargo CRDs were installed: "real" or "permissive".
+	KargoCRDs string
+
+	env *envtest.Environment
+}
+
+// NewScheme returns a scheme with every kind the project reads or writes.
+func NewScheme() *apiruntime.Scheme {
+	s := apiruntime.NewScheme()
+	for _, add := range []func(*apiruntime.Scheme) error{
+		clientgoscheme.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+// RepoRoot returns the repository's top folder.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// KargoCRDPaths returns the Kargo CRD files or folders to install and whether
+// they are Kargo's real ones.
+func KargoCRDPaths() ([]string, bool) {
+	root := RepoRoot()
+	real := os.Getenv("KARGO_CRDS")
+	if real == "" {
+		real = filepath.Join(root, "..", "shared", "kargo", "v1.11.2", "crds")
+	}
+	if st, err := os.Stat(real); err == nil && st.IsDir() {
+		paths := []string{real}
+		target := filepath.Join(real, "..", "..", "main", "crds", "kargo.akuity.io_targets.yaml")
+		if _, err := os.Stat(target); err == nil {
+			paths = append(paths, target)
+		} else {
+			paths = append(paths, filepath.Join(root, "internal", "kargo", "crds", "kargo.akuity.io_targets.yaml"))
+		}
+		return paths, true
+	}
+	return []string{filepath.Join(root, "internal", "kargo", "crds")}, false
+}
+
+// Start starts the control plane and installs the CRDs. Call Stop when done.
+func Start() (*Env, error) {
+	root := RepoRoot()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		if err := os.Setenv("KUBEBUILDER_ASSETS", filepath.Join(root, "bin", "k8s", K8sVersion)); err != nil {
+			return nil, err
+		}
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("no kube-apiserver in %s: run 'make control-plane' (hack/build-control-plane.sh) first", assets)
+	}
+	kargoPaths, real := KargoCRDPaths()
+	e := &envtest.Environment{
+		CRDDirectoryPaths:        append([]string{filepath.Join(root, "charts", "kargo-fleet", "crds")}, kargoPaths...),
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	cfg, err := e.Start()
+	if err != nil {
+		return nil, fmt.Errorf("error starting envtest control plane: %w", err)
+	}
+	scheme := NewScheme()
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	kind := "permissive"
+	if real {
+		kind = "real"
+	}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, KargoCRDs: kind, env: e}, nil
+}
+
+// Stop stops the control plane.
+func (e *Env) Stop() error {
+	return e.env.Stop()
+}
+
+// AddUser creates a user that authenticates with a client certificate and
+// returns a config for it. The user has no rights until a role is bound.
+func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
+	u, err := e.env.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("error adding user %q: %w", name, err)
+	}
+	return u.Config(), nil
+}
+
+// ProjectNamespace returns a namespace labelled as a Kargo Project.
+func ProjectNamespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   name,
+		Labels: map[string]string{kargo.ProjectLabel: "true"},
+	}}
+}
