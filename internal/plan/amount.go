@@ -77,3 +77,19 @@ func (a amount) String() string {
 	}
 	return strconv.Itoa(a.value)
 }
+
+// parsePositiveAmount parses an amount that must be at least 1 or 1%
+// (counts, maxConcurrent).
+func parsePositiveAmount(v intstr.IntOrString) (amount, error) {
+	a, err := parseAmount(v)
+	if err != nil {
+		return a, err
+	}
+	if a.value < 1 {
+		if a.percent {
+			return a, errors.New("percentage must be between 1% and 100%")
+		}
+		return a, errors.New("must be at least 1")
+	}
+	return a, nil
+}

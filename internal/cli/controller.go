@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/controller"
+)
+
+// controllerOptions configures `kargo-fleet controller`.
+type controllerOptions struct {
+	metricsAddr      string
+	probeAddr        string
+	leaderElection   bool
+	leaderElectionNS string
+	zap              zap.Options
+	errOut           io.Writer
+}
+
+func newControllerCommand(_, errOut io.Writer) *cobra.Command {
+	o := &controllerOptions{errOut: errOut}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the fleet controller and the step server",
+		Long: "Runs the FleetStage and FleetRollout reconcilers (on the elected leader only) and the " +
+			"step server (on every replica, so Kargo's http steps always reach one).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd)
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *controllerOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	f.BoolVar(&o.leaderElection, "leader-elect", true, "Elect a leader so only one replica orchestrates rollouts.")
+	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's).")
+	o.zap.BindFlags(flagSetOf(cmd))
+}
+
+func (o *controllerOptions) validate() error {
+	if o.probeAddr == "" || o.probeAddr == "0" {
+		return errors.New("--health-probe-bind-address must be set: Kubernetes probes need it")
+	}
+	return nil
+}
+
+func (o *controllerOptions) run(cmd *cobra.Command) error {
+	o.zap.DestWriter = o.errOut
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("error loading kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  controller.NewScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElection,
+		LeaderElectionID:        "kargo-fleet-controller",
+		LeaderElectionNamespace: o.leaderElectionNS,
+	})
+	if err != nil {
+		return fmt.Errorf("error creating manager: %w", err)
+	}
+	if err := controller.Setup(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("error adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("error adding readiness check: %w", err)
+	}
+	return mgr.Start(cmd.Context())
+}
