@@ -21,4 +21,17 @@ const (
 	// PromoteVerb is the custom RBAC verb Kargo checks on stages before it
 	// admits a Promotion (or an update of one, or an approval).
 	PromoteVerb = "promote"
+	// AutoPromotionHoldAnnotation is set by Kargo's webhook on a Promotion of
+	// Freight that is not the auto-promotion candidate (value: the origin key,
+	// e.g. Warehouse/apps); once terminal it holds auto-promotion of that origin.
+	AutoPromotionHoldAnnotation = "kargo.akuity.io/auto-promotion-hold"
+	// AutoPromotionResumeAnnotation is set by Kargo's webhook on a Promotion of
+	// the auto-promotion candidate; once terminal it releases the hold.
+	AutoPromotionResumeAnnotation = "kargo.akuity.io/auto-promotion-resume"
+	// StageAnnotation is set by Kargo's webhook on every Promotion: the
+	// Stage's full name (the label may be shortened).
+	StageAnnotation = "kargo.akuity.io/stage"
+	// ActorKubernetesPrefix prefixes the Kubernetes user name in the
+	// create-actor annotation and abort requests.
+	ActorKubernetesPrefix = "kubernetes:"
 )

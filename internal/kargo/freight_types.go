@@ -18,7 +18,10 @@ type Freight struct {
 	Images            []apiextensionsv1.JSON `json:"images,omitempty"`
 	Commits           []apiextensionsv1.JSON `json:"commits,omitempty"`
 	Charts            []apiextensionsv1.JSON `json:"charts,omitempty"`
-	Status            FreightStatus          `json:"status,omitempty"`
+	// DiscoveredAt is when the Warehouse discovered the artifacts; Kargo
+	// falls back to the creation time when it is unset.
+	DiscoveredAt *metav1.Time  `json:"discoveredAt,omitempty"`
+	Status       FreightStatus `json:"status,omitempty"`
 }
 
 // FreightStatus says where Freight is approved, verified and currently live.

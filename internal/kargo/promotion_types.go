@@ -56,6 +56,7 @@ type PromotionStatus struct {
 	Phase                 PromotionPhase          `json:"phase,omitempty"`
 	Message               string                  `json:"message,omitempty"`
 	Freight               *FreightReference       `json:"freight,omitempty"`
+	FreightCollection     *FreightCollection      `json:"freightCollection,omitempty"`
 	CurrentStep           int64                   `json:"currentStep,omitempty"`
 	StepExecutionMetadata []StepExecutionMetadata `json:"stepExecutionMetadata,omitempty"`
 	State                 *apiextensionsv1.JSON   `json:"state,omitempty"`

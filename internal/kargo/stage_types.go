@@ -126,6 +126,15 @@ type StageStatus struct {
 	LastPromotion      *PromotionReference          `json:"lastPromotion,omitempty"`
 	Health             *Health                      `json:"health,omitempty"`
 	AutoPromotionHolds map[string]AutoPromotionHold `json:"autoPromotionHolds,omitempty"`
+	// EffectiveAutoPromotionHolds are the holds in force at the last
+	// auto-promotion decision, including ones set by Promotions not yet
+	// recorded in AutoPromotionHolds.
+	EffectiveAutoPromotionHolds map[string]AutoPromotionHold `json:"effectiveAutoPromotionHolds,omitempty"`
+	// AutoPromotionEnabled says whether the Project's ProjectConfig enables
+	// auto-promotion for the Stage.
+	AutoPromotionEnabled bool `json:"autoPromotionEnabled,omitempty"`
+	// FreightSummary is a short human-readable summary of the current Freight.
+	FreightSummary string `json:"freightSummary,omitempty"`
 }
 
 // FreightCollection is one entry of a Stage's freight history: the Freight
@@ -197,6 +206,8 @@ const (
 	ConditionVerified = "Verified"
 	ConditionHealthy  = "Healthy"
 	ConditionReady    = "Ready"
+	// ConditionPromoting is True while a Promotion of the Stage is current.
+	ConditionPromoting = "Promoting"
 )
 
 // StageList is a list of Stages.

@@ -185,6 +185,10 @@ func (in *Freight) DeepCopyInto(out *Freight) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.DiscoveredAt != nil {
+		in, out := &in.DiscoveredAt, &out.DiscoveredAt
+		*out = (*in).DeepCopy()
+	}
 	in.Status.DeepCopyInto(&out.Status)
 }
 
@@ -702,6 +706,11 @@ func (in *PromotionStatus) DeepCopyInto(out *PromotionStatus) {
 		*out = new(FreightReference)
 		**out = **in
 	}
+	if in.FreightCollection != nil {
+		in, out := &in.FreightCollection, &out.FreightCollection
+		*out = new(FreightCollection)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.StepExecutionMetadata != nil {
 		in, out := &in.StepExecutionMetadata, &out.StepExecutionMetadata
 		*out = make([]StepExecutionMetadata, len(*in))
@@ -1062,6 +1071,13 @@ func (in *StageStatus) DeepCopyInto(out *StageStatus) {
 	}
 	if in.AutoPromotionHolds != nil {
 		in, out := &in.AutoPromotionHolds, &out.AutoPromotionHolds
+		*out = make(map[string]AutoPromotionHold, len(*in))
+		for key, val := range *in {
+			(*out)[key] = *val.DeepCopy()
+		}
+	}
+	if in.EffectiveAutoPromotionHolds != nil {
+		in, out := &in.EffectiveAutoPromotionHolds, &out.EffectiveAutoPromotionHolds
 		*out = make(map[string]AutoPromotionHold, len(*in))
 		for key, val := range *in {
 			(*out)[key] = *val.DeepCopy()

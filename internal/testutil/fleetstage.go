@@ -30,7 +30,7 @@ func MakeFleetStage(namespace, name string) *FleetStageWrapper {
 }
 
 // Obj returns the built object.
-func (w *FleetStageWrapper) Obj() *fleetv1alpha1.FleetStage { return w.FleetStage.DeepCopy() }
+func (w *FleetStageWrapper) Obj() *fleetv1alpha1.FleetStage { return w.DeepCopy() }
 
 // FromStage adopts the named Stage.
 func (w *FleetStageWrapper) FromStage(name string) *FleetStageWrapper {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
@@ -33,6 +35,13 @@ type Env struct {
 	Scheme *apiruntime.Scheme
 	// KargoCRDs says which Kargo CRDs were installed: "real" or "permissive".
 	KargoCRDs string
+	// WebhookHost, WebhookPort and WebhookCertDir say where the apiserver
+	// calls the admission webhooks passed with WithWebhooks; a webhook server
+	// must listen there with the certificate in WebhookCertDir. They are
+	// empty when no webhook was passed.
+	WebhookHost    string
+	WebhookPort    int
+	WebhookCertDir string
 
 	env *envtest.Environment
 }
@@ -77,8 +86,41 @@ func KargoCRDPaths() ([]string, bool) {
 	return []string{filepath.Join(root, "internal", "kargo", "crds")}, false
 }
 
-// Start starts the control plane and installs the CRDs. Call Stop when done.
-func Start() (*Env, error) {
+// Option changes how Start sets up the control plane.
+type Option func(*startOptions)
+
+type startOptions struct {
+	mutating   []*admissionregistrationv1.MutatingWebhookConfiguration
+	validating []*admissionregistrationv1.ValidatingWebhookConfiguration
+}
+
+// WithWebhooks installs admission webhook configurations. Each webhook's
+// clientConfig must name a service path; envtest points it at a local
+// serving address (see Env.WebhookServerOptions) with its own CA.
+func WithWebhooks(
+	mutating []*admissionregistrationv1.MutatingWebhookConfiguration,
+	validating []*admissionregistrationv1.ValidatingWebhookConfiguration,
+) Option {
+	return func(o *startOptions) {
+		o.mutating = append(o.mutating, mutating...)
+		o.validating = append(o.validating, validating...)
+	}
+}
+
+// WebhookServerOptions returns the options for a controller-runtime webhook
+// server that the apiserver can reach for the webhooks passed with
+// WithWebhooks.
+func (e *Env) WebhookServerOptions() webhook.Options {
+	return webhook.Options{Host: e.WebhookHost, Port: e.WebhookPort, CertDir: e.WebhookCertDir}
+}
+
+// Start starts the control plane and installs the CRDs (and any webhooks
+// passed as options). Call Stop when done.
+func Start(opts ...Option) (*Env, error) {
+	var o startOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	root := RepoRoot()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		if err := os.Setenv("KUBEBUILDER_ASSETS", filepath.Join(root, "bin", "k8s", K8sVersion)); err != nil {
@@ -95,6 +137,10 @@ func Start() (*Env, error) {
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			MutatingWebhooks:   o.mutating,
+			ValidatingWebhooks: o.validating,
+		},
 	}
 	cfg, err := e.Start()
 	if err != nil {
@@ -109,7 +155,12 @@ func Start() (*Env, error) {
 	if real {
 		kind = "real"
 	}
-	return &Env{Config: cfg, Client: c, Scheme: scheme, KargoCRDs: kind, env: e}, nil
+	env := &Env{Config: cfg, Client: c, Scheme: scheme, KargoCRDs: kind, env: e}
+	if len(o.mutating)+len(o.validating) > 0 {
+		wh := e.WebhookInstallOptions
+		env.WebhookHost, env.WebhookPort, env.WebhookCertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
+	}
+	return env, nil
 }
 
 // Stop stops the control plane.

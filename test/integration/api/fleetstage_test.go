@@ -157,8 +157,10 @@ func TestFleetStageRejected(t *testing.T) {
 			wantErr: []string{"spec.targets.sources[0]", "inline is required for kind Inline"},
 		},
 		{
-			name:    "unknown source kind",
-			mutate:  func(fs *fleetv1alpha1.FleetStage) { fs.Spec.Targets.Sources[0] = fleetv1alpha1.TargetSource{Kind: "Spreadsheet"} },
+			name: "unknown source kind",
+			mutate: func(fs *fleetv1alpha1.FleetStage) {
+				fs.Spec.Targets.Sources[0] = fleetv1alpha1.TargetSource{Kind: "Spreadsheet"}
+			},
 			wantErr: []string{"spec.targets.sources[0].kind", "Unsupported value"},
 		},
 		{

@@ -1,0 +1,395 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ScheduleIndex is a plan prepared for repeated scheduling: for every wave
+// member it holds which change windows apply and which constraint group it
+// counts in, so that a scheduling decision only looks these up. Build it once
+// per plan and policy; it is immutable and safe for concurrent use as long as
+// the plan it was built from is not modified.
+type ScheduleIndex struct {
+	policy *CompiledPolicy
+	waves  []indexedWave
+	// members maps a target ID to its wave and position.
+	members map[string]memberRef
+	// groupOf maps, per constraint, a label value to a dense group number.
+	groupOf []map[string]int32
+}
+
+// indexedWave is one wave of a ScheduleIndex.
+type indexedWave struct {
+	name          string
+	maxConcurrent int
+	members       []*Target
+	// windowMasks[i] has bit w set when window w applies to members[i].
+	windowMasks []uint32
+	// groups[i*len(constraints)+c] is the group of members[i] under
+	// constraint c, or -1 when the constraint does not apply to it.
+	groups []int32
+}
+
+// memberRef locates a member in the index.
+type memberRef struct {
+	wave, pos int32
+}
+
+// NewScheduleIndex prepares plan for scheduling under policy (nil: no
+// windows and no constraints).
+func NewScheduleIndex(plan *WavePlan, policy *CompiledPolicy) *ScheduleIndex {
+	if policy == nil {
+		policy = &CompiledPolicy{}
+	}
+	nc := len(policy.constraints)
+	idx := &ScheduleIndex{
+		policy:  policy,
+		waves:   make([]indexedWave, len(plan.Waves)),
+		members: make(map[string]memberRef, plan.Members()),
+		groupOf: make([]map[string]int32, nc),
+	}
+	for c := range idx.groupOf {
+		idx.groupOf[c] = map[string]int32{}
+	}
+	for wi := range plan.Waves {
+		pw := &plan.Waves[wi]
+		iw := indexedWave{
+			name:          pw.Name,
+			maxConcurrent: pw.MaxConcurrent,
+			members:       make([]*Target, len(pw.Members)),
+			windowMasks:   make([]uint32, len(pw.Members)),
+			groups:        make([]int32, len(pw.Members)*nc),
+		}
+		for i := range pw.Members {
+			t := &pw.Members[i]
+			iw.members[i] = t
+			iw.windowMasks[i] = policy.windows.applicable(t)
+			for c := range policy.constraints {
+				iw.groups[i*nc+c] = idx.internGroup(c, t)
+			}
+			idx.members[t.ID] = memberRef{wave: int32(wi), pos: int32(i)}
+		}
+		idx.waves[wi] = iw
+	}
+	return idx
+}
+
+// internGroup returns t's group number under constraint c, creating it.
+func (idx *ScheduleIndex) internGroup(c int, t *Target) int32 {
+	v, ok := idx.policy.constraints[c].group(t)
+	if !ok {
+		return -1
+	}
+	g, ok := idx.groupOf[c][v]
+	if !ok {
+		g = int32(len(idx.groupOf[c]))
+		idx.groupOf[c][v] = g
+	}
+	return g
+}
+
+// InFlightTarget is a target with a running target Promotion.
+type InFlightTarget struct {
+	// Target is the target; its labels are what constraints count.
+	Target Target
+	// Rollout names the FleetRollout that started the Promotion.
+	Rollout string
+}
+
+// ScheduleRequest is the state a scheduling decision is made from.
+type ScheduleRequest struct {
+	// Wave is the name of the wave being run.
+	Wave string
+	// Rollout names the FleetRollout asking. Its own in-flight members of
+	// Wave count against the wave's maxConcurrent.
+	Rollout string
+	// InFlight are the targets with a running Promotion in EVERY rollout of
+	// the FleetStage: all of them count against constraints, and a member in
+	// flight for another rollout is busy.
+	InFlight []InFlightTarget
+	// Done are the members this rollout has finished (succeeded or failed).
+	Done IDSet
+	// Paused stops every new start.
+	Paused bool
+	// MaxConcurrent, when positive, replaces the wave's maxConcurrent (a
+	// rollback runs with its own concurrency).
+	MaxConcurrent int
+	// Now is the instant the decision is for. The caller passes its clock.
+	Now time.Time
+}
+
+// WaitReason says why no (further) target may start.
+type WaitReason string
+
+// Wait reasons.
+const (
+	// WaitPaused: the rollout is paused.
+	WaitPaused WaitReason = "Paused"
+	// WaitUnknownWave: the index has no wave of that name.
+	WaitUnknownWave WaitReason = "UnknownWave"
+	// WaitWaveDone: every member is done.
+	WaitWaveDone WaitReason = "WaveDone"
+	// WaitInFlight: every member not done is in flight.
+	WaitInFlight WaitReason = "InFlight"
+	// WaitMaxConcurrent: the wave's maxConcurrent members are in flight.
+	WaitMaxConcurrent WaitReason = "MaxConcurrent"
+	// WaitWindow: the change windows forbid starting the pending members now;
+	// ScheduleDecision.RetryAt says when the first of them may start.
+	WaitWindow WaitReason = "OutsideWindow"
+	// WaitConstraint: a constraint's limit is reached for the pending members.
+	WaitConstraint WaitReason = "ConstraintLimit"
+	// WaitTargetBusy: the pending members are in flight for another rollout.
+	WaitTargetBusy WaitReason = "TargetBusy"
+)
+
+// ScheduleDecision is what Schedule decided.
+type ScheduleDecision struct {
+	// Start are the members to start now, in promotion order.
+	Start []*Target
+	// Waiting is why nothing (more) may start; empty when every free slot
+	// was filled or Start holds every pending member.
+	Waiting WaitReason
+	// Message explains Waiting for humans.
+	Message string
+	// RetryAt, when not zero, is the earliest instant a member blocked by
+	// change windows may start: the time to requeue at. It is zero when
+	// nothing waits for a window or when no opening was found.
+	RetryAt time.Time
+	// BlockedByWindow, BlockedByConstraint and Busy count pending members that
+	// could not start for each reason. They are complete whenever Waiting is
+	// set; when every slot was filled the scan stopped early.
+	BlockedByWindow, BlockedByConstraint, Busy int
+}
+
+// Schedule decides which members of req.Wave start now: in promotion order,
+// skipping members done or in flight, as long as the wave's maxConcurrent
+// leaves room, the change windows allow the member and no constraint group
+// of the member is full. It is pure: time comes from req.Now.
+func Schedule(idx *ScheduleIndex, req ScheduleRequest) ScheduleDecision {
+	if req.Paused {
+		return ScheduleDecision{Waiting: WaitPaused, Message: "the rollout is paused"}
+	}
+	wi := -1
+	for i := range idx.waves {
+		if idx.waves[i].name == req.Wave {
+			wi = i
+			break
+		}
+	}
+	if wi < 0 {
+		return ScheduleDecision{Waiting: WaitUnknownWave, Message: fmt.Sprintf("the plan has no wave %q", req.Wave)}
+	}
+	s := newScheduler(idx, wi, &req)
+	return s.run()
+}
+
+// scheduler holds the state of one Schedule call.
+type scheduler struct {
+	idx  *ScheduleIndex
+	wave *indexedWave
+	req  *ScheduleRequest
+	// inFlight maps in-flight IDs to the rollout that runs them.
+	inFlight map[string]string
+	// counts[c][g] is the number of in-flight targets in group g of constraint c.
+	counts [][]int
+	open   uint32
+	slots  int
+}
+
+func newScheduler(idx *ScheduleIndex, wi int, req *ScheduleRequest) *scheduler {
+	w := &idx.waves[wi]
+	s := &scheduler{
+		idx:      idx,
+		wave:     w,
+		req:      req,
+		inFlight: make(map[string]string, len(req.InFlight)),
+		counts:   make([][]int, len(idx.policy.constraints)),
+		open:     idx.policy.windows.openBits(req.Now),
+	}
+	for c := range s.counts {
+		s.counts[c] = make([]int, len(idx.groupOf[c]))
+	}
+	limit := w.maxConcurrent
+	if req.MaxConcurrent > 0 {
+		limit = req.MaxConcurrent
+	}
+	own := 0
+	for i := range req.InFlight {
+		f := &req.InFlight[i]
+		if _, dup := s.inFlight[f.Target.ID]; dup {
+			continue
+		}
+		s.inFlight[f.Target.ID] = f.Rollout
+		if ref, ok := idx.members[f.Target.ID]; ok && f.Rollout == req.Rollout && int(ref.wave) == wi {
+			own++
+		}
+		s.countInFlight(&f.Target)
+	}
+	s.slots = limit - own
+	return s
+}
+
+// countInFlight adds an in-flight target to the constraint counts. Targets
+// of other rollouts may not be in this plan: their group is looked up by
+// label value, and a value no member shares cannot block anyone here.
+func (s *scheduler) countInFlight(t *Target) {
+	for c := range s.idx.policy.constraints {
+		v, ok := s.idx.policy.constraints[c].group(t)
+		if !ok {
+			continue
+		}
+		if g, ok := s.idx.groupOf[c][v]; ok {
+			s.counts[c][g]++
+		}
+	}
+}
+
+// run scans the wave in promotion order.
+func (s *scheduler) run() ScheduleDecision {
+	var (
+		d            ScheduleDecision
+		pending      int
+		inFlightHere int
+		// blockedMasks collects the window masks of window-blocked members, to
+		// compute RetryAt once per distinct mask.
+		blockedMasks map[uint32]struct{}
+		firstBlocked = -1
+		constraintC  = -1
+		constraintG  int32
+	)
+	w := s.wave
+	nc := len(s.idx.policy.constraints)
+	ws := &s.idx.policy.windows
+	if s.slots <= 0 {
+		return ScheduleDecision{
+			Waiting: WaitMaxConcurrent,
+			Message: fmt.Sprintf("%d targets of wave %s are in flight, its maxConcurrent", s.slotsLimit(), w.name),
+		}
+	}
+scan:
+	for i, t := range w.members {
+		if s.req.Done.Has(t.ID) {
+			continue
+		}
+		if rollout, ok := s.inFlight[t.ID]; ok {
+			if rollout != s.req.Rollout {
+				d.Busy++
+			} else {
+				inFlightHere++
+			}
+			continue
+		}
+		pending++
+		mask := w.windowMasks[i]
+		if mask != 0 && !ws.allowed(mask, s.open) {
+			d.BlockedByWindow++
+			if blockedMasks == nil {
+				blockedMasks = map[uint32]struct{}{}
+				firstBlocked = i
+			}
+			blockedMasks[mask] = struct{}{}
+			continue
+		}
+		groups := w.groups[i*nc : (i+1)*nc]
+		for c, g := range groups {
+			if g >= 0 && s.counts[c][g] >= s.idx.policy.constraints[c].maxInFlight {
+				d.BlockedByConstraint++
+				if constraintC < 0 {
+					constraintC, constraintG = c, g
+				}
+				continue scan
+			}
+		}
+		for c, g := range groups {
+			if g >= 0 {
+				s.counts[c][g]++
+			}
+		}
+		d.Start = append(d.Start, t)
+		if len(d.Start) == s.slots {
+			return d
+		}
+	}
+	for mask := range blockedMasks {
+		if at, ok := ws.nextAllowed(mask, s.req.Now); ok && (d.RetryAt.IsZero() || at.Before(d.RetryAt)) {
+			d.RetryAt = at
+		}
+	}
+	if len(d.Start) > 0 && len(d.Start) == pending {
+		return d
+	}
+	switch {
+	case pending == 0 && inFlightHere == 0 && d.Busy == 0:
+		d.Waiting, d.Message = WaitWaveDone, fmt.Sprintf("every target of wave %s is done", w.name)
+	case pending == 0 && d.Busy == 0:
+		d.Waiting, d.Message = WaitInFlight, fmt.Sprintf("%d targets of wave %s are in flight; none is pending",
+			inFlightHere, w.name)
+	default:
+		// Nothing or not everything could start: say why the others wait.
+		d.Waiting, d.Message = s.blockedReason(&d, firstBlocked, constraintC, constraintG)
+	}
+	return d
+}
+
+// slotsLimit is the maxConcurrent in force.
+func (s *scheduler) slotsLimit() int {
+	if s.req.MaxConcurrent > 0 {
+		return s.req.MaxConcurrent
+	}
+	return s.wave.maxConcurrent
+}
+
+// blockedReason names the reason blocking the most pending members; on a
+// tie, windows come first (they say until when), then constraints.
+func (s *scheduler) blockedReason(d *ScheduleDecision, firstBlocked, c int, g int32) (WaitReason, string) {
+	switch {
+	case d.BlockedByWindow > 0 && d.BlockedByWindow >= d.BlockedByConstraint && d.BlockedByWindow >= d.Busy:
+		msg := fmt.Sprintf("%d targets wait for a change window (%s)", d.BlockedByWindow,
+			s.windowExplanation(s.wave.windowMasks[firstBlocked]))
+		if !d.RetryAt.IsZero() {
+			msg += "; next opening " + d.RetryAt.UTC().Format(time.RFC3339)
+		} else {
+			msg += "; no opening found in the schedules"
+		}
+		return WaitWindow, msg
+	case d.BlockedByConstraint > 0 && d.BlockedByConstraint >= d.Busy:
+		cc := &s.idx.policy.constraints[c]
+		return WaitConstraint, fmt.Sprintf("%d targets wait for constraint %s: %s=%s already has %d in flight (max %d)",
+			d.BlockedByConstraint, cc.name, cc.labelKey, s.groupValue(c, g), s.counts[c][g], cc.maxInFlight)
+	default:
+		return WaitTargetBusy, fmt.Sprintf("%d targets are in flight for another rollout", d.Busy)
+	}
+}
+
+// groupValue is the label value of group g of constraint c.
+func (s *scheduler) groupValue(c int, g int32) string {
+	for v, gg := range s.idx.groupOf[c] {
+		if gg == g {
+			return v
+		}
+	}
+	return ""
+}
+
+// windowExplanation names the windows keeping a member with mask waiting.
+func (s *scheduler) windowExplanation(mask uint32) string {
+	ws := &s.idx.policy.windows
+	var denies, allows []string
+	for i, w := range ws.windows {
+		bit := uint32(1) << i
+		if mask&bit == 0 {
+			continue
+		}
+		if w.deny && s.open&bit != 0 {
+			denies = append(denies, w.name)
+		} else if !w.deny {
+			allows = append(allows, w.name)
+		}
+	}
+	if len(denies) > 0 {
+		return "deny window " + strings.Join(denies, ", ") + " is open"
+	}
+	return "no allow window open: " + strings.Join(allows, ", ")
+}

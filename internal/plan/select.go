@@ -1,0 +1,182 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+)
+
+// selectTargets runs the selection pipeline and returns the selected targets
+// (in no particular order). Excluded targets and counts are recorded in out.
+//
+// The order of the checks decides which reason an excluded target carries:
+// invalid or ambiguous targets first (nothing else can be trusted about
+// them), then the selector (a target it does not match is simply not part of
+// the fleet and is only counted), then team scoping, then exclusion labels.
+func (p *Planner) selectTargets(in PlanInput, ev *expressionEvaluator, out *WavePlan) []Target {
+	unique := p.dedupe(in.Candidates, out)
+	out.Candidates += len(unique)
+	selected := make([]Target, 0, len(unique))
+	for i := range unique {
+		t := &unique[i]
+		if !p.selection.matchLabels(t) {
+			out.NotSelected++
+			continue
+		}
+		if p.selection.expression != nil {
+			ok, err := ev.eval(p.selection.expression, t)
+			if err != nil {
+				out.Excluded = append(out.Excluded, ExcludedTarget{
+					Target:  *t,
+					Reason:  ExclusionExpressionError,
+					Message: "spec.targets.selector.expression: " + firstLine(err),
+				})
+				continue
+			}
+			if !ok {
+				out.NotSelected++
+				continue
+			}
+		}
+		if reason, msg, excluded := p.exclusion(t, in.AllowedTeams); excluded {
+			out.Excluded = append(out.Excluded, ExcludedTarget{Target: *t, Reason: reason, Message: msg})
+			continue
+		}
+		selected = append(selected, *t)
+	}
+	slices.SortFunc(out.Excluded, func(a, b ExcludedTarget) int {
+		if c := cmp.Compare(a.Target.ID, b.Target.ID); c != 0 {
+			return c
+		}
+		return compareTargets(a.Target, b.Target)
+	})
+	return selected
+}
+
+// exclusion applies team scoping and exclusion labels to a selected target.
+func (p *Planner) exclusion(t *Target, teams TeamSet) (ExclusionReason, string, bool) {
+	if teams != nil {
+		team, ok := t.Labels[fleetv1alpha1.TeamLabel]
+		if !ok || team == "" {
+			return ExclusionTeamLabelMissing,
+				fmt.Sprintf("team scoping is on and the target has no %s label", fleetv1alpha1.TeamLabel), true
+		}
+		if !teams.Has(team) {
+			return ExclusionTeamNotAllowed,
+				fmt.Sprintf("team %q is not among the Project's allowed teams [%s]", team,
+					strings.Join(teams.Sorted(), ", ")), true
+		}
+	}
+	for _, key := range p.excludeLabels {
+		if _, ok := t.Labels[key]; ok {
+			return ExclusionLabel, fmt.Sprintf("label %s is set", key), true
+		}
+	}
+	return "", "", false
+}
+
+// dedupe drops targets without an ID and merges candidates sharing an ID.
+// Identical copies (one object read through two overlapping sources) count
+// once; differing ones are all excluded as DuplicateTarget, reported once per
+// ID. The result does not depend on the order of candidates.
+func (p *Planner) dedupe(candidates []Target, out *WavePlan) []Target {
+	first := make(map[string]int, len(candidates))
+	unique := make([]Target, 0, len(candidates))
+	var conflicts map[string][]Target
+	for i := range candidates {
+		t := &candidates[i]
+		if t.ID == "" {
+			out.Candidates++
+			out.Excluded = append(out.Excluded, ExcludedTarget{
+				Target: *t, Reason: ExclusionInvalidTarget, Message: "target has no ID",
+			})
+			continue
+		}
+		if conflicting, ok := conflicts[t.ID]; ok {
+			if !containsSame(conflicting, t) {
+				conflicts[t.ID] = append(conflicting, *t)
+			}
+			continue
+		}
+		j, seen := first[t.ID]
+		if !seen {
+			first[t.ID] = len(unique)
+			unique = append(unique, *t)
+			continue
+		}
+		if sameTarget(&unique[j], t) {
+			continue
+		}
+		if conflicts == nil {
+			conflicts = map[string][]Target{}
+		}
+		conflicts[t.ID] = []Target{unique[j], *t}
+	}
+	if len(conflicts) == 0 {
+		return unique
+	}
+	kept := unique[:0]
+	for _, t := range unique {
+		if _, ok := conflicts[t.ID]; !ok {
+			kept = append(kept, t)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(conflicts)) {
+		copies := conflicts[id]
+		slices.SortFunc(copies, compareTargets)
+		sources := make([]string, 0, len(copies))
+		for _, c := range copies {
+			if !slices.Contains(sources, c.Source) {
+				sources = append(sources, c.Source)
+			}
+		}
+		out.Candidates++
+		out.Excluded = append(out.Excluded, ExcludedTarget{
+			Target: copies[0],
+			Reason: ExclusionDuplicateTarget,
+			Message: fmt.Sprintf("%d different targets have ID %q (sources: %s); none is promoted until only one remains",
+				len(copies), id, strings.Join(sources, ", ")),
+		})
+	}
+	return kept
+}
+
+// containsSame reports whether ts holds a target identical to t.
+func containsSame(ts []Target, t *Target) bool {
+	for i := range ts {
+		if sameTarget(&ts[i], t) {
+			return true
+		}
+	}
+	return false
+}
+
+// compareTargets is a total order on target contents, used only to pick a
+// deterministic representative among conflicting copies.
+func compareTargets(a, b Target) int {
+	if c := cmp.Compare(a.Source, b.Source); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	// Only reached for copies sharing ID, source and name: rare, so the
+	// rendering cost does not matter.
+	if c := cmp.Compare(canonicalMap(a.Labels), canonicalMap(b.Labels)); c != 0 {
+		return c
+	}
+	return cmp.Compare(canonicalMap(a.Params), canonicalMap(b.Params))
+}
+
+// canonicalMap renders a map with sorted keys.
+func canonicalMap(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%q=%q;", k, m[k])
+	}
+	return b.String()
+}

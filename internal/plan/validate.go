@@ -1,0 +1,306 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+)
+
+// maxWaveNameLength matches the API bound; wave Stage names append it to the
+// FleetStage's name.
+const maxWaveNameLength = 24
+
+// defaultExcludeLabels apply when spec.targets.excludeLabels is empty.
+var defaultExcludeLabels = []string{fleetv1alpha1.FrozenLabel, fleetv1alpha1.ComplianceHoldLabel}
+
+// InvalidSpecError is returned when a FleetStage spec cannot be planned. It
+// is terminal: retrying cannot help until the spec changes.
+type InvalidSpecError struct {
+	// Errors names every invalid field.
+	Errors field.ErrorList
+}
+
+// Error implements error.
+func (e *InvalidSpecError) Error() string {
+	return fmt.Sprintf("invalid FleetStage spec: %v", e.Errors.ToAggregate())
+}
+
+// Validate checks everything the planner needs from a FleetStage spec and
+// returns one error per invalid field, each with its full path (for example
+// spec.waves[2].expression). It is what the validating webhook, the CLI and
+// the controller call; it never panics.
+func Validate(spec *fleetv1alpha1.FleetStageSpec) field.ErrorList {
+	_, errs := Compile(spec)
+	return errs
+}
+
+// Compile validates spec and compiles it for planning: label selectors are
+// parsed and expressions compiled once, however many targets are planned.
+// On any error it returns a nil Planner and the complete error list.
+func Compile(spec *fleetv1alpha1.FleetStageSpec) (*Planner, field.ErrorList) {
+	specPath := field.NewPath("spec")
+	if spec == nil {
+		return nil, field.ErrorList{field.Required(specPath, "spec is required")}
+	}
+	var errs field.ErrorList
+	p := &Planner{}
+
+	errs = append(errs, validateStage(&spec.Stage, specPath.Child("stage"))...)
+
+	targetsPath := specPath.Child("targets")
+	errs = append(errs, validateSources(spec.Targets.Sources, targetsPath.Child("sources"))...)
+	selection, selErrs := compileTargetSelector(&spec.Targets.Selector, targetsPath.Child("selector"))
+	errs = append(errs, selErrs...)
+	p.selection = selection
+	p.excludeLabels = defaultExcludeLabels
+	if len(spec.Targets.ExcludeLabels) > 0 {
+		p.excludeLabels = spec.Targets.ExcludeLabels
+		seen := map[string]bool{}
+		for i, key := range spec.Targets.ExcludeLabels {
+			keyPath := targetsPath.Child("excludeLabels").Index(i)
+			errs = append(errs, metav1validation.ValidateLabelName(key, keyPath)...)
+			if seen[key] {
+				errs = append(errs, field.Duplicate(keyPath, key))
+			}
+			seen[key] = true
+		}
+	}
+
+	waves, waveErrs := compileWaves(spec.Waves, specPath.Child("waves"))
+	errs = append(errs, waveErrs...)
+	p.waves = waves
+
+	policy, policyErrs := CompilePolicy(&spec.Policy, specPath.Child("policy"))
+	errs = append(errs, policyErrs...)
+	p.policy = policy
+
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return p, nil
+}
+
+// validateStage checks that exactly one way of naming the Stage is used.
+func validateStage(s *fleetv1alpha1.StageSource, fldPath *field.Path) field.ErrorList {
+	switch {
+	case s.FromStage == "" && s.Inline == nil:
+		return field.ErrorList{field.Required(fldPath, "exactly one of fromStage or inline must be set")}
+	case s.FromStage != "" && s.Inline != nil:
+		return field.ErrorList{field.Forbidden(fldPath.Child("inline"), "exactly one of fromStage or inline must be set")}
+	case s.FromStage != "":
+		var errs field.ErrorList
+		for _, msg := range validation.IsDNS1123Subdomain(s.FromStage) {
+			errs = append(errs, field.Invalid(fldPath.Child("fromStage"), s.FromStage, msg))
+		}
+		return errs
+	}
+	return nil
+}
+
+// validateSources checks spec.targets.sources. Inline target names must be
+// unique across every inline source, and so must the IDs derived from them.
+func validateSources(sources []fleetv1alpha1.TargetSource, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(sources) == 0 {
+		return field.ErrorList{field.Required(fldPath, "at least one target source is required")}
+	}
+	kinds := []fleetv1alpha1.TargetSourceKind{
+		fleetv1alpha1.ArgoCDClusterSource, fleetv1alpha1.KargoTargetSource,
+		fleetv1alpha1.ClusterProfileSource, fleetv1alpha1.InlineSource,
+	}
+	inlineIDs := map[string]string{}
+	for i := range sources {
+		src := &sources[i]
+		p := fldPath.Index(i)
+		switch src.Kind {
+		case fleetv1alpha1.ArgoCDClusterSource, fleetv1alpha1.KargoTargetSource, fleetv1alpha1.ClusterProfileSource:
+			if src.Inline != nil {
+				errs = append(errs, field.Forbidden(p.Child("inline"), "inline is only allowed for kind Inline"))
+			}
+		case fleetv1alpha1.InlineSource:
+			if src.Inline == nil {
+				errs = append(errs, field.Required(p.Child("inline"), "inline is required for kind Inline"))
+			}
+			if src.Selector != nil {
+				errs = append(errs, field.Forbidden(p.Child("selector"), "selector is not used by kind Inline"))
+			}
+		case "":
+			errs = append(errs, field.Required(p.Child("kind"), "kind is required"))
+		default:
+			errs = append(errs, field.NotSupported(p.Child("kind"), src.Kind, kinds))
+		}
+		if src.Namespace != "" {
+			for _, msg := range validation.IsDNS1123Label(src.Namespace) {
+				errs = append(errs, field.Invalid(p.Child("namespace"), src.Namespace, msg))
+			}
+		}
+		_, selErrs := compileLabelSelector(src.Selector, p.Child("selector"))
+		errs = append(errs, selErrs...)
+		for j, key := range src.Annotations {
+			errs = append(errs, metav1validation.ValidateLabelName(key, p.Child("annotations").Index(j))...)
+		}
+		for j := range src.Inline {
+			errs = append(errs, validateInlineTarget(&src.Inline[j], p.Child("inline").Index(j), inlineIDs)...)
+		}
+	}
+	return errs
+}
+
+// validateInlineTarget checks one inline target; ids maps the IDs seen so far
+// to the name they came from.
+func validateInlineTarget(t *fleetv1alpha1.InlineTarget, fldPath *field.Path, ids map[string]string) field.ErrorList {
+	var errs field.ErrorList
+	namePath := fldPath.Child("name")
+	if t.Name == "" {
+		errs = append(errs, field.Required(namePath, "target name is required"))
+	} else {
+		id := TargetID(t.Name)
+		if other, dup := ids[id]; dup {
+			if other == t.Name {
+				errs = append(errs, field.Duplicate(namePath, t.Name))
+			} else {
+				errs = append(errs, field.Invalid(namePath, t.Name,
+					fmt.Sprintf("names %q and %q both map to target ID %q", other, t.Name, id)))
+			}
+		} else {
+			ids[id] = t.Name
+		}
+	}
+	errs = append(errs, metav1validation.ValidateLabels(t.Labels, fldPath.Child("labels"))...)
+	for key := range t.Params {
+		if key == "" {
+			errs = append(errs, field.Invalid(fldPath.Child("params"), key, "parameter names must not be empty"))
+		}
+	}
+	return errs
+}
+
+// compileWaves validates and compiles spec.waves.
+func compileWaves(waves []fleetv1alpha1.Wave, fldPath *field.Path) ([]compiledWave, field.ErrorList) {
+	if len(waves) == 0 {
+		return nil, field.ErrorList{field.Required(fldPath, "at least one wave is required")}
+	}
+	var errs field.ErrorList
+	out := make([]compiledWave, 0, len(waves))
+	names := map[string]bool{}
+	for i := range waves {
+		w := &waves[i]
+		p := fldPath.Index(i)
+		errs = append(errs, uniqueName(names, w.Name, p.Child("name"))...)
+		cw, e := compileWave(w, p)
+		errs = append(errs, e...)
+		if w.Selector == nil && w.Expression == "" && w.Count == nil && i != len(waves)-1 {
+			errs = append(errs, field.Invalid(p, w.Name,
+				"only the last wave may be a catch-all (no selector, expression or count): later waves would stay empty"))
+		}
+		out = append(out, cw)
+	}
+	return out, errs
+}
+
+// compileWave validates one wave and resolves its defaults.
+func compileWave(w *fleetv1alpha1.Wave, fldPath *field.Path) (compiledWave, field.ErrorList) {
+	var errs field.ErrorList
+	if w.Name != "" {
+		for _, msg := range validation.IsDNS1123Label(w.Name) {
+			errs = append(errs, field.Invalid(fldPath.Child("name"), w.Name, msg))
+		}
+		if len(w.Name) > maxWaveNameLength {
+			errs = append(errs, field.TooLong(fldPath.Child("name"), w.Name, maxWaveNameLength))
+		}
+	}
+	cw := compiledWave{
+		name:          w.Name,
+		maxConcurrent: amount{value: fleetv1alpha1.DefaultMaxConcurrent},
+		approval:      fleetv1alpha1.ApprovalNone,
+	}
+	var selErrs field.ErrorList
+	cw.selector, selErrs = compileLabelSelector(w.Selector, fldPath.Child("selector"))
+	errs = append(errs, selErrs...)
+	if w.Expression != "" {
+		e, err := compileExpression(w.Expression)
+		if err != nil {
+			errs = append(errs, field.Invalid(fldPath.Child("expression"), w.Expression, firstLine(err)))
+		}
+		cw.expression = e
+	}
+	if w.Count != nil {
+		a, err := parsePositiveAmount(*w.Count)
+		if err != nil {
+			errs = append(errs, field.Invalid(fldPath.Child("count"), w.Count.String(), err.Error()))
+		}
+		cw.count = &a
+	}
+	if w.MaxConcurrent != nil {
+		a, err := parsePositiveAmount(*w.MaxConcurrent)
+		if err != nil {
+			errs = append(errs, field.Invalid(fldPath.Child("maxConcurrent"), w.MaxConcurrent.String(), err.Error()))
+		}
+		cw.maxConcurrent = a
+	}
+	if w.MaxFailures != nil {
+		a, err := parseAmount(*w.MaxFailures)
+		if err != nil {
+			errs = append(errs, field.Invalid(fldPath.Child("maxFailures"), w.MaxFailures.String(), err.Error()))
+		}
+		cw.maxFailures = a
+	}
+	deadline, err := defaultProgressDeadline()
+	if err != nil {
+		errs = append(errs, field.InternalError(fldPath.Child("progressDeadline"), err))
+	}
+	cw.progressDeadline = deadline
+	if w.ProgressDeadline != nil {
+		if w.ProgressDeadline.Duration <= 0 {
+			errs = append(errs, field.Invalid(fldPath.Child("progressDeadline"), w.ProgressDeadline.String(),
+				"progressDeadline must be positive"))
+		}
+		cw.progressDeadline = w.ProgressDeadline.Duration
+	}
+	if w.Soak != nil {
+		if w.Soak.Duration < 0 {
+			errs = append(errs, field.Invalid(fldPath.Child("soak"), w.Soak.String(), "soak must not be negative"))
+		}
+		cw.soak = w.Soak.Duration
+	}
+	switch w.Approval {
+	case "":
+	case fleetv1alpha1.ApprovalNone, fleetv1alpha1.ApprovalRequired:
+		cw.approval = w.Approval
+	default:
+		errs = append(errs, field.NotSupported(fldPath.Child("approval"), w.Approval,
+			[]fleetv1alpha1.ApprovalPolicy{fleetv1alpha1.ApprovalNone, fleetv1alpha1.ApprovalRequired}))
+	}
+	return cw, errs
+}
+
+// defaultProgressDeadline parses the API's default.
+func defaultProgressDeadline() (time.Duration, error) {
+	d, err := time.ParseDuration(fleetv1alpha1.DefaultProgressDeadline)
+	if err != nil || d <= 0 {
+		return 0, errors.New("invalid built-in default progress deadline " + fleetv1alpha1.DefaultProgressDeadline)
+	}
+	return d, nil
+}
+
+// compiledWave is one wave, compiled, with its defaults resolved.
+type compiledWave struct {
+	name string
+	// selector and expression are AND-ed; with neither the wave matches every
+	// remaining target.
+	selector   labels.Selector
+	expression *targetExpression
+	count            *amount
+	maxConcurrent    amount
+	maxFailures      amount
+	progressDeadline time.Duration
+	soak             time.Duration
+	approval         fleetv1alpha1.ApprovalPolicy
+}
