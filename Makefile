@@ -54,7 +54,11 @@ test-unit: ## Unit tests (race detector on pure packages) and fuzz seed corpora.
 
 .PHONY: test-integration
 test-integration: control-plane ## envtest tests against a real kube-apiserver and etcd.
-	$(GO) test -count=1 -p 1 -tags integration -timeout $(TEST_TIMEOUT) ./test/... -v 2>&1 | tee bin/test-integration.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; exit $${PIPESTATUS[0]}
+	@mkdir -p bin
+	@set -o pipefail; $(GO) test -count=1 -p 1 -tags integration -timeout $(TEST_TIMEOUT) ./test/... -v > bin/test-integration.log 2>&1; rc=$$?; \
+	  grep -E '^(envtest:|--- |PASS|FAIL|ok|panic)' bin/test-integration.log; \
+	  if [ $$rc -ne 0 ]; then echo "--- failures (full log: bin/test-integration.log)"; grep -B5 -A40 -E -- '--- FAIL|^panic' bin/test-integration.log | tail -300; fi; \
+	  exit $$rc
 
 .PHONY: bench
 bench: ## Planner and scheduler benchmarks.
