@@ -1,0 +1,105 @@
+package kargosim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// autoPromote creates a Promotion of each requested origin's candidate
+// Freight, as Kargo's Stage reconciler does when the ProjectConfig enables
+// auto-promotion for the Stage: not when the origin is held, the candidate
+// is already current or on its way, or its newest finished Promotion did
+// not succeed (no retry loops). It returns how long until a soaking Freight
+// may become available, so the Stage is looked at again then.
+func (s *Simulator) autoPromote(ctx context.Context, stage *kargo.Stage, promos []kargo.Promotion,
+	autoEnabled bool) (time.Duration, error) {
+	if !autoEnabled || len(stage.Spec.RequestedFreight) == 0 {
+		return 0, nil
+	}
+	var list kargo.FreightList
+	if err := s.reader.List(ctx, &list, clientInNamespace(stage.Namespace)); err != nil {
+		return 0, fmt.Errorf("error listing available Freight for Stage %q: %w", stage.Name, err)
+	}
+	now := s.opts.Clock.Now()
+	candidates := autoPromotionCandidates(stage, availableFreight(stage, list.Items, now))
+	cur := currentCollection(&stage.Status)
+	var soak time.Duration
+	for _, req := range stage.Spec.RequestedFreight {
+		for i := range list.Items {
+			if list.Items[i].Origin == req.Origin {
+				if left := soakRemaining(req, &list.Items[i], now); left > 0 && (soak == 0 || left < soak) {
+					soak = left
+				}
+			}
+		}
+		key := req.Origin.Key()
+		if _, held := stage.Status.EffectiveAutoPromotionHolds[key]; held {
+			continue
+		}
+		candidate, ok := candidates[key]
+		if !ok {
+			continue
+		}
+		if cur != nil && cur.Items[key].Name == candidate.Name {
+			continue
+		}
+		if cp := stage.Status.CurrentPromotion; cp != nil && cp.Freight != nil &&
+			cp.Freight.Name == candidate.Name && cp.Freight.Origin.Key() == key {
+			continue
+		}
+		if unprocessedPromotionExists(stage, promos, candidate.Name) {
+			continue
+		}
+		if p := newestFinished(promos, candidate.Name); p != nil && p.Status.Phase != kargo.PromotionSucceeded {
+			continue
+		}
+		promo := &kargo.Promotion{
+			ObjectMeta: metav1.ObjectMeta{Namespace: stage.Namespace, GenerateName: stage.Name + "."},
+			Spec:       kargo.PromotionSpec{Stage: stage.Name, Freight: candidate.Name},
+		}
+		if err := s.client.Create(ctx, promo); err != nil {
+			return 0, fmt.Errorf("error creating Promotion for Freight %q in namespace %q: %w",
+				candidate.Name, stage.Namespace, err)
+		}
+		logger(ctx).Info("Automatically promoted Freight", "origin", key, "freight", candidate.Name,
+			"promotion", promo.Name)
+	}
+	return soak, nil
+}
+
+// unprocessedPromotionExists reports whether a Promotion of the Freight to
+// the Stage is still in flight, or succeeded but is not yet recorded.
+func unprocessedPromotionExists(stage *kargo.Stage, promos []kargo.Promotion, freight string) bool {
+	last := stage.Status.LastPromotion
+	for _, p := range promos {
+		if p.Spec.Freight != freight {
+			continue
+		}
+		if !p.Status.Phase.IsTerminal() ||
+			(p.Status.Phase == kargo.PromotionSucceeded && (last == nil || p.Name > last.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// newestFinished returns the newest terminal Promotion of the Freight.
+func newestFinished(promos []kargo.Promotion, freight string) *kargo.Promotion {
+	var newest *kargo.Promotion
+	for i := range promos {
+		p := &promos[i]
+		if p.Spec.Freight != freight || !p.Status.Phase.IsTerminal() {
+			continue
+		}
+		if newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time) ||
+			(p.CreationTimestamp.Equal(&newest.CreationTimestamp) && p.Name > newest.Name) {
+			newest = p
+		}
+	}
+	return newest
+}

@@ -1,0 +1,190 @@
+package kargosim
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// LoggerName names the simulator's logger: every line it logs says it
+// comes from the Kargo simulator, not from Kargo.
+const LoggerName = "kargo-simulator"
+
+// Simulator plays Kargo's controller and Promotion webhooks against one
+// apiserver. Create it with New and add it to a manager with
+// SetupWithManager; the manager's identity is the simulated Kargo
+// controller's (it needs to read and write Kargo objects, read Secrets and
+// ConfigMaps and create SubjectAccessReviews).
+type Simulator struct {
+	opts   Options
+	client client.Client
+	// reader reads straight from the apiserver where a stale cache would
+	// change a decision (admission, Freight availability).
+	reader client.Reader
+	ulids  *ulidSource
+	engine *engine
+}
+
+// New returns a simulator that uses the manager's client.
+func New(mgr ctrl.Manager, opts Options) *Simulator {
+	opts = opts.withDefaults()
+	s := &Simulator{
+		opts:   opts,
+		client: mgr.GetClient(),
+		reader: mgr.GetAPIReader(),
+		ulids:  newULIDSource(),
+	}
+	s.engine = newEngine(opts)
+	return s
+}
+
+// newEngine registers the step kinds: http and compose-output run for real,
+// every other kind is simulated.
+func newEngine(opts Options) *engine {
+	e := &engine{kinds: map[string]stepKind{
+		"http":           {runner: &httpStep{transport: opts.HTTPTransport}},
+		"compose-output": {runner: composeOutputStep{}, propagatesToTask: true},
+	}}
+	sim := simulatedStep{seed: opts.Seed}
+	for _, k := range simulatedKinds {
+		e.kinds[k.name] = stepKind{runner: sim, defaultTimeout: k.timeout}
+	}
+	return e
+}
+
+// SetupWithManager registers the Promotion webhooks on the manager's
+// webhook server and the Promotion and Stage controllers.
+func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
+	decoder := admission.NewDecoder(mgr.GetScheme())
+	srv := mgr.GetWebhookServer()
+	srv.Register(MutatePromotionPath, &webhook.Admission{Handler: &mutatingHandler{sim: s, decoder: decoder}})
+	srv.Register(ValidatePromotionPath, &webhook.Admission{Handler: &validatingHandler{sim: s, decoder: decoder}})
+	if err := s.setupPromotionController(mgr); err != nil {
+		return fmt.Errorf("error setting up the simulated Promotion controller: %w", err)
+	}
+	if err := s.setupStageController(mgr); err != nil {
+		return fmt.Errorf("error setting up the simulated Stage controller: %w", err)
+	}
+	return nil
+}
+
+// logger returns the simulator's named logger from the context.
+func logger(ctx context.Context) logr.Logger {
+	return logr.FromContextOrDiscard(ctx).WithName(LoggerName)
+}
+
+// getStage reads a Stage from the apiserver; nil when it does not exist.
+func (s *Simulator) getStage(ctx context.Context, namespace, name string) (*kargo.Stage, error) {
+	var st kargo.Stage
+	if err := s.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &st); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("error getting Stage %q in namespace %q: %w", name, namespace, err)
+	}
+	return &st, nil
+}
+
+// getFreight reads a Freight from the apiserver; nil when it does not exist.
+func (s *Simulator) getFreight(ctx context.Context, namespace, name string) (*kargo.Freight, error) {
+	var f kargo.Freight
+	if err := s.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &f); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("error getting Freight %q in namespace %q: %w", name, namespace, err)
+	}
+	return &f, nil
+}
+
+// autoPromotionEnabledFor reads the Project's ProjectConfig and judges the
+// Stage.
+func (s *Simulator) autoPromotionEnabledFor(ctx context.Context, stage *kargo.Stage) (bool, error) {
+	var cfg kargo.ProjectConfig
+	err := s.reader.Get(ctx, types.NamespacedName{Namespace: stage.Namespace, Name: stage.Namespace}, &cfg)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("error getting ProjectConfig for Project %q: %w", stage.Namespace, err)
+	}
+	return autoPromotionEnabled(&cfg, stage.ObjectMeta)
+}
+
+// availableFreightFor lists the project's Freight available to the Stage.
+func (s *Simulator) availableFreightFor(ctx context.Context, stage *kargo.Stage) ([]kargo.Freight, error) {
+	var list kargo.FreightList
+	if err := s.reader.List(ctx, &list, client.InNamespace(stage.Namespace)); err != nil {
+		return nil, fmt.Errorf("error listing Freight in namespace %q: %w", stage.Namespace, err)
+	}
+	return availableFreight(stage, list.Items, s.opts.Clock.Now()), nil
+}
+
+// getTask fetches a PromotionTask or ClusterPromotionTask for expansion.
+func (s *Simulator) getTask(ctx context.Context, namespace string, ref *kargo.PromotionTaskRef) (*kargo.PromotionTaskSpec, error) {
+	switch ref.Kind {
+	case kargo.PromotionTaskKind, "":
+		var t kargo.PromotionTask
+		if err := s.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, &t); err != nil {
+			return nil, err
+		}
+		return &t.Spec, nil
+	case kargo.ClusterPromotionTaskKind:
+		var t kargo.ClusterPromotionTask
+		if err := s.reader.Get(ctx, types.NamespacedName{Name: ref.Name}, &t); err != nil {
+			return nil, err
+		}
+		return &t.Spec, nil
+	default:
+		return nil, fmt.Errorf("unknown task reference kind %q", ref.Kind)
+	}
+}
+
+// secretData implements dataReader: a missing Secret reads as empty.
+func (s *Simulator) secretData(ctx context.Context, namespace, name string) (map[string]string, error) {
+	var sec corev1.Secret
+	if err := s.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return map[string]string{}, nil
+		}
+		return nil, fmt.Errorf("failed to get secret %s: %w", name, err)
+	}
+	out := make(map[string]string, len(sec.Data)+len(sec.StringData))
+	for k, v := range sec.Data {
+		out[k] = string(v)
+	}
+	return out, nil
+}
+
+// configMapData implements dataReader: a missing ConfigMap reads as empty.
+func (s *Simulator) configMapData(ctx context.Context, namespace, name string) (map[string]string, error) {
+	var cm corev1.ConfigMap
+	if err := s.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return map[string]string{}, nil
+		}
+		return nil, fmt.Errorf("failed to get configmap %s: %w", name, err)
+	}
+	out := make(map[string]string, len(cm.Data))
+	for k, v := range cm.Data {
+		out[k] = v
+	}
+	return out, nil
+}
+
+
+func keyOf(namespace, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: name}
+}
+
+func clientInNamespace(ns string) client.InNamespace { return client.InNamespace(ns) }

@@ -1,0 +1,279 @@
+package kargosim
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// soonRequeue is how soon Kargo looks at a Stage again when a Promotion is
+// queued behind one that just finished.
+const soonRequeue = 100 * time.Millisecond
+
+func (s *Simulator) setupStageController(mgr ctrl.Manager) error {
+	// Stages are reconciled on spec changes and annotation changes
+	// (refresh), not on their own status writes; Promotions and Freight
+	// changes bring them back. ProjectConfig changes are not watched: as on
+	// Kargo, they take effect at the next resync or refresh.
+	stagePred := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kargo_simulator_stages").
+		For(&kargo.Stage{}, builder.WithPredicates(stagePred)).
+		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(
+			func(_ context.Context, o client.Object) []reconcile.Request {
+				p, ok := o.(*kargo.Promotion)
+				if !ok || p.Spec.Stage == "" {
+					return nil
+				}
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.Stage}}}
+			})).
+		Watches(&kargo.Freight{}, handler.EnqueueRequestsFromMapFunc(s.stagesInNamespace)).
+		Complete(reconcile.Func(s.reconcileStage))
+}
+
+// stagesInNamespace maps a Freight change to every Stage of its project
+// (approvals and verifications change what is available downstream).
+func (s *Simulator) stagesInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list kargo.StageList
+	if err := s.client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		logger(ctx).Error(err, "Error listing Stages", "namespace", o.GetNamespace())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, st := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: st.Namespace, Name: st.Name}})
+	}
+	return reqs
+}
+
+func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	log := logger(ctx).WithValues("namespace", req.Namespace, "Stage", req.Name)
+	ctx = ctrl.LoggerInto(ctx, log)
+	start := s.opts.Clock.Now()
+	stage, err := s.getStage(ctx, req.Namespace, req.Name)
+	if err != nil || stage == nil || !stage.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, err
+	}
+	// A Stage without steps is a control-flow Stage: nothing to promote.
+	if stage.Spec.PromotionTemplate == nil || len(stage.Spec.PromotionTemplate.Spec.Steps) == 0 {
+		return ctrl.Result{}, nil
+	}
+	autoEnabled, err := s.autoPromotionEnabledFor(ctx, stage)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	promos, err := s.stagePromotions(ctx, stage)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	base := stage.DeepCopy()
+	st := stageStatus{StageStatus: &stage.Status, generation: stage.Generation, now: s.opts.Clock.Now()}
+	f := stageFaults(stage)
+
+	pending := st.syncPromotions(stage, promos, autoEnabled)
+	requeue := st.CurrentPromotion == nil && pending
+	if err := s.syncFreight(ctx, stage); err != nil {
+		return ctrl.Result{}, err
+	}
+	st.now = s.opts.Clock.Now()
+	st.assessHealth(f)
+	st.verify(f, start, func() string { return string(uuid.NewUUID()) })
+	wait, err := s.markFreightVerified(ctx, stage)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	st.EffectiveAutoPromotionHolds = effectiveHolds(stage, promos, autoEnabled)
+	st.AutoPromotionEnabled = autoEnabled
+	soak, err := s.autoPromote(ctx, stage, promos, autoEnabled)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if token, ok := stage.Annotations[kargo.RefreshAnnotation]; ok {
+		st.LastHandledRefresh = token
+	}
+	if !reflect.DeepEqual(base.Status, stage.Status) {
+		if err := s.client.Status().Patch(ctx, stage, client.MergeFrom(base)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("error patching status of Stage %q in namespace %q: %w",
+				stage.Name, stage.Namespace, err)
+		}
+	}
+	if requeue {
+		return ctrl.Result{RequeueAfter: soonRequeue}, nil
+	}
+	after := s.opts.StageResync
+	for _, d := range []time.Duration{wait, soak} {
+		if d > 0 && d < after {
+			after = d
+		}
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// stagePromotions lists the Stage's Promotions.
+func (s *Simulator) stagePromotions(ctx context.Context, stage *kargo.Stage) ([]kargo.Promotion, error) {
+	var list kargo.PromotionList
+	if err := s.reader.List(ctx, &list, client.InNamespace(stage.Namespace),
+		client.MatchingLabels{kargo.StageLabel: shortLabelValue(stage.Name)}); err != nil {
+		return nil, fmt.Errorf("failed to list Promotions for Stage %q in namespace %q: %w", stage.Name, stage.Namespace, err)
+	}
+	out := list.Items[:0]
+	for _, p := range list.Items {
+		if p.Spec.Stage == stage.Name {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// syncFreight keeps Freight currentlyIn in line with the Stage's current
+// collection, recording the longest completed soak of Freight that leaves.
+func (s *Simulator) syncFreight(ctx context.Context, stage *kargo.Stage) error {
+	var list kargo.FreightList
+	if err := s.reader.List(ctx, &list, client.InNamespace(stage.Namespace)); err != nil {
+		return fmt.Errorf("error listing Freight in namespace %q: %w", stage.Namespace, err)
+	}
+	current := map[string]bool{}
+	if cur := currentCollection(&stage.Status); cur != nil {
+		for _, ref := range cur.Items {
+			current[ref.Name] = true
+		}
+	}
+	now := s.opts.Clock.Now()
+	for i := range list.Items {
+		fr := &list.Items[i]
+		in, wasIn := fr.Status.CurrentlyIn[stage.Name]
+		switch {
+		case wasIn && !current[fr.Name]:
+			err := s.patchFreightStatus(ctx, fr, func(st *kargo.FreightStatus) {
+				if v, ok := st.VerifiedIn[stage.Name]; ok && in.Since != nil {
+					if soak := now.Sub(in.Since.Time); v.LongestSoak == nil || soak > v.LongestSoak.Duration {
+						v.LongestSoak = &metav1.Duration{Duration: soak}
+						st.VerifiedIn[stage.Name] = v
+					}
+				}
+				delete(st.CurrentlyIn, stage.Name)
+			})
+			if err != nil {
+				return err
+			}
+		case !wasIn && current[fr.Name]:
+			err := s.patchFreightStatus(ctx, fr, func(st *kargo.FreightStatus) {
+				if st.CurrentlyIn == nil {
+					st.CurrentlyIn = map[string]kargo.CurrentStage{}
+				}
+				st.CurrentlyIn[stage.Name] = kargo.CurrentStage{Since: &metav1.Time{Time: now}}
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// markFreightVerified writes verifiedIn for the current Freight once it is
+// verified in a healthy Stage, VerifiedInDelay after its Promotion
+// finished. It returns how long is left to wait, if anything.
+func (s *Simulator) markFreightVerified(ctx context.Context, stage *kargo.Stage) (time.Duration, error) {
+	st := &stage.Status
+	cur := currentCollection(st)
+	last := lastVerification(cur)
+	if st.Health == nil || st.Health.Status != kargo.HealthHealthy || last == nil ||
+		last.Phase != kargo.VerificationSuccessful {
+		return 0, nil
+	}
+	now := s.opts.Clock.Now()
+	if lp := st.LastPromotion; lp != nil && lp.FinishedAt != nil {
+		if left := lp.FinishedAt.Add(s.opts.VerifiedInDelay).Sub(now); left > 0 {
+			return left, nil
+		}
+	}
+	for _, ref := range cur.Items {
+		fr, err := s.getFreight(ctx, stage.Namespace, ref.Name)
+		if err != nil {
+			return 0, err
+		}
+		if fr == nil || fr.IsVerifiedIn(stage.Name) {
+			continue
+		}
+		verifiedAt := now
+		if last.FinishTime != nil {
+			verifiedAt = last.FinishTime.Time
+		}
+		if err := s.patchFreightStatus(ctx, fr, func(fs *kargo.FreightStatus) {
+			if fs.VerifiedIn == nil {
+				fs.VerifiedIn = map[string]kargo.VerifiedStage{}
+			}
+			fs.VerifiedIn[stage.Name] = kargo.VerifiedStage{VerifiedAt: &metav1.Time{Time: verifiedAt}}
+		}); err != nil {
+			return 0, err
+		}
+		logger(ctx).V(2).Info("Marked Freight as verified in Stage", "freight", fr.Name)
+	}
+	return 0, nil
+}
+
+// patchFreightStatus applies a change to a Freight's status with a merge
+// patch.
+func (s *Simulator) patchFreightStatus(ctx context.Context, fr *kargo.Freight, change func(*kargo.FreightStatus)) error {
+	base := fr.DeepCopy()
+	change(&fr.Status)
+	if err := s.client.Status().Patch(ctx, fr, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("error patching status of Freight %q in namespace %q: %w", fr.Name, fr.Namespace, err)
+	}
+	return nil
+}
+
+// effectiveHolds are the durable holds overlaid with the newest hold or
+// resume intent of Promotions not yet recorded.
+func effectiveHolds(stage *kargo.Stage, promos []kargo.Promotion, autoEnabled bool) map[string]kargo.AutoPromotionHold {
+	if !autoEnabled {
+		return nil
+	}
+	out := map[string]kargo.AutoPromotionHold{}
+	for k, v := range stage.Status.AutoPromotionHolds {
+		out[k] = v
+	}
+	last := stage.Status.LastPromotion
+	for _, req := range stage.Spec.RequestedFreight {
+		key := req.Origin.Key()
+		var newest *kargo.Promotion
+		hold := false
+		for i := range promos {
+			p := &promos[i]
+			if p.Status.Phase == kargo.PromotionAborted || (last != nil && strings.Compare(p.Name, last.Name) <= 0) {
+				continue
+			}
+			isHold := p.Annotations[kargo.AutoPromotionHoldAnnotation] == key
+			isResume := p.Annotations[kargo.AutoPromotionResumeAnnotation] == key
+			if (isHold || isResume) && (newest == nil || p.Name > newest.Name) {
+				newest, hold = p, isHold
+			}
+		}
+		switch {
+		case newest == nil:
+		case hold:
+			out[key] = newHold(newest, req.Origin)
+		default:
+			delete(out, key)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
