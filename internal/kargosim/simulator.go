@@ -2,6 +2,7 @@ package kargosim
 
 import (
 	"context"
+	"sync"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -33,6 +34,10 @@ type Simulator struct {
 	reader client.Reader
 	ulids  *ulidSource
 	engine *engine
+	// recorded remembers when the Stage controller recorded each succeeded
+	// Promotion (namespace/name), to the sub-second: verifiedIn is written
+	// VerifiedInDelay after that, and API timestamps have whole seconds.
+	recorded sync.Map
 }
 
 // New returns a simulator that uses the manager's client.
@@ -181,7 +186,6 @@ func (s *Simulator) configMapData(ctx context.Context, namespace, name string) (
 	}
 	return out, nil
 }
-
 
 func keyOf(namespace, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: namespace, Name: name}

@@ -85,6 +85,9 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 	f := stageFaults(stage)
 
 	pending := st.syncPromotions(stage, promos, autoEnabled)
+	if lp := stage.Status.LastPromotion; lp != nil && lp.Status != nil && lp.Status.Phase == kargo.PromotionSucceeded {
+		s.recorded.LoadOrStore(stage.Namespace+"/"+lp.Name, s.opts.Clock.Now())
+	}
 	requeue := st.CurrentPromotion == nil && pending
 	if err := s.syncFreight(ctx, stage); err != nil {
 		return ctrl.Result{}, err
@@ -197,9 +200,11 @@ func (s *Simulator) markFreightVerified(ctx context.Context, stage *kargo.Stage)
 		return 0, nil
 	}
 	now := s.opts.Clock.Now()
-	if lp := st.LastPromotion; lp != nil && lp.FinishedAt != nil {
-		if left := lp.FinishedAt.Add(s.opts.VerifiedInDelay).Sub(now); left > 0 {
-			return left, nil
+	if lp := st.LastPromotion; lp != nil {
+		if at, ok := s.recorded.Load(stage.Namespace + "/" + lp.Name); ok {
+			if left := at.(time.Time).Add(s.opts.VerifiedInDelay).Sub(now); left > 0 {
+				return left, nil
+			}
 		}
 	}
 	for _, ref := range cur.Items {

@@ -1,0 +1,88 @@
+//go:build integration
+
+package kargosim_test
+
+import (
+	"context"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+func TestAdmissionRenamesAndCopiesTemplate(t *testing.T) {
+	ns := newProject(t)
+	newFreight(t, ns, "f0123456789abcdef")
+	newStage(t, ns, "dev", vars("target", "cluster-1", "replicas", "2"), func(s *kargo.Stage) {
+		s.Spec.PromotionTemplate.Spec.Vars = []kargo.ExpressionVariable{{Name: "fromTemplate", Value: "yes"}}
+		s.Spec.PromotionTemplate.Spec.Steps = append(s.Spec.PromotionTemplate.Spec.Steps,
+			kargo.PromotionStep{Uses: "compose-output", Config: cfg(`{"x":"y"}`)})
+	})
+	p := kargo.NewPromotion(ns, "dev", "f0123456789abcdef", map[string]string{"mine": "label"},
+		map[string]string{"mine.example/id": "42"})
+	// The creator's steps and vars are replaced by the Stage's.
+	p.Spec.Vars = []kargo.ExpressionVariable{{Name: "sneaky", Value: "1"}}
+	p.Spec.Steps = []kargo.PromotionStep{{Uses: "fail"}}
+	require.NoError(t, k8s.Create(context.Background(), p))
+
+	require.Regexp(t, regexp.MustCompile(`^dev\.[0-9a-z]{26}\.f012345$`), p.Name, "generateName is ignored")
+	require.Equal(t, "label", p.Labels["mine"], "own labels are kept")
+	require.Equal(t, "42", p.Annotations["mine.example/id"], "own annotations are kept")
+	require.Equal(t, "dev", p.Labels[kargo.StageLabel])
+	require.Contains(t, p.Annotations[kargo.CreateActorAnnotation], "kubernetes:")
+	require.Len(t, p.OwnerReferences, 1)
+	require.Equal(t, "Stage", p.OwnerReferences[0].Kind)
+	require.Equal(t, "dev", p.OwnerReferences[0].Name)
+	require.Equal(t, []kargo.ExpressionVariable{{Name: "target", Value: "cluster-1"}, {Name: "replicas", Value: "2"},
+		{Name: "fromTemplate", Value: "yes"}}, p.Spec.Vars)
+	require.Len(t, p.Spec.Steps, 2)
+	require.Equal(t, "sync", p.Spec.Steps[0].As)
+	require.Equal(t, "step-2", p.Spec.Steps[1].As, "unnamed steps get step-<n>")
+
+	// Names sort in creation order (ULIDs), which is Kargo's queue order.
+	q := mustPromote(t, ns, "dev", "f0123456789abcdef")
+	require.Less(t, p.Name, q.Name)
+	waitPromotion(t, q, 20*time.Second, phaseIs(kargo.PromotionSucceeded))
+}
+
+func TestAdmissionExpandsTasks(t *testing.T) {
+	ctx := context.Background()
+	ns := newProject(t)
+	newFreight(t, ns, "f1")
+	task := &kargo.ClusterPromotionTask{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-notify"},
+		Spec: kargo.PromotionTaskSpec{
+			Vars: []kargo.ExpressionVariable{{Name: "endpoint"}, {Name: "mode", Value: "fast"}},
+			Steps: []kargo.PromotionStep{
+				{Uses: "compose-output", As: "start", Config: cfg(`{"endpoint":"${{ vars.endpoint }}","mode":"${{ vars.mode }}","alias":"${{ ctx.meta.step.alias }}"}`)},
+				{Uses: "compose-output", Config: cfg(`{"seen":"${{ task.outputs.start.endpoint }}"}`)},
+			},
+		},
+	}
+	require.NoError(t, k8s.Create(ctx, task))
+	call := kargo.PromotionStep{As: "notify", Task: &kargo.PromotionTaskRef{Kind: kargo.ClusterPromotionTaskKind, Name: task.Name},
+		Vars: []kargo.ExpressionVariable{{Name: "endpoint", Value: "http://svc"}}}
+	newStage(t, ns, "dev", steps(call))
+	p := mustPromote(t, ns, "dev", "f1")
+	require.Len(t, p.Spec.Steps, 2)
+	require.Equal(t, "notify::start", p.Spec.Steps[0].As)
+	require.Equal(t, "notify::step-2", p.Spec.Steps[1].As)
+	require.Equal(t, []kargo.ExpressionVariable{{Name: "mode", Value: "fast"}, {Name: "endpoint", Value: "http://svc"}},
+		p.Spec.Steps[0].Vars, "task defaults, then the calling step's vars")
+
+	done := waitPromotion(t, p, 20*time.Second, phaseIs(kargo.PromotionSucceeded, kargo.PromotionFailed, kargo.PromotionErrored))
+	require.Equal(t, kargo.PromotionSucceeded, done.Status.Phase, done.Status.Message)
+	require.JSONEq(t, `{"notify::start":{"endpoint":"http://svc","mode":"fast","alias":"notify::start"},
+		"notify::step-2":{"seen":"http://svc"},
+		"notify":{"endpoint":"http://svc","mode":"fast","alias":"notify::start","seen":"http://svc"}}`, string(done.Status.State.Raw))
+
+	// A task var without a value must be supplied by the calling step.
+	missing := kargo.PromotionStep{Task: &kargo.PromotionTaskRef{Kind: kargo.ClusterPromotionTaskKind, Name: task.Name}}
+	newStage(t, ns, "bad", steps(missing))
+	_, err := promote(ctx, k8s, ns, "bad", "f1", nil)
+	require.ErrorContains(t, err, `missing value for variable "endpoint"`)
+}

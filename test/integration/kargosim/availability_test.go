@@ -1,0 +1,93 @@
+//go:build integration
+
+package kargosim_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+func TestAvailabilityRefusalAndVerifiedInGap(t *testing.T) {
+	ctx := context.Background()
+	ns := newProject(t)
+	newFreight(t, ns, "f1")
+	newStage(t, ns, "wave-1")
+	newStage(t, ns, "wave-2", upstream("wave-1"))
+
+	_, err := promote(ctx, k8s, ns, "wave-2", "f1", nil)
+	require.ErrorContains(t, err, `spec.freight: Invalid value: "f1": Freight is not available to this Stage`)
+
+	p := mustPromote(t, ns, "wave-1", "f1")
+	done := waitPromotion(t, p, 20*time.Second, phaseIs(kargo.PromotionSucceeded))
+	// In the gap between Succeeded and verifiedIn the downstream Stage still
+	// refuses the Freight.
+	_, err = promote(ctx, k8s, ns, "wave-2", "f1", nil)
+	require.ErrorContains(t, err, "Freight is not available to this Stage", "created within the verifiedIn gap")
+
+	f := waitFreight(t, ns, "f1", 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("wave-1") })
+	gap := f.Status.VerifiedIn["wave-1"].VerifiedAt.Time.Sub(done.Status.FinishedAt.Time)
+	require.GreaterOrEqual(t, gap, time.Duration(0))
+	require.Contains(t, f.Status.CurrentlyIn, "wave-1")
+	q, err := promote(ctx, k8s, ns, "wave-2", "f1", nil)
+	require.NoError(t, err, "available once verified upstream")
+	waitPromotion(t, q, 20*time.Second, phaseIs(kargo.PromotionSucceeded))
+}
+
+func TestRequiredSoakTime(t *testing.T) {
+	ctx := context.Background()
+	ns := newProject(t)
+	newFreight(t, ns, "f1")
+	newStage(t, ns, "a")
+	newStage(t, ns, "b", func(s *kargo.Stage) {
+		s.Spec.RequestedFreight[0].Sources = kargo.FreightSources{Stages: []string{"a"},
+			RequiredSoakTime: &metav1.Duration{Duration: 2 * time.Second}}
+	})
+	waitPromotion(t, mustPromote(t, ns, "a", "f1"), 20*time.Second, phaseIs(kargo.PromotionSucceeded))
+	waitFreight(t, ns, "f1", 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("a") })
+	_, err := promote(ctx, k8s, ns, "b", "f1", nil)
+	require.ErrorContains(t, err, "Freight is not available to this Stage", "not soaked yet")
+	require.Eventually(t, func() bool {
+		_, err := promote(ctx, k8s, ns, "b", "f1", nil)
+		return err == nil
+	}, 10*time.Second, 200*time.Millisecond)
+}
+
+func TestPromoteVerbIsChecked(t *testing.T) {
+	ctx := context.Background()
+	ns := newProject(t)
+	newFreight(t, ns, "f1")
+	newStage(t, ns, "prod")
+	promotions := rbacv1.PolicyRule{APIGroups: []string{kargo.GroupVersion.Group}, Resources: []string{"promotions"},
+		Verbs: []string{"create", "get", "patch"}}
+	promoteVerb := rbacv1.PolicyRule{APIGroups: []string{kargo.GroupVersion.Group}, Resources: []string{"stages"},
+		ResourceNames: []string{"prod"}, Verbs: []string{kargo.PromoteVerb}}
+
+	nobody := userClient(t, ns, "nobody-"+ns)
+	_, err := promote(ctx, nobody, ns, "prod", "f1", nil)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "forbidden", "a user without any RBAC is refused")
+
+	creator := userClient(t, ns, "creator-"+ns, promotions)
+	_, err = promote(ctx, creator, ns, "prod", "f1", nil)
+	require.ErrorContains(t, err, `is not permitted to create Promotions for Stage "prod"`,
+		"creating Promotions is not enough: the promote verb is checked by the webhook")
+
+	promoter := userClient(t, ns, "promoter-"+ns, promotions, promoteVerb)
+	p, err := promote(ctx, promoter, ns, "prod", "f1", nil)
+	require.NoError(t, err)
+	require.Equal(t, "kubernetes:promoter-"+ns, p.Annotations[kargo.CreateActorAnnotation])
+
+	// Updates (abort, refresh) need the verb too.
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"kargo.akuity.io/refresh":"x"}}}`))
+	err = creator.Patch(ctx, p.DeepCopy(), patch)
+	require.ErrorContains(t, err, `is not permitted to update Promotions for Stage "prod"`)
+	require.NoError(t, promoter.Patch(ctx, p.DeepCopy(), patch))
+}

@@ -1,0 +1,109 @@
+//go:build integration
+
+// Package kargosim_test runs the Kargo simulator against a real
+// kube-apiserver (with RBAC) and pins each Kargo behaviour it reproduces.
+package kargosim_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+// Short delays for tests, set explicitly: real Kargo polls no faster than
+// every 10 s.
+const (
+	testPollFloor       = 200 * time.Millisecond
+	testVerifiedInDelay = 120 * time.Millisecond
+	// controllerUser is the identity the simulator runs as, like Kargo's
+	// controller service account (its Promotions carry no actor).
+	controllerUser = "system:serviceaccount:kargo:kargo-controller"
+)
+
+var (
+	env *envtest.Env
+	// k8s is the test's own (admin) client: its user is "admin"-like and
+	// appears as the create-actor of Promotions it creates.
+	k8s client.Client
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	mutating, validating := kargosim.WebhookConfigurations()
+	var err error
+	env, err = envtest.Start(envtest.WithWebhooks(mutating, validating))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	k8s = env.Client
+	simCfg, err := env.AddUser(controllerUser, "system:masters")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := startSimulator(ctx, simCfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("envtest: kube-apiserver %s with %s Kargo CRDs and the Kargo simulator\n", envtest.K8sVersion, env.KargoCRDs)
+	return m.Run()
+}
+
+func startSimulator(ctx context.Context, cfg *rest.Config) error {
+	log := logr.Discard()
+	if os.Getenv("KARGOSIM_LOG") != "" {
+		log = zap.New(zap.UseDevMode(true))
+	}
+	ctrl.SetLogger(log)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:        env.Scheme,
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(env.WebhookServerOptions()),
+		Logger:        log,
+	})
+	if err != nil {
+		return fmt.Errorf("error creating manager: %w", err)
+	}
+	sim := kargosim.New(mgr, kargosim.Options{PollFloor: testPollFloor, VerifiedInDelay: testVerifiedInDelay, Seed: 1})
+	if err := sim.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	// Wait until the webhook server answers.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if mgr.GetWebhookServer().StartedChecker()(nil) == nil && mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("simulator did not start in time")
+}
