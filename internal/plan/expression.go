@@ -31,19 +31,31 @@ type targetExpression struct {
 	program *vm.Program
 }
 
-// compileExpression compiles source against the typed target environment. It
-// never panics: a panic inside the compiler is reported as an error.
-func compileExpression(source string) (_ *targetExpression, err error) {
+// compileExpression compiles source against the typed target environment,
+// with fast map lookups when possible. It never panics: a panic inside the
+// compiler is reported as an error.
+func compileExpression(source string) (*targetExpression, error) {
+	return compileExpressionWith(source, canPatchLookups(source))
+}
+
+// compileExpressionWith compiles source, with or without the lookup patcher
+// (tests compare both).
+func compileExpressionWith(source string, fastLookups bool) (_ *targetExpression, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("error compiling expression: %v", r)
 		}
 	}()
-	program, err := expr.Compile(source,
-		expr.Env(expressionEnv{}),
+	options := []expr.Option{
+		expr.Env(&expressionEnv{}),
 		expr.AsBool(),
 		expr.MaxNodes(maxExpressionNodes),
-	)
+	}
+	if fastLookups {
+		options = append(options, lookupFunctions...)
+		options = append(options, expr.Patch(mapLookupPatcher{}))
+	}
+	program, err := expr.Compile(source, options...)
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +67,9 @@ func compileExpression(source string) (_ *targetExpression, err error) {
 // It is not safe for concurrent use: each planning run makes its own.
 type expressionEvaluator struct {
 	machine vm.VM
+	// env is reused for every evaluation: passing a pointer to it keeps the
+	// VM from boxing a fresh copy of the environment each time.
+	env expressionEnv
 }
 
 // errNotBool should not happen (AsBool is checked at compile time) but is
@@ -63,12 +78,8 @@ var errNotBool = errors.New("expression did not return a boolean")
 
 // eval evaluates e over t.
 func (ev *expressionEvaluator) eval(e *targetExpression, t *Target) (bool, error) {
-	out, err := ev.machine.Run(e.program, expressionEnv{
-		Name:   t.Name,
-		Source: t.Source,
-		Labels: t.Labels,
-		Params: t.Params,
-	})
+	ev.env = expressionEnv{Name: t.Name, Source: t.Source, Labels: t.Labels, Params: t.Params}
+	out, err := ev.machine.Run(e.program, &ev.env)
 	if err != nil {
 		return false, err
 	}

@@ -3,10 +3,9 @@ package plan
 import (
 	"time"
 
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 )

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"maps"
 	"path"
 	"slices"
 
@@ -83,15 +84,16 @@ func compileLabelSelector(sel *metav1.LabelSelector, fldPath *field.Path) (label
 	return s, nil
 }
 
-// compileGlobs validates and compiles one labelGlobs entry. Keys are sorted so
-// evaluation order, and therefore cost, does not depend on map iteration.
+// compileGlobs validates and compiles one labelGlobs entry.
 func compileGlobs(entry fleetv1alpha1.LabelGlobSelector, fldPath *field.Path) ([]labelGlob, field.ErrorList) {
 	var errs field.ErrorList
 	if len(entry.MatchGlobs) == 0 {
 		return nil, field.ErrorList{field.Required(fldPath, "at least one label glob is required")}
 	}
 	globs := make([]labelGlob, 0, len(entry.MatchGlobs))
-	for key, glob := range entry.MatchGlobs {
+	// Sorted keys make the error list, and evaluation order, deterministic.
+	for _, key := range slices.Sorted(maps.Keys(entry.MatchGlobs)) {
+		glob := entry.MatchGlobs[key]
 		keyPath := fldPath.Key(key)
 		errs = append(errs, metav1validation.ValidateLabelName(key, keyPath)...)
 		if glob == "" {
@@ -106,15 +108,6 @@ func compileGlobs(entry fleetv1alpha1.LabelGlobSelector, fldPath *field.Path) ([
 		}
 		globs = append(globs, labelGlob{key: key, glob: glob})
 	}
-	slices.SortFunc(globs, func(a, b labelGlob) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
 	return globs, errs
 }
 

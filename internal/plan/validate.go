@@ -3,6 +3,8 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -173,11 +175,13 @@ func validateInlineTarget(t *fleetv1alpha1.InlineTarget, fldPath *field.Path, id
 			ids[id] = t.Name
 		}
 	}
-	errs = append(errs, metav1validation.ValidateLabels(t.Labels, fldPath.Child("labels"))...)
-	for key := range t.Params {
-		if key == "" {
-			errs = append(errs, field.Invalid(fldPath.Child("params"), key, "parameter names must not be empty"))
-		}
+	// One key at a time, in order, so the error list is deterministic.
+	for _, key := range slices.Sorted(maps.Keys(t.Labels)) {
+		errs = append(errs, metav1validation.ValidateLabels(map[string]string{key: t.Labels[key]},
+			fldPath.Child("labels"))...)
+	}
+	if _, ok := t.Params[""]; ok {
+		errs = append(errs, field.Invalid(fldPath.Child("params"), "", "parameter names must not be empty"))
 	}
 	return errs
 }
@@ -295,8 +299,8 @@ type compiledWave struct {
 	name string
 	// selector and expression are AND-ed; with neither the wave matches every
 	// remaining target.
-	selector   labels.Selector
-	expression *targetExpression
+	selector         labels.Selector
+	expression       *targetExpression
 	count            *amount
 	maxConcurrent    amount
 	maxFailures      amount

@@ -1,0 +1,239 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// PlanPreview is the JSON form of a WavePlan shown by the dry-run preview and
+// the CLI: counts, resolved wave settings and target IDs, without the
+// targets' labels and params.
+type PlanPreview struct {
+	// PlanHash is the plan's PlanHash.
+	PlanHash string `json:"planHash"`
+	// Candidates, Selected, Excluded, NotSelected and Unassigned count targets.
+	Candidates  int `json:"candidates"`
+	Selected    int `json:"selected"`
+	Excluded    int `json:"excluded"`
+	NotSelected int `json:"notSelected"`
+	Unassigned  int `json:"unassigned"`
+	// FleetMaxFailures is the resolved fleet-wide allowance, when set.
+	FleetMaxFailures *int `json:"fleetMaxFailures,omitempty"`
+	// Waves are the waves in promotion order.
+	Waves []WavePreview `json:"waves"`
+	// UnassignedTargets are the IDs of the unassigned targets.
+	UnassignedTargets []string `json:"unassignedTargets,omitempty"`
+	// ExcludedTargets are the excluded targets with their reasons.
+	ExcludedTargets []ExcludedPreview `json:"excludedTargets,omitempty"`
+	// EvaluationErrors lists wave expressions that failed on a target.
+	EvaluationErrors []EvaluationError `json:"evaluationErrors,omitempty"`
+}
+
+// WavePreview is one wave of a PlanPreview.
+type WavePreview struct {
+	// Name is the wave's name.
+	Name string `json:"name"`
+	// Members is the number of targets in the wave.
+	Members int `json:"members"`
+	// Cap is the resolved count, when the wave has one.
+	Cap *int `json:"cap,omitempty"`
+	// MaxConcurrent, MaxFailures, ProgressDeadline, Soak and Approval are the
+	// resolved settings.
+	MaxConcurrent    int    `json:"maxConcurrent"`
+	MaxFailures      int    `json:"maxFailures"`
+	ProgressDeadline string `json:"progressDeadline"`
+	Soak             string `json:"soak"`
+	Approval         string `json:"approval"`
+	// Targets are the member IDs in promotion order.
+	Targets []string `json:"targets"`
+}
+
+// ExcludedPreview is one excluded target of a PlanPreview.
+type ExcludedPreview struct {
+	// ID, Name and Source identify the target.
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	// Reason and Message say why it is excluded.
+	Reason  ExclusionReason `json:"reason"`
+	Message string          `json:"message"`
+}
+
+// NewPlanPreview builds the preview of p.
+func NewPlanPreview(p *WavePlan) PlanPreview {
+	pv := PlanPreview{
+		PlanHash:          p.Hash,
+		Candidates:        p.Candidates,
+		Selected:          p.Selected(),
+		Excluded:          len(p.Excluded),
+		NotSelected:       p.NotSelected,
+		Unassigned:        len(p.Unassigned),
+		FleetMaxFailures:  p.FleetMaxFailures,
+		Waves:             make([]WavePreview, len(p.Waves)),
+		UnassignedTargets: targetIDs(p.Unassigned),
+		EvaluationErrors:  p.EvaluationErrors,
+	}
+	for i := range p.Waves {
+		w := &p.Waves[i]
+		pv.Waves[i] = WavePreview{
+			Name:             w.Name,
+			Members:          len(w.Members),
+			Cap:              w.Cap,
+			MaxConcurrent:    w.MaxConcurrent,
+			MaxFailures:      w.MaxFailures,
+			ProgressDeadline: formatDuration(w.ProgressDeadline),
+			Soak:             formatDuration(w.Soak),
+			Approval:         string(w.Approval),
+			Targets:          targetIDs(w.Members),
+		}
+		if pv.Waves[i].Targets == nil {
+			pv.Waves[i].Targets = []string{}
+		}
+	}
+	for _, e := range p.Excluded {
+		pv.ExcludedTargets = append(pv.ExcludedTargets, ExcludedPreview{
+			ID: e.Target.ID, Name: e.Target.Name, Source: e.Target.Source, Reason: e.Reason, Message: e.Message,
+		})
+	}
+	return pv
+}
+
+// RenderPlanJSON writes the preview of p as indented JSON.
+func RenderPlanJSON(w io.Writer, p *WavePlan) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(NewPlanPreview(p)); err != nil {
+		return fmt.Errorf("error encoding plan preview: %w", err)
+	}
+	return nil
+}
+
+// RenderPlanTable writes p as a human table: a summary line, one row per
+// wave with its first maxNames targets (all of them when maxNames <= 0),
+// then the unassigned and excluded targets.
+func RenderPlanTable(w io.Writer, p *WavePlan, maxNames int) error {
+	pv := NewPlanPreview(p)
+	ew := &errWriter{w: w}
+	ew.printf("Plan %s: %d candidates, %d selected, %d excluded, %d not selected, %d unassigned",
+		shortHash(pv.PlanHash), pv.Candidates, pv.Selected, pv.Excluded, pv.NotSelected, pv.Unassigned)
+	if pv.FleetMaxFailures != nil {
+		ew.printf("; fleet maxFailures %d", *pv.FleetMaxFailures)
+	}
+	ew.printf("\n\n")
+
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WAVE\tMEMBERS\tCAP\tMAX CONCURRENT\tMAX FAILURES\tDEADLINE\tSOAK\tAPPROVAL\tTARGETS")
+	for _, wave := range pv.Waves {
+		capText := "-"
+		if wave.Cap != nil {
+			capText = strconv.Itoa(*wave.Cap)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", wave.Name, wave.Members, capText,
+			wave.MaxConcurrent, wave.MaxFailures, wave.ProgressDeadline, wave.Soak, wave.Approval,
+			abbreviate(wave.Targets, maxNames))
+	}
+	_ = tw.Flush()
+
+	if len(pv.UnassignedTargets) > 0 {
+		ew.printf("\nUnassigned (%d, not promoted): %s\n", len(pv.UnassignedTargets),
+			abbreviate(pv.UnassignedTargets, maxNames))
+	}
+	if len(pv.ExcludedTargets) > 0 {
+		ew.printf("\nExcluded (%d):\n", len(pv.ExcludedTargets))
+		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TARGET\tSOURCE\tREASON\tMESSAGE")
+		for i, e := range pv.ExcludedTargets {
+			if maxNames > 0 && i == maxNames {
+				fmt.Fprintf(tw, "... %d more\t\t\t\n", len(pv.ExcludedTargets)-maxNames)
+				break
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", displayID(e.ID, e.Name), e.Source, e.Reason, e.Message)
+		}
+		_ = tw.Flush()
+	}
+	if n := len(pv.EvaluationErrors); n > 0 {
+		first := pv.EvaluationErrors[0]
+		ew.printf("\n%d wave expression evaluations failed, e.g. %s on %s: %s\n", n, first.Field, first.TargetID,
+			first.Message)
+	}
+	return ew.err
+}
+
+// errWriter remembers the first write error so rendering code stays linear.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	_, _ = fmt.Fprintf(e, format, args...)
+}
+
+// targetIDs lists the IDs of ts.
+func targetIDs(ts []Target) []string {
+	if len(ts) == 0 {
+		return nil
+	}
+	ids := make([]string, len(ts))
+	for i := range ts {
+		ids[i] = ts[i].ID
+	}
+	return ids
+}
+
+// abbreviate joins the first max names and says how many more there are.
+func abbreviate(names []string, limit int) string {
+	if len(names) == 0 {
+		return "-"
+	}
+	if limit <= 0 || len(names) <= limit {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s, ... %d more", strings.Join(names[:limit], ", "), len(names)-limit)
+}
+
+// displayID shows an ID, and the name when it differs.
+func displayID(id, name string) string {
+	if id == "" {
+		return fmt.Sprintf("(no ID, name %q)", name)
+	}
+	if name == "" || name == id {
+		return id
+	}
+	return fmt.Sprintf("%s (%s)", id, name)
+}
+
+// shortHash abbreviates a PlanHash for humans.
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// formatDuration renders durations the way they are written in specs
+// ("15m", "1h30m", "0s").
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
