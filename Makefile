@@ -30,11 +30,12 @@ generate: ## Regenerate deepcopy code and CRDs.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./fleetstage/api/... paths=./internal/kargo/...
 	$(CONTROLLER_GEN) crd paths=./fleetstage/api/... output:crd:artifacts:config=charts/kargo-fleet/crds
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./internal/kargo/... output:crd:artifacts:config=internal/kargo/crds
+	$(CONTROLLER_GEN) rbac:roleName=kargo-fleet-controller paths=./fleetstage/... paths=./steps/... output:rbac:artifacts:config=charts/kargo-fleet/templates/generated
 
 .PHONY: verify
 verify: generate ## Fail when generated files are stale.
-	@if [ -n "$$(git status --porcelain -- charts/kargo-fleet/crds internal/kargo/crds '*zz_generated*')" ]; then \
-	  git status --porcelain -- charts/kargo-fleet/crds internal/kargo/crds '*zz_generated*'; \
+	@if [ -n "$$(git status --porcelain -- charts/kargo-fleet/crds charts/kargo-fleet/templates/generated internal/kargo/crds '*zz_generated*')" ]; then \
+	  git status --porcelain -- charts/kargo-fleet/crds charts/kargo-fleet/templates/generated internal/kargo/crds '*zz_generated*'; \
 	  echo "generated files are stale: run 'make generate' and commit the result"; exit 1; fi
 
 .PHONY: control-plane
