@@ -163,7 +163,7 @@ func TestBaseFromInline(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := BaseFromInline(&fleetv1alpha1.InlineStageSpec{
-				RequestedFreight: []fleetv1alpha1.RequestedFreight{{Origin: fleetv1alpha1.FreightOrigin{Kind: "Warehouse", Name: "w"}}},
+				RequestedFreight:  []fleetv1alpha1.RequestedFreight{{Origin: fleetv1alpha1.FreightOrigin{Kind: "Warehouse", Name: "w"}}},
 				PromotionTemplate: runtime.RawExtension{Raw: []byte(tt.template)},
 			})
 			if tt.wantErr == "" {
