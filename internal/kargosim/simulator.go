@@ -2,8 +2,8 @@ package kargosim
 
 import (
 	"context"
-	"sync"
 	"fmt"
+	"sync"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"

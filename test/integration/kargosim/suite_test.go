@@ -57,12 +57,20 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
-	k8s = env.Client
+	// Client-side rate limits (client-go's default 5 requests/s) would
+	// make every poll of the tests and every write of the simulator queue.
+	adminCfg := rest.CopyConfig(env.Config)
+	adminCfg.QPS, adminCfg.Burst = 1000, 2000
+	if k8s, err = client.New(adminCfg, client.Options{Scheme: env.Scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	simCfg, err := env.AddUser(controllerUser, "system:masters")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	simCfg.QPS, simCfg.Burst = 1000, 2000
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := startSimulator(ctx, simCfg); err != nil {

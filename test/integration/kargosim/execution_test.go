@@ -1,0 +1,291 @@
+//go:build integration
+
+package kargosim_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// stepServer is a step service on 127.0.0.1: it answers 503 (try again)
+// for a key until released, then 200 with JSON, and records requests.
+type stepServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	released map[string]bool
+	bodies   []map[string]any
+	headers  []http.Header
+	calls    map[string]int
+}
+
+func newStepServer(t *testing.T) *stepServer {
+	s := &stepServer{released: map[string]bool{}, calls: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.URL.Query().Get("key")
+		raw, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		_ = json.Unmarshal(raw, &body)
+		s.mu.Lock()
+		s.calls[key]++
+		s.bodies = append(s.bodies, body)
+		s.headers = append(s.headers, r.Header.Clone())
+		done := s.released[key]
+		n := s.calls[key]
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if !done {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"state":"running"}`))
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"state": "done", "calls": n,
+			"links": []map[string]string{{"url": "http://x/" + key, "label": "details"}}})
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *stepServer) release(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.released[key] = true
+}
+
+func (s *stepServer) callCount(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[key]
+}
+
+// httpStep polls the server for the key until it says done.
+func httpStep(url, key, extra string) kargo.PromotionStep {
+	return kargo.PromotionStep{Uses: "http", As: "wait", Config: cfg(`{
+		"method": "POST",
+		"url": "` + url + `",
+		"queryParams": [{"name": "key", "value": "` + key + `"}],
+		"headers": [{"name": "Authorization", "value": "Bearer ${{ secret('step-token').token }}"},
+		            {"name": "X-Missing", "value": "${{ secret('no-such-secret').token }}"}],
+		"body": "${{ quote({ 'promotion': ctx.promotion, 'stage': ctx.stage, 'freight': ctx.targetFreight.name, 'alias': ctx.meta.step.alias, 'rollback': ctx.meta.promotion.rollback, 'actor': ctx.meta.promotion.actor, 'replicas': vars.replicas }) }}",
+		"pollInterval": "100ms",
+		"successExpression": "response.status == 200 && response.body.state == 'done'",
+		"failureExpression": "response.status == 200 && response.body.state == 'failed'",
+		"outputs": [{"name": "calls", "fromExpression": "response.body.calls"},
+		            {"name": "links", "fromExpression": "response.body.links"}]` + extra + `
+	}`)}
+}
+
+func TestHTTPStepPollsAndEvaluatesExpressions(t *testing.T) {
+	ns := newProject(t)
+	srv := newStepServer(t)
+	newSecret(t, ns, "step-token", map[string]string{"token": "s3cret"})
+	newFreight(t, ns, "f1")
+	newStage(t, ns, "dev", vars("replicas", "2"), steps(httpStep(srv.URL, "k1", "")))
+	p := mustPromote(t, ns, "dev", "f1")
+	annotate(t, p, kargo.RollbackAnnotation, "true")
+
+	running := waitPromotion(t, p, 20*time.Second, func(p *kargo.Promotion) bool {
+		return p.Status.Phase == kargo.PromotionRunning && srv.callCount("k1") >= 3
+	})
+	require.Len(t, running.Status.StepExecutionMetadata, 1)
+	require.Equal(t, kargo.StepRunning, running.Status.StepExecutionMetadata[0].Status, "503 with a success expression set is still Running")
+	require.Empty(t, running.Status.StepExecutionMetadata[0].Message, "a polling step shows no message")
+	require.Zero(t, running.Status.StepExecutionMetadata[0].ErrorCount, "503 counts no error")
+
+	srv.release("k1")
+	done := waitPromotion(t, p, 20*time.Second, phaseIs(kargo.PromotionSucceeded, kargo.PromotionFailed, kargo.PromotionErrored))
+	require.Equal(t, kargo.PromotionSucceeded, done.Status.Phase, done.Status.Message)
+	var state map[string]map[string]any
+	require.NoError(t, json.Unmarshal(done.Status.State.Raw, &state))
+	require.EqualValues(t, srv.callCount("k1"), state["wait"]["calls"])
+	require.NotEmpty(t, state["wait"]["links"])
+	meta := done.Status.StepExecutionMetadata[0]
+	require.Equal(t, "wait", meta.Alias)
+	require.NotNil(t, meta.StartedAt)
+	require.NotNil(t, meta.FinishedAt)
+
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	body := srv.bodies[len(srv.bodies)-1]
+	require.Equal(t, p.Name, body["promotion"])
+	require.Equal(t, "dev", body["stage"])
+	require.Equal(t, "f1", body["freight"])
+	require.Equal(t, "wait", body["alias"])
+	require.Equal(t, true, body["rollback"])
+	require.Equal(t, p.Annotations[kargo.CreateActorAnnotation], body["actor"])
+	require.Equal(t, "2", body["replicas"], "inside an expression a var is the string it was set to")
+	h := srv.headers[len(srv.headers)-1]
+	require.Equal(t, "Bearer s3cret", h.Get("Authorization"))
+	require.Equal(t, "", h.Get("X-Missing"), "a missing Secret reads as empty")
+	require.Empty(t, h.Get("Content-Type"), "no Content-Type unless the step sets one")
+}
+
+func TestNumericVarBecomesNumber(t *testing.T) {
+	ns := newProject(t)
+	newFreight(t, ns, "f1")
+	newStage(t, ns, "dev", vars("replicas", "2"), steps(kargo.PromotionStep{Uses: "compose-output", As: "out",
+		Config: cfg(`{"n": "${{ vars.replicas }}", "s": "${{ quote(vars.replicas) }}", "l": "${{ [1, 2] }}"}`)}))
+	done := waitPromotion(t, mustPromote(t, ns, "dev", "f1"), 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+	require.JSONEq(t, `{"out":{"n":2,"s":"2","l":[1,2]}}`, string(done.Status.State.Raw),
+		"a whole-expression value keeps its JSON type; a numeric var becomes a number unless quoted")
+
+	// In a string field of the http step, the number fails validation.
+	newStage(t, ns, "bad", vars("replicas", "2"), steps(kargo.PromotionStep{Uses: "http", As: "call",
+		Config: cfg(`{"url": "http://127.0.0.1:1", "body": "${{ vars.replicas }}"}`)}))
+	failed := waitPromotion(t, mustPromote(t, ns, "bad", "f1"), 10*time.Second, phaseIs(kargo.PromotionFailed, kargo.PromotionErrored))
+	require.Equal(t, kargo.PromotionFailed, failed.Status.Phase)
+	require.Contains(t, failed.Status.StepExecutionMetadata[0].Message, "invalid http config")
+}
+
+func TestHTTPStepConnectionErrorsUseUpErrorThreshold(t *testing.T) {
+	ns := newProject(t)
+	// A port nothing listens on: connection refused.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "http://" + l.Addr().String()
+	require.NoError(t, l.Close())
+	newFreight(t, ns, "f1")
+	newStage(t, ns, "one", steps(httpStep(url, "x", "")))
+	newStage(t, ns, "four", steps(func() kargo.PromotionStep {
+		s := httpStep(url, "x", "")
+		s.Retry = &kargo.PromotionStepRetry{ErrorThreshold: 4}
+		return s
+	}()))
+
+	start := time.Now()
+	p1 := waitPromotion(t, mustPromote(t, ns, "one", "f1"), 10*time.Second, phaseIs(kargo.PromotionErrored))
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.Equal(t, uint32(1), p1.Status.StepExecutionMetadata[0].ErrorCount)
+	require.Contains(t, p1.Status.StepExecutionMetadata[0].Message, `step "wait" met error threshold of 1`)
+	require.Contains(t, p1.Status.StepExecutionMetadata[0].Message, "connection refused")
+
+	p4 := mustPromote(t, ns, "four", "f1")
+	running := waitPromotion(t, p4, 10*time.Second, phaseIs(kargo.PromotionRunning))
+	done := waitPromotion(t, p4, 10*time.Second, phaseIs(kargo.PromotionErrored))
+	require.Equal(t, uint32(4), done.Status.StepExecutionMetadata[0].ErrorCount)
+	require.Less(t, done.Status.FinishedAt.Sub(running.Status.StartedAt.Time), 3*time.Second,
+		"retries after errors ignore pollInterval")
+}
+
+func TestHTTPStepNonJSONBodyErrors(t *testing.T) {
+	ns := newProject(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`not json`))
+	}))
+	t.Cleanup(srv.Close)
+	newFreight(t, ns, "f1")
+	newStage(t, ns, "dev", steps(httpStep(srv.URL, "k", "")))
+	done := waitPromotion(t, mustPromote(t, ns, "dev", "f1"), 10*time.Second, phaseIs(kargo.PromotionErrored))
+	require.Contains(t, done.Status.StepExecutionMetadata[0].Message, "failed to parse JSON response")
+}
+
+func TestOneAtATimePerStageAndStagesInParallel(t *testing.T) {
+	ns := newProject(t)
+	srv := newStepServer(t)
+	newFreight(t, ns, "f1")
+	newFreight(t, ns, "f2")
+	newStage(t, ns, "a", steps(httpStep(srv.URL, "a", "")))
+	newStage(t, ns, "b", steps(httpStep(srv.URL, "b", "")))
+	a1 := mustPromote(t, ns, "a", "f1")
+	a2 := mustPromote(t, ns, "a", "f2")
+	b1 := mustPromote(t, ns, "b", "f1")
+
+	waitPromotion(t, a1, 10*time.Second, phaseIs(kargo.PromotionRunning))
+	waitPromotion(t, b1, 10*time.Second, phaseIs(kargo.PromotionRunning))
+	time.Sleep(500 * time.Millisecond)
+	waitPromotion(t, a2, time.Second, phaseIs(kargo.PromotionPending))
+	st := waitStage(t, ns, "a", time.Second, func(s *kargo.Stage) bool { return s.Status.CurrentPromotion != nil })
+	require.Equal(t, a1.Name, st.Status.CurrentPromotion.Name)
+
+	srv.release("a")
+	waitPromotion(t, a1, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+	done := waitPromotion(t, a2, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+	require.True(t, !done.Status.StartedAt.Before(a1.Status.StartedAt))
+	waitPromotion(t, b1, time.Second, phaseIs(kargo.PromotionRunning))
+	srv.release("b")
+	waitPromotion(t, b1, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+}
+
+func TestAbortEndsPromotionAndNextStarts(t *testing.T) {
+	ns := newProject(t)
+	srv := newStepServer(t)
+	newFreight(t, ns, "f1")
+	newStage(t, ns, "a", steps(httpStep(srv.URL, "a", "")))
+	p1 := mustPromote(t, ns, "a", "f1")
+	p2 := mustPromote(t, ns, "a", "f1")
+	waitPromotion(t, p1, 10*time.Second, phaseIs(kargo.PromotionRunning))
+
+	annotate(t, p1, kargo.AbortAnnotation, kargo.AbortTerminate)
+	start := time.Now()
+	aborted := waitPromotion(t, p1, 5*time.Second, phaseIs(kargo.PromotionAborted))
+	require.Less(t, time.Since(start), 2*time.Second)
+	require.Equal(t, kargo.StepAborted, aborted.Status.StepExecutionMetadata[0].Status)
+	require.Contains(t, aborted.Status.Message, "Promotion terminated by kubernetes:")
+	var req map[string]any
+	require.NoError(t, json.Unmarshal([]byte(aborted.Annotations[kargo.AbortAnnotation]), &req),
+		"the webhook rewrites the abort request to JSON")
+	require.Equal(t, "terminate", req["action"])
+	require.NotEmpty(t, req["actor"])
+	calls := srv.callCount("a")
+
+	waitPromotion(t, p2, 10*time.Second, phaseIs(kargo.PromotionRunning))
+	srv.release("a")
+	waitPromotion(t, p2, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+	_ = calls
+
+	// A Pending Promotion can be aborted too.
+	p3 := mustPromote(t, ns, "a", "f1")
+	annotate(t, p3, kargo.AbortAnnotation, kargo.AbortTerminate)
+	waitPromotion(t, p3, 5*time.Second, phaseIs(kargo.PromotionAborted, kargo.PromotionSucceeded))
+}
+
+func TestRefreshRerunsPollingStep(t *testing.T) {
+	ns := newProject(t)
+	srv := newStepServer(t)
+	newFreight(t, ns, "f1")
+	slow := httpStep(srv.URL, "r", "")
+	slow.Config = cfg(string(slow.Config.Raw[:len(slow.Config.Raw)-1]) + `, "timeout": "5s"}`)
+	// A long poll interval: only a refresh brings the next request early.
+	slow.Config.Raw = []byte(replaceOnce(string(slow.Config.Raw), `"pollInterval": "100ms"`, `"pollInterval": "1h"`))
+	newStage(t, ns, "dev", steps(slow))
+	p := mustPromote(t, ns, "dev", "f1")
+	waitPromotion(t, p, 10*time.Second, func(p *kargo.Promotion) bool {
+		return p.Status.Phase == kargo.PromotionRunning && srv.callCount("r") == 1
+	})
+	time.Sleep(300 * time.Millisecond)
+	require.Equal(t, 1, srv.callCount("r"))
+
+	// A new refresh value re-runs the polling step at once.
+	annotate(t, p, kargo.RefreshAnnotation, "one")
+	running := waitPromotion(t, p, 2*time.Second, func(p *kargo.Promotion) bool {
+		return srv.callCount("r") == 2 && p.Status.LastHandledRefresh == "one"
+	})
+	require.Equal(t, kargo.PromotionRunning, running.Status.Phase)
+
+	srv.release("r")
+	annotate(t, p, kargo.RefreshAnnotation, "two")
+	waitPromotion(t, p, 2*time.Second, phaseIs(kargo.PromotionSucceeded))
+	require.Equal(t, 3, srv.callCount("r"))
+}
+
+func replaceOnce(s, old, new string) string {
+	for i := 0; i+len(old) <= len(s); i++ {
+		if s[i:i+len(old)] == old {
+			return s[:i] + new + s[i+len(old):]
+		}
+	}
+	return s
+}
+
+var _ = context.Background
