@@ -108,20 +108,28 @@ func setVersions(fs *fleetv1alpha1.FleetStage, targets []kargo.Stage) {
 	fs.Status.Versions = versions
 }
 
-// setReady summarises the other conditions into Ready.
+// setReady summarises the other conditions into Ready: False with the reason
+// of the first False one, else Unknown while one has not been evaluated, else
+// True.
 func setReady(fs *fleetv1alpha1.FleetStage) {
 	ready := metav1.Condition{Type: fleetv1alpha1.ReadyCondition, Status: metav1.ConditionTrue,
 		Reason: fleetv1alpha1.ReconciledReason, Message: "Targets resolved and Stages in step", ObservedGeneration: fs.Generation}
+	var pending string
 	for _, t := range []string{fleetv1alpha1.TargetsResolvedCondition, fleetv1alpha1.StagesSyncedCondition} {
 		c := meta.FindStatusCondition(fs.Status.Conditions, t)
-		if c == nil {
-			ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, "Pending", t+" has not been evaluated yet"
-			break
-		}
-		if c.Status != metav1.ConditionTrue {
+		switch {
+		case c == nil:
+			if pending == "" {
+				pending = t
+			}
+		case c.Status != metav1.ConditionTrue:
 			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, truncate(t+": "+c.Message)
-			break
+			meta.SetStatusCondition(&fs.Status.Conditions, ready)
+			return
 		}
+	}
+	if pending != "" {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, "Pending", pending+" has not been evaluated yet"
 	}
 	meta.SetStatusCondition(&fs.Status.Conditions, ready)
 }

@@ -15,7 +15,7 @@ func NewPromotion(namespace, stage, freight string, labels, annotations map[stri
 		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "Promotion"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:    namespace,
-			GenerateName: stage + ".",
+			GenerateName: stage + "-",
 			Labels:       labels,
 			Annotations:  annotations,
 		},

@@ -1,0 +1,377 @@
+//go:build integration
+
+package fleetstage_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fscontroller "github.com/kargo-fleet/kargo-fleet/fleetstage/controller"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+const (
+	wait = 30 * time.Second
+	tick = 50 * time.Millisecond
+)
+
+func newProject(t *testing.T, name string) {
+	t.Helper()
+	require.NoError(t, env.Client.Create(context.Background(), envtest.ProjectNamespace(name)))
+}
+
+// newProdStage creates the Stage a FleetStage adopts: it takes Freight from
+// "staging" after an hour of soak and promotes with an argocd-update step.
+func newProdStage(t *testing.T, ns, name string) *kargo.Stage {
+	t.Helper()
+	st := &kargo.Stage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: kargo.StageSpec{
+			RequestedFreight: []kargo.FreightRequest{{
+				Origin:  kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"},
+				Sources: kargo.FreightSources{Stages: []string{"staging"}, RequiredSoakTime: &metav1.Duration{Duration: time.Hour}},
+			}},
+			Vars: []kargo.ExpressionVariable{{Name: "appName", Value: "guestbook"}, {Name: "region", Value: "from-template"}},
+			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{
+				Uses: "argocd-update", As: "sync",
+			}}}},
+		},
+	}
+	require.NoError(t, env.Client.Create(context.Background(), st))
+	return st
+}
+
+func targets(n int, labels func(i int) map[string]string) []fleetv1alpha1.InlineTarget {
+	out := make([]fleetv1alpha1.InlineTarget, n)
+	for i := range out {
+		out[i] = fleetv1alpha1.InlineTarget{
+			Name:   fmt.Sprintf("cluster-%03d", i),
+			Labels: labels(i),
+			Params: map[string]string{"server": fmt.Sprintf("https://c%03d.example", i), "region": "eu"},
+		}
+	}
+	return out
+}
+
+func threeWaves() []fleetv1alpha1.Wave {
+	return []fleetv1alpha1.Wave{
+		{Name: "pilot", Count: testutil.Int(1)},
+		{Name: "canary", Count: testutil.Int(2), Soak: &metav1.Duration{Duration: 10 * time.Minute}},
+		{Name: "general"},
+	}
+}
+
+func listGenerated(t *testing.T, ns, fs string, role string) []kargo.Stage {
+	t.Helper()
+	list := &kargo.StageList{}
+	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(ns),
+		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs, fleetv1alpha1.RoleLabel: role}))
+	return list.Items
+}
+
+func waitReady(t *testing.T, key client.ObjectKey) *fleetv1alpha1.FleetStage {
+	t.Helper()
+	fs := &fleetv1alpha1.FleetStage{}
+	require.Eventually(t, func() bool {
+		if err := env.Client.Get(context.Background(), key, fs); err != nil {
+			return false
+		}
+		return fs.Status.ObservedGeneration == fs.Generation &&
+			meta.IsStatusConditionTrue(fs.Status.Conditions, fleetv1alpha1.ReadyCondition)
+	}, wait, tick, "FleetStage %s never became Ready", key)
+	return fs
+}
+
+func TestExpansionOfAdoptedStage(t *testing.T) {
+	ctx := context.Background()
+	ns := "expand"
+	newProject(t, ns)
+	newProdStage(t, ns, "prod")
+	fs := testutil.MakeFleetStage(ns, "prod").FromStage("prod").
+		InlineTargets(targets(10, func(int) map[string]string { return map[string]string{"tier": "web"} })...).
+		Waves(threeWaves()...).Obj()
+	require.NoError(t, env.Client.Create(ctx, fs))
+	got := waitReady(t, client.ObjectKeyFromObject(fs))
+
+	require.EqualValues(t, 10, got.Status.Targets.Selected)
+	require.EqualValues(t, 3, got.Status.WaveCount)
+	require.Equal(t, []fleetv1alpha1.WaveMembership{
+		{Name: "pilot", Stage: "prod-pilot", Members: 1},
+		{Name: "canary", Stage: "prod-canary", Members: 2},
+		{Name: "general", Stage: "prod-general", Members: 7},
+	}, got.Status.Waves)
+
+	waves := map[string]kargo.Stage{}
+	for _, w := range listGenerated(t, ns, "prod", fleetv1alpha1.RoleWave) {
+		waves[w.Name] = w
+	}
+	require.Len(t, waves, 3)
+	pilot, canary, general := waves["prod-pilot"], waves["prod-canary"], waves["prod-general"]
+	require.Equal(t, []string{"staging"}, pilot.Spec.RequestedFreight[0].Sources.Stages, "the first wave takes the adopted Stage's sources")
+	require.Equal(t, time.Hour, pilot.Spec.RequestedFreight[0].Sources.RequiredSoakTime.Duration)
+	require.Equal(t, []string{"prod-pilot"}, canary.Spec.RequestedFreight[0].Sources.Stages)
+	require.Nil(t, canary.Spec.RequestedFreight[0].Sources.RequiredSoakTime, "pilot has no soak")
+	require.Equal(t, []string{"prod-canary"}, general.Spec.RequestedFreight[0].Sources.Stages)
+	require.Equal(t, 10*time.Minute, general.Spec.RequestedFreight[0].Sources.RequiredSoakTime.Duration, "canary's soak gates general")
+	step := canary.Spec.PromotionTemplate.Spec.Steps[0]
+	require.Equal(t, render.WaveTaskName, step.Task.Name)
+	require.Equal(t, kargo.ClusterPromotionTaskKind, step.Task.Kind)
+	require.True(t, metav1.IsControlledBy(&canary, got))
+
+	targetStages := listGenerated(t, ns, "prod", fleetv1alpha1.RoleTarget)
+	require.Len(t, targetStages, 10)
+	perWave := map[string]int{}
+	for _, st := range targetStages {
+		wave := st.Labels[fleetv1alpha1.WaveLabel]
+		perWave[wave]++
+		require.Equal(t, render.TargetStageName("prod", st.Labels[fleetv1alpha1.TargetLabel]), st.Name)
+		require.True(t, metav1.IsControlledBy(&st, got))
+		require.Equal(t, waves["prod-"+wave].Spec.RequestedFreight, st.Spec.RequestedFreight,
+			"a target Stage takes Freight from where its wave Stage does")
+		require.Equal(t, "argocd-update", st.Spec.PromotionTemplate.Spec.Steps[0].Uses, "the per-target template is the adopted one")
+		vars := map[string]string{}
+		for _, v := range st.Spec.Vars {
+			vars[v.Name] = v.Value
+		}
+		name := st.Annotations[fleetv1alpha1.TargetNameAnnotation]
+		require.Equal(t, name, vars[render.VarTarget])
+		require.Equal(t, "https://c"+name[len("cluster-"):]+".example", vars["server"])
+		require.Equal(t, "guestbook", vars["appName"])
+		require.Equal(t, "from-template", vars["region"], "the adopted Stage's vars win over target params")
+		require.Equal(t, wave, vars[render.VarWave])
+	}
+	require.Equal(t, map[string]int{"pilot": 1, "canary": 2, "general": 7}, perWave)
+	require.Equal(t, []fleetv1alpha1.FreightCount{{Freight: "none", Targets: 10}}, waitVersions(t, client.ObjectKeyFromObject(fs)))
+}
+
+func waitVersions(t *testing.T, key client.ObjectKey) []fleetv1alpha1.FreightCount {
+	t.Helper()
+	fs := &fleetv1alpha1.FleetStage{}
+	require.Eventually(t, func() bool {
+		require.NoError(t, env.Client.Get(context.Background(), key, fs))
+		n := int32(0)
+		for _, v := range fs.Status.Versions {
+			n += v.Targets
+		}
+		return n == fs.Status.Targets.Selected-fs.Status.Targets.Unassigned
+	}, wait, tick)
+	return fs.Status.Versions
+}
+
+func TestUnchangedFleetStageMakesNoWrites(t *testing.T) {
+	ctx := context.Background()
+	ns := "nowrites"
+	newProject(t, ns)
+	newProdStage(t, ns, "prod")
+	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").
+		InlineTargets(targets(20, func(int) map[string]string { return nil })...).Waves(threeWaves()...).Obj()
+	require.NoError(t, env.Client.Create(ctx, fs))
+	waitReady(t, client.ObjectKeyFromObject(fs))
+	settle(t)
+
+	before := writes.Writes()
+	// An annotation change triggers a reconcile without changing the spec.
+	patch := client.MergeFrom(fs.DeepCopy())
+	metav1.SetMetaDataAnnotation(&fs.ObjectMeta, "example.com/poke", "1")
+	require.NoError(t, env.Client.Patch(ctx, fs, patch))
+	settle(t)
+	require.Equal(t, before, writes.Writes(), "a reconcile of an unchanged FleetStage must not write")
+
+	// A spec change that re-renders every target Stage writes each once.
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(fs), fs))
+	fs.Spec.Waves[1].Soak = &metav1.Duration{Duration: 20 * time.Minute}
+	require.NoError(t, env.Client.Update(ctx, fs))
+	waitReady(t, client.ObjectKeyFromObject(fs))
+	settle(t)
+	generalTargets := 20 - 3
+	changed := writes.Writes() - before
+	require.GreaterOrEqual(t, changed, int64(1+generalTargets), "the general wave Stage and its targets change")
+	require.LessOrEqual(t, changed, int64(1+generalTargets+2), "only the affected Stages (plus status) are written")
+}
+
+// settle waits until the reconciler has stopped writing for a while.
+func settle(t *testing.T) {
+	t.Helper()
+	last, quiet := writes.Writes(), 0
+	for quiet < 10 {
+		time.Sleep(100 * time.Millisecond)
+		if n := writes.Writes(); n != last {
+			last, quiet = n, 0
+			continue
+		}
+		quiet++
+	}
+}
+
+func TestTargetsJoinLeaveAndMove(t *testing.T) {
+	ctx := context.Background()
+	ns := "membership"
+	newProject(t, ns)
+	newProdStage(t, ns, "prod")
+	critical := func(i int) map[string]string {
+		if i == 0 {
+			return map[string]string{"tier": "critical"}
+		}
+		return map[string]string{"tier": "web"}
+	}
+	waves := []fleetv1alpha1.Wave{
+		{Name: "web", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}},
+		{Name: "critical", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "critical"}}},
+	}
+	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").InlineTargets(targets(5, critical)...).Waves(waves...).Obj()
+	require.NoError(t, env.Client.Create(ctx, fs))
+	waitReady(t, client.ObjectKeyFromObject(fs))
+	require.Len(t, listGenerated(t, ns, "fleet", fleetv1alpha1.RoleTarget), 5)
+
+	// Join: cluster-005 appears; leave: cluster-004 goes; move: cluster-003 becomes critical.
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(fs), fs))
+	ts := targets(6, critical)
+	ts[3].Labels = map[string]string{"tier": "critical"}
+	fs.Spec.Targets.Sources[0].Inline = append(ts[:4], ts[5])
+	require.NoError(t, env.Client.Update(ctx, fs))
+	waitReady(t, client.ObjectKeyFromObject(fs))
+
+	require.Eventually(t, func() bool {
+		byTarget := map[string]string{}
+		for _, st := range listGenerated(t, ns, "fleet", fleetv1alpha1.RoleTarget) {
+			byTarget[st.Labels[fleetv1alpha1.TargetLabel]] = st.Labels[fleetv1alpha1.WaveLabel]
+		}
+		return len(byTarget) == 5 && byTarget["cluster-005"] == "web" && byTarget["cluster-004"] == "" &&
+			byTarget["cluster-003"] == "critical" && byTarget["cluster-000"] == "critical"
+	}, wait, tick)
+	st := &kargo.Stage{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet.cluster-003"}, st))
+	require.Equal(t, []string{"fleet-web"}, st.Spec.RequestedFreight[0].Sources.Stages,
+		"a target moved to the critical wave takes Freight after the web wave")
+	requireEvent(t, ns, fscontroller.TargetsJoinedReason, "cluster-005")
+	requireEvent(t, ns, fscontroller.TargetsLeftReason, "cluster-004")
+	requireEvent(t, ns, fscontroller.TargetsMovedReason, "cluster-003")
+}
+
+func requireEvent(t *testing.T, ns, reason, contains string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		list := &eventsv1.EventList{}
+		if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			return false
+		}
+		for _, e := range list.Items {
+			if e.Reason == reason && strings.Contains(e.Note, contains) {
+				return true
+			}
+		}
+		return false
+	}, wait, tick, "no %s Event mentioning %s", reason, contains)
+}
+
+func TestPruningWaitsForInFlightPromotion(t *testing.T) {
+	ctx := context.Background()
+	ns := "prune"
+	newProject(t, ns)
+	newProdStage(t, ns, "prod")
+	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").
+		InlineTargets(targets(3, func(int) map[string]string { return nil })...).Obj()
+	require.NoError(t, env.Client.Create(ctx, fs))
+	waitReady(t, client.ObjectKeyFromObject(fs))
+
+	// A Promotion of cluster-002 is running.
+	promo := kargo.NewPromotion(ns, "fleet.cluster-002", "f1", nil, nil)
+	// Kargo's webhook copies the Stage's steps; this suite runs without it.
+	promo.Spec.Steps = []kargo.PromotionStep{{Uses: "argocd-update"}}
+	require.NoError(t, env.Client.Create(ctx, promo))
+	promo.Status.Phase = kargo.PromotionRunning
+	require.NoError(t, env.Client.Status().Update(ctx, promo))
+
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(fs), fs))
+	fs.Spec.Targets.Sources[0].Inline = fs.Spec.Targets.Sources[0].Inline[:2]
+	require.NoError(t, env.Client.Update(ctx, fs))
+
+	key := client.ObjectKey{Namespace: ns, Name: "fleet.cluster-002"}
+	require.Eventually(t, func() bool {
+		st := &kargo.Stage{}
+		return env.Client.Get(ctx, key, st) == nil && st.Annotations[fleetv1alpha1.PruneAnnotation] == "true"
+	}, wait, tick, "the Stage is marked, not deleted, while its Promotion runs")
+	require.Eventually(t, func() bool {
+		got := &fleetv1alpha1.FleetStage{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(fs), got))
+		c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.StagesSyncedCondition)
+		return c != nil && c.Reason == fleetv1alpha1.PruningReason
+	}, wait, tick)
+	time.Sleep(500 * time.Millisecond)
+	require.NoError(t, env.Client.Get(ctx, key, &kargo.Stage{}), "still there while the Promotion runs")
+
+	promo.Status.Phase = kargo.PromotionSucceeded
+	require.NoError(t, env.Client.Status().Update(ctx, promo))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, key, &kargo.Stage{}))
+	}, wait, tick, "the Stage goes once its Promotion finished")
+	waitReady(t, client.ObjectKeyFromObject(fs))
+}
+
+func TestAdoptionRepointsDownstreamStages(t *testing.T) {
+	ctx := context.Background()
+	ns := "adopt"
+	newProject(t, ns)
+	newProdStage(t, ns, "prod")
+	dr := &kargo.Stage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-dr"},
+		Spec: kargo.StageSpec{
+			RequestedFreight: []kargo.FreightRequest{{
+				Origin:  kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"},
+				Sources: kargo.FreightSources{Stages: []string{"prod"}},
+			}},
+			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{Uses: "argocd-update"}}}},
+		},
+	}
+	require.NoError(t, env.Client.Create(ctx, dr))
+	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").
+		InlineTargets(targets(4, func(int) map[string]string { return nil })...).Waves(threeWaves()...).Obj()
+	require.NoError(t, env.Client.Create(ctx, fs))
+	waitReady(t, client.ObjectKeyFromObject(fs))
+
+	require.Eventually(t, func() bool {
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(dr), dr))
+		return dr.Spec.RequestedFreight[0].Sources.Stages[0] == "fleet-general"
+	}, wait, tick, "a Stage downstream of the adopted Stage takes Freight once the last wave verified it")
+	require.Equal(t, "fleet/prod", dr.Annotations[fscontroller.RepointedAnnotation])
+	prod := &kargo.Stage{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, prod))
+	require.Equal(t, []string{"staging"}, prod.Spec.RequestedFreight[0].Sources.Stages, "the adopted Stage itself is left as it is")
+
+	require.NoError(t, env.Client.Delete(ctx, fs))
+	require.Eventually(t, func() bool {
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(dr), dr))
+		return dr.Spec.RequestedFreight[0].Sources.Stages[0] == "prod" && dr.Annotations[fscontroller.RepointedAnnotation] == ""
+	}, wait, tick, "deleting the FleetStage restores the downstream Stage")
+}
+
+func TestMissingAdoptedStageIsReported(t *testing.T) {
+	ctx := context.Background()
+	ns := "missing"
+	newProject(t, ns)
+	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("nope").Obj()
+	require.NoError(t, env.Client.Create(ctx, fs))
+	require.Eventually(t, func() bool {
+		got := &fleetv1alpha1.FleetStage{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(fs), got))
+		c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ReadyCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == fleetv1alpha1.StageSourceNotFoundReason
+	}, wait, tick)
+	// Creating the Stage later lets the FleetStage proceed (the Stage is watched).
+	newProdStage(t, ns, "nope")
+	waitReady(t, client.ObjectKeyFromObject(fs))
+}

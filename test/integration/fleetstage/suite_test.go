@@ -1,0 +1,116 @@
+//go:build integration
+
+// Package fleetstage_test runs the FleetStage reconciler and validating
+// webhook against a real kube-apiserver with Kargo's CRDs.
+package fleetstage_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	fscontroller "github.com/kargo-fleet/kargo-fleet/fleetstage/controller"
+	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+var (
+	env *envtest.Env
+	// writes counts every write the reconciler makes.
+	writes *testutil.CountingClient
+)
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	var err error
+	env, err = envtest.Start(envtest.WithWebhooks(nil, []*admissionregistrationv1.ValidatingWebhookConfiguration{
+		envtest.ValidatingWebhook("fleetstages.fleet.kargo-fleet.io", "fleet.kargo-fleet.io", "v1alpha1", "fleetstages", fswebhook.ValidatePath),
+	}))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = env.Stop() }()
+	fmt.Printf("envtest: kube-apiserver %s started at %s with %s Kargo CRDs\n", envtest.K8sVersion, env.Config.Host, env.KargoCRDs)
+
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:        env.Scheme,
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(env.WebhookServerOptions()),
+		Controller:    config.Controller{SkipNameValidation: ptrTo(true)},
+	})
+	if err != nil {
+		return 0, err
+	}
+	writes = testutil.NewCountingClient(mgr.GetClient())
+	rec := fscontroller.NewFleetStageReconciler(writes, inventory.NewReader(mgr.GetClient()),
+		mgr.GetEventRecorder("fleetstage-controller"), clock.RealClock{})
+	if err := rec.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
+		return 0, err
+	}
+	if err := (fswebhook.FleetStageValidator{}).SetupWithManager(mgr); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return 0, fmt.Errorf("cache did not sync")
+	}
+	if err := waitForWebhook(mgr.GetWebhookServer()); err != nil {
+		return 0, err
+	}
+	return m.Run(), nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func zapLevel() zapcore.Level {
+	if os.Getenv("TEST_VERBOSE") != "" {
+		return -2
+	}
+	return 1
+}
+
+// waitForWebhook waits until the webhook server accepts connections: a
+// refused connection would fail admission of the first FleetStage.
+func waitForWebhook(srv webhook.Server) error {
+	check := srv.StartedChecker()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := check(nil)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
