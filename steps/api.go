@@ -1,0 +1,130 @@
+package steps
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// StepPathPrefix is the path steps are served under: POST /v1/steps/<name>.
+const StepPathPrefix = "/v1/steps/"
+
+// Request is the JSON body of POST /v1/steps/<name>. The shipped
+// ClusterPromotionTasks build it from Kargo's ctx with quote({...}); unknown
+// fields are refused.
+type Request struct {
+	// Project is the Kargo Project of the Promotion (ctx.project). The token
+	// must be this Project's.
+	Project string `json:"project"`
+	// Stage is the Stage being promoted (ctx.stage).
+	Stage string `json:"stage"`
+	// Promotion is the calling Promotion (ctx.promotion); it must exist in the
+	// Project, be Running and promote Stage to Freight.
+	Promotion string `json:"promotion"`
+	// Freight is the Freight being promoted (ctx.targetFreight.name).
+	Freight string `json:"freight"`
+	// Alias is the step's alias (ctx.meta.step.alias); with Promotion it is
+	// the request's idempotency key.
+	Alias string `json:"alias"`
+	// Actor started the Promotion (ctx.meta.promotion.actor).
+	Actor string `json:"actor,omitempty"`
+	// Rollback is true for a Promotion marked as a rollback
+	// (ctx.meta.promotion.rollback).
+	Rollback bool `json:"rollback,omitempty"`
+	// UIBaseURL is Kargo's UI URL (ctx.uiBaseUrl), used to build links.
+	UIBaseURL string `json:"uiBaseURL,omitempty"`
+	// Config is the step's config, validated by schemas/<step>.json.
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// Response is the JSON body of every answer of the step server, whatever its
+// HTTP status: the step's Result, plus, for a refusal or a transient error,
+// the status and a reason.
+//
+// HTTP 200 carries the step's state. 4xx refuses the request; its state is
+// Failed and the tasks' failureExpression fails the step with Message. 503
+// means "try again" (state Running); Kargo polls again.
+type Response struct {
+	// State is Running, Succeeded or Failed.
+	State State `json:"state"`
+	// Message says what happened, for people.
+	Message string `json:"message"`
+	// Outputs are the step's outputs; never null.
+	Outputs map[string]any `json:"outputs"`
+	// Error is set when the request was refused or could not be served.
+	Error *ErrorInfo `json:"error,omitempty"`
+}
+
+// ErrorInfo says why a request was not served.
+type ErrorInfo struct {
+	// Status is the HTTP status code.
+	Status int `json:"status"`
+	// Reason is a short PascalCase reason, e.g. Unauthorized, NotRunning.
+	Reason string `json:"reason"`
+}
+
+// Refusal reasons, also the "reason" label of the refusal metric.
+const (
+	ReasonBadRequest       = "BadRequest"
+	ReasonTooLarge         = "RequestTooLarge"
+	ReasonMethodNotAllowed = "MethodNotAllowed"
+	ReasonUnknownStep      = "UnknownStep"
+	ReasonNoToken          = "MissingToken"
+	ReasonBadToken         = "InvalidToken"
+	ReasonNoPromotion      = "PromotionNotFound"
+	ReasonMismatch         = "PromotionMismatch"
+	ReasonNotRunning       = "PromotionNotRunning"
+	ReasonNoStage          = "StageNotFound"
+	ReasonNotFleet         = "StageNotManaged"
+	ReasonNoFleetStage     = "FleetStageNotFound"
+	ReasonNotWaveStage     = "NotAWaveStage"
+	ReasonInvalidConfig    = "InvalidConfig"
+	ReasonUnavailable      = "Unavailable"
+)
+
+// Field bounds of a Request.
+const (
+	maxAliasLen = 253
+	maxActorLen = 1024
+	maxURLLen   = 2048
+)
+
+// Validate checks the fields of a request that do not need the cluster.
+func (r *Request) Validate() error {
+	for _, f := range []struct{ name, value string }{
+		{"project", r.Project}, {"stage", r.Stage}, {"promotion", r.Promotion}, {"freight", r.Freight},
+	} {
+		if f.value == "" {
+			return fmt.Errorf("%s is required", f.name)
+		}
+		if errs := validation.IsDNS1123Subdomain(f.value); len(errs) > 0 {
+			return fmt.Errorf("%s %q is not a valid name: %s", f.name, f.value, errs[0])
+		}
+	}
+	switch {
+	case r.Alias == "":
+		return fmt.Errorf("alias is required")
+	case len(r.Alias) > maxAliasLen:
+		return fmt.Errorf("alias is longer than %d bytes", maxAliasLen)
+	case len(r.Actor) > maxActorLen:
+		return fmt.Errorf("actor is longer than %d bytes", maxActorLen)
+	case len(r.UIBaseURL) > maxURLLen:
+		return fmt.Errorf("uiBaseURL is longer than %d bytes", maxURLLen)
+	}
+	if r.UIBaseURL != "" {
+		if _, err := url.Parse(r.UIBaseURL); err != nil {
+			return fmt.Errorf("uiBaseURL: %w", err)
+		}
+	}
+	return nil
+}
+
+// stepContext returns the request's Kargo context.
+func (r *Request) stepContext() StepContext {
+	return StepContext{
+		Project: r.Project, Stage: r.Stage, Promotion: r.Promotion, Freight: r.Freight,
+		Alias: r.Alias, Actor: r.Actor, Rollback: r.Rollback, UIBaseURL: r.UIBaseURL,
+	}
+}

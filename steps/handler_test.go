@@ -1,0 +1,290 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// handlerFixture is a step server on a fake cluster: FleetStage prod with a
+// canary wave Stage, a target Stage, an unmanaged Stage and Promotions.
+type handlerFixture struct {
+	client  client.Client
+	server  *httptest.Server
+	metrics *prometheus.Registry
+}
+
+func newHandlerFixture(t *testing.T, funcs *interceptor.Funcs) *handlerFixture {
+	t.Helper()
+	objs := []client.Object{
+		testFleetStage(),
+		testStage("prod-canary", fleetv1alpha1.RoleWave, "canary"),
+		testStage("prod-c1", fleetv1alpha1.RoleTarget, "canary"),
+		&kargo.Stage{},
+		testPromotion(testPromo, "prod-canary", testFreight, kargo.PromotionRunning),
+		testPromotion("done", "prod-canary", testFreight, kargo.PromotionSucceeded),
+		testPromotion("target", "prod-c1", testFreight, kargo.PromotionRunning),
+		testPromotion("plain", "plain", testFreight, kargo.PromotionRunning),
+		testFreightObj("prod-pilot"),
+	}
+	plain := objs[3].(*kargo.Stage)
+	plain.Namespace, plain.Name = testProject, "plain"
+	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...)
+	if funcs != nil {
+		b = b.WithInterceptorFuncs(*funcs)
+	}
+	c := b.Build()
+	reg := prometheus.NewRegistry()
+	store := NewAPIStore(c, c)
+	srv := NewServer(ServerOptions{MaxBodyBytes: 4096}, ServerDeps{
+		Reader: c, Keys: testKey, Steps: DefaultSteps(store, NewPlanWindows(), nil), Metrics: reg,
+	})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return &handlerFixture{client: c, server: ts, metrics: reg}
+}
+
+// validRequest is a fleet-wave start request from the canary wave Promotion.
+func validRequest() map[string]any {
+	return map[string]any{
+		"project": testProject, "stage": "prod-canary", "promotion": testPromo, "freight": testFreight,
+		"alias": "wave::start", "actor": "admin", "rollback": false, "uiBaseURL": "",
+		"config": map[string]any{"mode": "start"},
+	}
+}
+
+func (f *handlerFixture) post(t *testing.T, path, token string, body io.Reader) (*http.Response, Response) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.server.URL+path, body)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"), "every answer is JSON")
+	var out Response
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&out), string(raw))
+	require.NotNil(t, out.Outputs, "outputs are never null")
+	return resp, out
+}
+
+func TestServer_statusCodes(t *testing.T) {
+	t.Parallel()
+	token := DeriveToken(testKey, testProject)
+	encode := func(mutate func(map[string]any)) string {
+		m := validRequest()
+		if mutate != nil {
+			mutate(m)
+		}
+		raw, _ := json.Marshal(m)
+		return string(raw)
+	}
+	tests := []struct {
+		name       string
+		path       string
+		token      string
+		body       string
+		wantStatus int
+		wantState  State
+		wantReason string
+		wantMsg    string
+	}{
+		{name: "accepted", body: encode(nil), wantStatus: 200, wantState: StateRunning,
+			wantMsg: "waiting for the controller to plan"},
+		{name: "no token", token: "-", body: encode(nil), wantStatus: 401, wantReason: ReasonNoToken,
+			wantMsg: `missing step token: send 'Authorization: Bearer <token>' with the token from Secret "kargo-fleet-step-token"`},
+		{name: "token of a missing Secret", token: "null", body: encode(nil), wantStatus: 401, wantReason: ReasonNoToken},
+		{name: "another project's token", token: DeriveToken(testKey, "other"), body: encode(nil), wantStatus: 401,
+			wantReason: ReasonBadToken, wantMsg: `invalid step token for project "shop"`},
+		{name: "a token used for another project", body: encode(func(m map[string]any) { m["project"] = "other" }),
+			token: token, wantStatus: 401, wantReason: ReasonBadToken},
+		{name: "forged Promotion", body: encode(func(m map[string]any) { m["promotion"] = "forged" }),
+			wantStatus: 404, wantReason: ReasonNoPromotion, wantMsg: `promotion "forged" not found in project "shop"`},
+		{name: "finished Promotion", body: encode(func(m map[string]any) { m["promotion"] = "done" }),
+			wantStatus: 409, wantReason: ReasonNotRunning, wantMsg: `promotion "done" is Succeeded, not Running`},
+		{name: "Promotion of another Stage", body: encode(func(m map[string]any) { m["stage"] = "prod-c1" }),
+			wantStatus: 403, wantReason: ReasonMismatch},
+		{name: "Promotion of another Freight", body: encode(func(m map[string]any) { m["freight"] = "abc" }),
+			wantStatus: 403, wantReason: ReasonMismatch},
+		{name: "Stage not managed by a FleetStage",
+			body:       encode(func(m map[string]any) { m["stage"], m["promotion"] = "plain", "plain" }),
+			wantStatus: 403, wantReason: ReasonNotFleet, wantMsg: `stage "plain" is not managed by a FleetStage`},
+		{name: "fleet-wave from a target Stage",
+			body:       encode(func(m map[string]any) { m["stage"], m["promotion"] = "prod-c1", "target" }),
+			wantStatus: 403, wantReason: ReasonNotWaveStage},
+		{name: "fleet-status from a target Stage", path: StepPathPrefix + StatusStepName,
+			body:       encode(func(m map[string]any) { m["stage"], m["promotion"], m["config"] = "prod-c1", "target", nil }),
+			wantStatus: 200, wantState: StateSucceeded},
+		{name: "invalid config", body: encode(func(m map[string]any) { m["config"] = map[string]any{"mode": "go"} }),
+			wantStatus: 422, wantReason: ReasonInvalidConfig, wantMsg: "invalid fleet-wave config: mode: value must be one of"},
+		{name: "malformed body", body: `{"project":`, wantStatus: 400, wantReason: ReasonBadRequest},
+		{name: "unknown field", body: encode(func(m map[string]any) { m["extra"] = 1 }), wantStatus: 400,
+			wantReason: ReasonBadRequest, wantMsg: `unknown field "extra"`},
+		{name: "two objects", body: encode(nil) + "{}", wantStatus: 400, wantReason: ReasonBadRequest},
+		{name: "missing field", body: encode(func(m map[string]any) { delete(m, "alias") }), wantStatus: 400,
+			wantReason: ReasonBadRequest, wantMsg: "alias is required"},
+		{name: "invalid name", body: encode(func(m map[string]any) { m["promotion"] = "../x" }), wantStatus: 400,
+			wantReason: ReasonBadRequest},
+		{name: "oversized body", body: encode(func(m map[string]any) { m["actor"] = strings.Repeat("a", 5000) }),
+			wantStatus: 413, wantReason: ReasonTooLarge},
+		{name: "unknown step", path: StepPathPrefix + "fleet-deploy", body: encode(nil), wantStatus: 404,
+			wantReason: ReasonUnknownStep, wantMsg: "this server runs fleet-gate, fleet-rollback, fleet-status, fleet-wave"},
+		{name: "unknown path", path: "/v2/steps", body: encode(nil), wantStatus: 404, wantReason: ReasonUnknownStep},
+	}
+	f := newHandlerFixture(t, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.path
+			if path == "" {
+				path = StepPathPrefix + WaveStepName
+			}
+			tok := tt.token
+			switch tok {
+			case "":
+				tok = token
+			case "-":
+				tok = ""
+			}
+			resp, out := f.post(t, path, tok, strings.NewReader(tt.body))
+			require.Equal(t, tt.wantStatus, resp.StatusCode, out.Message)
+			if tt.wantReason != "" {
+				require.Equal(t, StateFailed, out.State)
+				require.Equal(t, &ErrorInfo{Status: tt.wantStatus, Reason: tt.wantReason}, out.Error)
+			} else {
+				require.Equal(t, tt.wantState, out.State)
+				require.Nil(t, out.Error)
+			}
+			require.Contains(t, out.Message, tt.wantMsg)
+		})
+	}
+	require.Equal(t, 1.0, testutil.ToFloat64(mustCounter(t, f.metrics, "kargo_fleet_step_refusals_total",
+		map[string]string{"step": WaveStepName, "reason": ReasonNotRunning})))
+}
+
+func TestServer_methodNotAllowed(t *testing.T) {
+	t.Parallel()
+	f := newHandlerFixture(t, nil)
+	resp, err := http.Get(f.server.URL + StepPathPrefix + WaveStepName)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	require.Equal(t, http.MethodPost, resp.Header.Get("Allow"))
+}
+
+func TestServer_unavailable(t *testing.T) {
+	t.Parallel()
+	f := newHandlerFixture(t, &interceptor.Funcs{
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return errors.New("etcdserver: leader changed")
+		},
+	})
+	body, _ := json.Marshal(validRequest())
+	resp, out := f.post(t, StepPathPrefix+WaveStepName, DeriveToken(testKey, testProject), strings.NewReader(string(body)))
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Equal(t, "5", resp.Header.Get("Retry-After"))
+	require.Equal(t, StateRunning, out.State, "Kargo polls again")
+	require.Contains(t, out.Message, "leader changed")
+}
+
+func TestServer_keyUnavailable(t *testing.T) {
+	t.Parallel()
+	c := newFakeClient(t)
+	srv := NewServer(ServerOptions{}, ServerDeps{Reader: c, Keys: StaticKey("short"), Steps: DefaultSteps(NewAPIStore(c, c), nil, nil)})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	body, _ := json.Marshal(validRequest())
+	resp, err := http.Post(ts.URL+StepPathPrefix+WaveStepName, "application/json", strings.NewReader(string(body)))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+}
+
+func TestServer_healthz(t *testing.T) {
+	t.Parallel()
+	f := newHandlerFixture(t, nil)
+	resp, err := http.Get(f.server.URL + "/healthz")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+func TestServer_NeedLeaderElection(t *testing.T) {
+	t.Parallel()
+	require.False(t, NewServer(ServerOptions{}, ServerDeps{}).NeedLeaderElection(), "every replica serves steps")
+}
+
+func TestServerOptionsFromEnv(t *testing.T) {
+	t.Setenv(EnvPodNamespace, "fleet-system")
+	t.Setenv(EnvServerAddr, ":9999")
+	t.Setenv(EnvMaxBodyBytes, "2048")
+	o, err := ServerOptionsFromEnv()
+	require.NoError(t, err)
+	require.Equal(t, ":9999", o.Addr)
+	require.Equal(t, int64(2048), o.MaxBodyBytes)
+	require.Equal(t, "fleet-system/"+DefaultSigningKeySecret, o.SigningKeySecret.String())
+	require.True(t, o.Enabled())
+
+	t.Setenv(EnvTLSCertFile, "/tls/tls.crt")
+	_, err = ServerOptionsFromEnv()
+	require.ErrorContains(t, err, "set both")
+
+	t.Setenv(EnvTLSCertFile, "")
+	t.Setenv(EnvMaxBodyBytes, "ten")
+	_, err = ServerOptionsFromEnv()
+	require.ErrorContains(t, err, EnvMaxBodyBytes)
+
+	t.Setenv(EnvMaxBodyBytes, "")
+	t.Setenv(EnvServerAddr, "0")
+	o, err = ServerOptionsFromEnv()
+	require.NoError(t, err)
+	require.False(t, o.Enabled())
+}
+
+// mustCounter returns the counter with the given labels from reg.
+func mustCounter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) prometheus.Collector {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := true
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					match = false
+				}
+			}
+			if match {
+				c := prometheus.NewCounter(prometheus.CounterOpts{Name: name})
+				c.Add(m.GetCounter().GetValue())
+				return c
+			}
+		}
+	}
+	require.Failf(t, "metric not found", "%s %v", name, labels)
+	return nil
+}

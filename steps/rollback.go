@@ -1,0 +1,187 @@
+package steps
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+)
+
+// RollbackConfig is the config of the fleet-rollback step
+// (schemas/fleet-rollback.json). The FleetStage is the one of the calling
+// Promotion's Stage.
+type RollbackConfig struct {
+	// Mode is start or wait. Default wait.
+	Mode Mode `json:"mode,omitempty"`
+	// Freight is the Freight to return to. Default: the FleetStage's
+	// status.lastGoodFreight.
+	Freight string `json:"freight,omitempty"`
+	// RollbackOf is the FleetRollout whose targets return. Default: the
+	// FleetStage's current rollout, else its last one.
+	RollbackOf string `json:"rollbackOf,omitempty"`
+	// Reason says why; it is recorded on the rollback FleetRollout.
+	Reason string `json:"reason,omitempty"`
+	// Links are extra links shown among the outputs.
+	Links []Link `json:"links,omitempty"`
+}
+
+// applyDefaults fills unset fields that need no cluster state.
+func (c *RollbackConfig) applyDefaults() {
+	if c.Mode == "" {
+		c.Mode = ModeWait
+	}
+}
+
+// rollbackStep is the fleet-rollback step: it asks the rollout controller to
+// return the targets a rollout moved to the last good Freight, and reports
+// the rollback's progress.
+type rollbackStep struct {
+	store Store
+}
+
+// NewRollbackStep returns the fleet-rollback step.
+func NewRollbackStep(store Store) Step { return &rollbackStep{store: store} }
+
+// Name implements Step.
+func (s *rollbackStep) Name() string { return RollbackStepName }
+
+// Run implements Step.
+func (s *rollbackStep) Run(ctx context.Context, in *Input) (Result, error) {
+	cfg, err := s.convert(in.Config)
+	if err != nil {
+		return failed(err.Error(), nil), err
+	}
+	return s.run(ctx, in, cfg)
+}
+
+// convert validates and decodes the config.
+func (s *rollbackStep) convert(raw json.RawMessage) (RollbackConfig, error) {
+	var cfg RollbackConfig
+	if err := decodeConfig(RollbackStepName, raw, &cfg); err != nil {
+		return cfg, err
+	}
+	cfg.applyDefaults()
+	return cfg, nil
+}
+
+func (s *rollbackStep) run(ctx context.Context, in *Input, cfg RollbackConfig) (Result, error) {
+	req, res, err := s.resolve(ctx, in, cfg)
+	if err != nil || res != nil {
+		if res != nil {
+			return *res, err
+		}
+		return Result{}, err
+	}
+	ro, err := s.store.EnsureRollout(ctx, *req)
+	if err != nil {
+		return Result{}, err
+	}
+	return rollbackResult(in, cfg, ro), nil
+}
+
+// resolve turns the config and the FleetStage's status into a rollback
+// request. Defaults are resolved once: they follow the FleetStage's status,
+// which the rollback itself changes, so the rollback requested for a freight
+// and rollout is found again by its own fields on later calls.
+func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfig) (*RolloutRequest, *Result, error) {
+	fs, c := in.FleetStage, in.Context
+	terminal := func(format string, args ...any) (*RolloutRequest, *Result, error) {
+		err := &TerminalError{Err: fmt.Errorf(format, args...)}
+		res := failed(err.Error(), map[string]any{"fleetStage": fs.Name})
+		return nil, &res, err
+	}
+	of := cmp.Or(cfg.RollbackOf, fs.Status.CurrentRollout, fs.Status.LastRollout)
+	if of == "" {
+		return terminal("FleetStage %q has no rollout to roll back", fs.Name)
+	}
+	target, err := s.store.GetRollout(ctx, c.Project, of)
+	switch {
+	case apierrors.IsNotFound(err):
+		return terminal("FleetRollout %q not found in project %q", of, c.Project)
+	case err != nil:
+		return nil, nil, err
+	case target.Spec.FleetStage != fs.Name:
+		return terminal("FleetRollout %q belongs to FleetStage %q, not %q", of, target.Spec.FleetStage, fs.Name)
+	}
+	if target.Spec.Direction == fleetv1alpha1.DirectionRollback {
+		// A rollback is under way or done: ask for the same one, which
+		// EnsureRollout finds instead of stacking a rollback of a rollback.
+		of = target.Spec.RollbackOf
+	}
+	freightName := cfg.Freight
+	if freightName == "" && target.Spec.Direction == fleetv1alpha1.DirectionRollback {
+		freightName = target.Spec.Freight.Name
+	}
+	if freightName == "" && fs.Status.LastGoodFreight != nil {
+		freightName = fs.Status.LastGoodFreight.Name
+	}
+	if freightName == "" {
+		return terminal("FleetStage %q has no last good Freight; set freight", fs.Name)
+	}
+	if target.Spec.Direction == fleetv1alpha1.DirectionForward && freightName == target.Spec.Freight.Name {
+		return terminal("FleetRollout %q already moves the fleet to Freight %s; set freight to roll back to another",
+			of, shortName(freightName))
+	}
+	freight, err := s.store.GetFreight(ctx, c.Project, freightName)
+	switch {
+	case apierrors.IsNotFound(err):
+		return terminal("freight %q not found in project %q", freightName, c.Project)
+	case err != nil:
+		return nil, nil, err
+	}
+	return &RolloutRequest{
+		FleetStage: fs,
+		Freight:    freightRef(freight),
+		Direction:  fleetv1alpha1.DirectionRollback,
+		RollbackOf: of,
+		Context:    c,
+		Reason:     cfg.Reason,
+	}, nil, nil
+}
+
+// rollbackResult maps a rollback rollout's status to the step's result.
+func rollbackResult(in *Input, cfg RollbackConfig, ro *fleetv1alpha1.FleetRollout) Result {
+	plan, total := rolloutSummary(ro)
+	phase := ro.Status.Phase
+	if phase == "" {
+		phase = fleetv1alpha1.RolloutPending
+	}
+	outputs := map[string]any{
+		"fleetStage": in.FleetStage.Name,
+		"freight":    ro.Spec.Freight.Name,
+		"rollout":    ro.Name,
+		"rollbackOf": ro.Spec.RollbackOf,
+		"phase":      string(phase),
+		"counts":     total,
+		"plan":       plan,
+		"targets":    rolloutTargets(ro, total),
+		"links":      linkVars{in: in, rollout: ro.Name}.links(cfg.Links),
+	}
+	switch phase {
+	case fleetv1alpha1.RolloutSucceeded:
+		return succeeded(fmt.Sprintf("rolled back %d targets to Freight %s (FleetRollout %q)",
+			total.Succeeded, shortName(ro.Spec.Freight.Name), ro.Name), outputs)
+	case fleetv1alpha1.RolloutFailed, fleetv1alpha1.RolloutAborted, fleetv1alpha1.RolloutSuperseded:
+		msg := withDetail(fmt.Sprintf("rollback FleetRollout %q %s", ro.Name, strings.ToLower(string(phase))),
+			ro.Status.Message)
+		if reasons := failureSummary(ro.Status.Failures, 3); reasons != "" {
+			msg += " (" + reasons + ")"
+		}
+		return failed(msg, outputs)
+	}
+	if cfg.Mode == ModeStart {
+		if isPlanned(ro) {
+			return succeeded(fmt.Sprintf("rollback to Freight %s requested: %d targets (FleetRollout %q)",
+				shortName(ro.Spec.Freight.Name), rolloutTargets(ro, total), ro.Name), outputs)
+		}
+		return running(fmt.Sprintf("waiting for the controller to plan rollback FleetRollout %q", ro.Name), outputs)
+	}
+	msg := fmt.Sprintf("rollback FleetRollout %q %s: %d of %d targets rolled back, %d in flight, %d failed",
+		ro.Name, strings.ToLower(string(phase)), total.Succeeded, total.Total, total.InFlight, total.Failed)
+	return running(withDetail(msg, ro.Status.Message), outputs)
+}

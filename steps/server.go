@@ -1,0 +1,225 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// Defaults of the step server.
+const (
+	// DefaultServerAddr is where the step server listens.
+	DefaultServerAddr = ":9090"
+	// DefaultMaxBodyBytes bounds a request body.
+	DefaultMaxBodyBytes = 64 << 10
+	// defaultNamespace is the controller's namespace when nothing says it.
+	defaultNamespace = "kargo-fleet"
+	// shutdownGrace is how long in-flight requests may finish on shutdown.
+	shutdownGrace = 10 * time.Second
+)
+
+// Environment variables read by ServerOptionsFromEnv.
+const (
+	// EnvServerAddr is the listen address; "0" disables the server.
+	EnvServerAddr = "KARGO_FLEET_STEP_SERVER_ADDR"
+	// EnvTLSCertFile and EnvTLSKeyFile enable TLS when both are set.
+	EnvTLSCertFile = "KARGO_FLEET_STEP_TLS_CERT_FILE"
+	// EnvTLSKeyFile is the TLS private key file.
+	EnvTLSKeyFile = "KARGO_FLEET_STEP_TLS_KEY_FILE"
+	// EnvSigningKeyFile is a file holding the token signing key; when unset
+	// the key is kept in a Secret of the controller's namespace.
+	EnvSigningKeyFile = "KARGO_FLEET_STEP_SIGNING_KEY_FILE"
+	// EnvSigningKeySecret names that Secret.
+	EnvSigningKeySecret = "KARGO_FLEET_STEP_SIGNING_KEY_SECRET"
+	// EnvMaxBodyBytes bounds request bodies.
+	EnvMaxBodyBytes = "KARGO_FLEET_STEP_MAX_BODY_BYTES"
+	// EnvPodNamespace is the controller's namespace (downward API).
+	EnvPodNamespace = "POD_NAMESPACE"
+)
+
+// ServerOptions configures the step server.
+type ServerOptions struct {
+	// Addr is the listen address; empty or "0" disables the server.
+	Addr string
+	// TLSCertFile and TLSKeyFile enable TLS when both are set.
+	TLSCertFile string
+	// TLSKeyFile is the TLS private key file.
+	TLSKeyFile string
+	// SigningKeyFile holds the token signing key; when empty the key lives
+	// in SigningKeySecret.
+	SigningKeyFile string
+	// SigningKeySecret is the Secret holding the signing key.
+	SigningKeySecret types.NamespacedName
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64
+}
+
+// Enabled reports whether the server should run.
+func (o ServerOptions) Enabled() bool { return o.Addr != "" && o.Addr != "0" }
+
+// ServerOptionsFromEnv reads the server options from the environment (see
+// the Env* constants), with defaults.
+func ServerOptionsFromEnv() (ServerOptions, error) {
+	ns := os.Getenv(EnvPodNamespace)
+	if ns == "" {
+		if raw, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+			ns = strings.TrimSpace(string(raw))
+		}
+	}
+	if ns == "" {
+		ns = defaultNamespace
+	}
+	o := ServerOptions{
+		Addr:           envOr(EnvServerAddr, DefaultServerAddr),
+		TLSCertFile:    os.Getenv(EnvTLSCertFile),
+		TLSKeyFile:     os.Getenv(EnvTLSKeyFile),
+		SigningKeyFile: os.Getenv(EnvSigningKeyFile),
+		SigningKeySecret: types.NamespacedName{
+			Namespace: ns, Name: envOr(EnvSigningKeySecret, DefaultSigningKeySecret),
+		},
+		MaxBodyBytes: DefaultMaxBodyBytes,
+	}
+	if v := os.Getenv(EnvMaxBodyBytes); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1024 {
+			return o, fmt.Errorf("%s must be a number of bytes >= 1024, got %q", EnvMaxBodyBytes, v)
+		}
+		o.MaxBodyBytes = n
+	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		return o, fmt.Errorf("set both %s and %s to serve TLS, or neither", EnvTLSCertFile, EnvTLSKeyFile)
+	}
+	return o, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// ServerDeps are the step server's collaborators.
+type ServerDeps struct {
+	// Reader reads Promotions, Stages and FleetStages to authorize requests;
+	// use an uncached reader (the manager's API reader).
+	Reader client.Reader
+	// Keys provides the token signing key.
+	Keys KeySource
+	// Steps are the steps served.
+	Steps Registry
+	// Metrics registers the server's metrics; nil registers none.
+	Metrics prometheus.Registerer
+	// Clock times requests.
+	Clock clock.PassiveClock
+}
+
+// Server is the step server: POST /v1/steps/<name> with a JSON Request,
+// answered with a JSON Response. It runs in every replica of the
+// controller (a refused connection fails a Kargo step at once), so it is a
+// manager.Runnable that needs no leader election. Handlers record intent and
+// read state: they answer quickly, and a replayed request has no further
+// effect.
+type Server struct {
+	opts    ServerOptions
+	reader  client.Reader
+	keys    KeySource
+	steps   Registry
+	metrics *serverMetrics
+	clock   clock.PassiveClock
+}
+
+var (
+	_ manager.Runnable               = (*Server)(nil)
+	_ manager.LeaderElectionRunnable = (*Server)(nil)
+)
+
+// NewServer returns a step server.
+func NewServer(opts ServerOptions, deps ServerDeps) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	clk := deps.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Server{
+		opts:    opts,
+		reader:  deps.Reader,
+		keys:    deps.Keys,
+		steps:   deps.Steps,
+		metrics: newServerMetrics(deps.Metrics),
+		clock:   clk,
+	}
+}
+
+// DefaultSteps returns every fleet step, backed by store.
+func DefaultSteps(store Store, windows WindowChecker, clk clock.PassiveClock) Registry {
+	return NewRegistry(
+		NewWaveStep(store),
+		NewRollbackStep(store),
+		NewGateStep(store, windows, clk),
+		NewStatusStep(store),
+	)
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every
+// replica serves steps.
+func (s *Server) NeedLeaderElection() bool { return false }
+
+// Start implements manager.Runnable: it serves until ctx is done.
+func (s *Server) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("step-server")
+	if _, err := s.keys.SigningKey(ctx); err != nil {
+		return fmt.Errorf("error loading step signing key: %w", err)
+	}
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("error listening on %s: %w", s.opts.Addr, err)
+	}
+	base := log.IntoContext(context.WithoutCancel(ctx), logger)
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			logger.Error(err, "Error shutting down the step server")
+		}
+	}()
+	tls := s.opts.TLSCertFile != ""
+	logger.Info("Serving steps", "addr", ln.Addr().String(), "tls", tls, "steps", s.steps.Names())
+	if tls {
+		err = srv.ServeTLS(ln, s.opts.TLSCertFile, s.opts.TLSKeyFile)
+	} else {
+		err = srv.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		<-done
+		return nil
+	}
+	return fmt.Errorf("error serving steps: %w", err)
+}

@@ -1,0 +1,176 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// Step names, as used in /v1/steps/<name>, in ClusterPromotionTask names and
+// in `kargo-fleet step <name>`.
+const (
+	// WaveStepName runs one wave of a fleet rollout.
+	WaveStepName = "fleet-wave"
+	// RollbackStepName returns the fleet to its last good Freight.
+	RollbackStepName = "fleet-rollback"
+	// GateStepName waits for a change window, an approval or a condition.
+	GateStepName = "fleet-gate"
+	// StatusStepName reports the fleet's counts and version distribution.
+	StatusStepName = "fleet-status"
+)
+
+// State is where a step stands.
+type State string
+
+// Step states.
+const (
+	// StateRunning means the step is not done: call it again later.
+	StateRunning State = "Running"
+	// StateSucceeded means the step is done and passed.
+	StateSucceeded State = "Succeeded"
+	// StateFailed means the step is done and failed; the message says why.
+	StateFailed State = "Failed"
+)
+
+// IsFinal reports whether the state will not change on a later call.
+func (s State) IsFinal() bool { return s == StateSucceeded || s == StateFailed }
+
+// Result is what a step returns.
+type Result struct {
+	// State is Running, Succeeded or Failed.
+	State State `json:"state"`
+	// Message says, for people, what the step did or waits for.
+	Message string `json:"message,omitempty"`
+	// Outputs are the step's outputs; Kargo exposes them under the step's
+	// alias. They always hold "links" (possibly empty) so Kargo's UI can show
+	// them.
+	Outputs map[string]any `json:"outputs"`
+}
+
+// Link is a URL Kargo's UI shows among a step's outputs.
+type Link struct {
+	// URL is an http(s) URL.
+	URL string `json:"url"`
+	// Label is the text shown for the link.
+	Label string `json:"label"`
+}
+
+// StepContext is the Kargo context of the Promotion that calls a step.
+type StepContext struct {
+	// Project is the Kargo Project (namespace).
+	Project string
+	// Stage is the Stage being promoted.
+	Stage string
+	// Promotion is the calling Promotion's name.
+	Promotion string
+	// Freight is the name of the Freight being promoted.
+	Freight string
+	// Alias is the step's alias in the Promotion; inside a task it is
+	// <task alias>::<step alias>.
+	Alias string
+	// Actor is who started the Promotion; empty for auto-promotions.
+	Actor string
+	// Rollback is true when the Promotion is marked as a rollback.
+	Rollback bool
+	// UIBaseURL is the base URL of Kargo's UI, when Kargo knows it.
+	UIBaseURL string
+}
+
+// Key returns the idempotency key of a step request: promotion and alias.
+func (c StepContext) Key() string { return c.Promotion + "/" + c.Alias }
+
+// Input is everything a step runs on. The server fills it after it has
+// authenticated the request and checked the Promotion, so a step can rely on
+// FleetStage and Stage being the ones the Promotion belongs to.
+type Input struct {
+	// Context is the Kargo context.
+	Context StepContext
+	// FleetStage is the FleetStage the calling Stage belongs to.
+	FleetStage *fleetv1alpha1.FleetStage
+	// Stage is the calling Stage.
+	Stage *kargo.Stage
+	// Config is the step's raw JSON config; nil means {}.
+	Config json.RawMessage
+}
+
+// Wave returns the wave of the calling Stage, or "" when it is not a wave or
+// target Stage.
+func (in *Input) Wave() string { return in.Stage.Labels[fleetv1alpha1.WaveLabel] }
+
+// Step is one fleet step.
+type Step interface {
+	// Name is the step's name.
+	Name() string
+	// Run validates the config and runs the step. A TerminalError means the
+	// step Failed for good (bad config); any other error is transient.
+	Run(ctx context.Context, in *Input) (Result, error)
+}
+
+// TerminalError is an error that makes a step Failed for good, such as an
+// invalid config: calling the step again cannot change the outcome.
+type TerminalError struct {
+	// Err is the cause.
+	Err error
+}
+
+// Error implements error.
+func (e *TerminalError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *TerminalError) Unwrap() error { return e.Err }
+
+// IsTerminal reports whether err is, or wraps, a TerminalError.
+func IsTerminal(err error) bool {
+	var t *TerminalError
+	return errors.As(err, &t)
+}
+
+// Registry maps step names to steps.
+type Registry map[string]Step
+
+// NewRegistry returns a registry of the given steps.
+func NewRegistry(steps ...Step) Registry {
+	r := make(Registry, len(steps))
+	for _, s := range steps {
+		r[s.Name()] = s
+	}
+	return r
+}
+
+// Names returns the registered step names, sorted.
+func (r Registry) Names() []string {
+	names := make([]string, 0, len(r))
+	for n := range r {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// running, succeeded and failed build results.
+func running(msg string, outputs map[string]any) Result {
+	return Result{State: StateRunning, Message: msg, Outputs: withLinks(outputs)}
+}
+
+func succeeded(msg string, outputs map[string]any) Result {
+	return Result{State: StateSucceeded, Message: msg, Outputs: withLinks(outputs)}
+}
+
+func failed(msg string, outputs map[string]any) Result {
+	return Result{State: StateFailed, Message: msg, Outputs: withLinks(outputs)}
+}
+
+// withLinks makes sure outputs exist and hold a links list.
+func withLinks(outputs map[string]any) map[string]any {
+	if outputs == nil {
+		outputs = map[string]any{}
+	}
+	if _, ok := outputs["links"]; !ok {
+		outputs["links"] = []Link{}
+	}
+	return outputs
+}

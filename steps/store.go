@@ -1,0 +1,183 @@
+package steps
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// APIStore implements Store on the API server. It reads through an uncached
+// reader so that a replayed request sees what the previous one wrote, on any
+// replica; the handful of reads per step request is cheap next to Kargo's
+// 10 s poll interval.
+//
+// +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetrollouts,verbs=get;list;create;patch
+// +kubebuilder:rbac:groups=kargo.akuity.io,resources=freights,verbs=get
+type APIStore struct {
+	writer client.Client
+	reader client.Reader
+}
+
+var _ Store = (*APIStore)(nil)
+
+// NewAPIStore returns a Store that writes with c and reads with r (use the
+// manager's API reader, not its cache).
+func NewAPIStore(c client.Client, r client.Reader) *APIStore {
+	return &APIStore{writer: c, reader: r}
+}
+
+// GetRollout implements FleetReader.
+func (s *APIStore) GetRollout(ctx context.Context, namespace, name string) (*fleetv1alpha1.FleetRollout, error) {
+	var ro fleetv1alpha1.FleetRollout
+	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &ro); err != nil {
+		return nil, fmt.Errorf("error getting FleetRollout %q: %w", name, err)
+	}
+	return &ro, nil
+}
+
+// GetFreight implements FleetReader.
+func (s *APIStore) GetFreight(ctx context.Context, namespace, name string) (*kargo.Freight, error) {
+	var f kargo.Freight
+	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &f); err != nil {
+		return nil, fmt.Errorf("error getting Freight %q: %w", name, err)
+	}
+	return &f, nil
+}
+
+// EnsureRollout implements Intents.
+func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*fleetv1alpha1.FleetRollout, error) {
+	fs := req.FleetStage
+	var list fleetv1alpha1.FleetRolloutList
+	if err := s.reader.List(ctx, &list, client.InNamespace(fs.Namespace), client.MatchingLabels{
+		fleetv1alpha1.FleetStageLabel: fs.Name,
+		FreightLabel:                  FreightLabelValue(req.Freight.Name),
+	}); err != nil {
+		return nil, fmt.Errorf("error listing FleetRollouts of FleetStage %q: %w", fs.Name, err)
+	}
+	var open []*fleetv1alpha1.FleetRollout
+	for i := range list.Items {
+		ro := &list.Items[i]
+		if ro.Spec.FleetStage == fs.Name && ro.Spec.Freight.Name == req.Freight.Name &&
+			ro.Spec.Direction == req.Direction && ro.Spec.RollbackOf == req.RollbackOf &&
+			!ro.Status.Phase.IsFinal() && ro.DeletionTimestamp == nil {
+			open = append(open, ro)
+		}
+	}
+	if len(open) > 0 {
+		slices.SortFunc(open, func(a, b *fleetv1alpha1.FleetRollout) int {
+			return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+		})
+		return open[0], nil
+	}
+
+	ro := newRollout(req)
+	err := s.writer.Create(ctx, ro)
+	switch {
+	case err == nil:
+		log.FromContext(ctx).V(0).Info("Created FleetRollout", "FleetRollout", client.ObjectKeyFromObject(ro),
+			"direction", ro.Spec.Direction, "freight", ro.Spec.Freight.Name, "stepKey", req.Context.Key())
+		return ro, nil
+	case apierrors.IsAlreadyExists(err):
+		// The same request created it before (a replay after a crash, or on
+		// another replica): the deterministic name makes this the same rollout.
+		return s.GetRollout(ctx, ro.Namespace, ro.Name)
+	default:
+		return nil, fmt.Errorf("error creating FleetRollout %q: %w", ro.Name, err)
+	}
+}
+
+// RequestWave implements Intents.
+func (s *APIStore) RequestWave(
+	ctx context.Context, ro *fleetv1alpha1.FleetRollout, wave, promotion string,
+) (*fleetv1alpha1.FleetRollout, error) {
+	key := WaveRequestAnnotation(wave)
+	if ro.Annotations[key] == promotion {
+		return ro, nil
+	}
+	patched := ro.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[key] = promotion
+	if err := s.writer.Patch(ctx, patched, client.MergeFrom(ro)); err != nil {
+		return nil, fmt.Errorf("error recording the request for wave %q on FleetRollout %q: %w", wave, ro.Name, err)
+	}
+	log.FromContext(ctx).V(0).Info("Recorded wave request", "FleetRollout", client.ObjectKeyFromObject(ro),
+		"wave", wave, "Promotion", promotion)
+	return patched, nil
+}
+
+// newRollout builds the FleetRollout a request asks for. Its name is derived
+// from the FleetStage, the Freight, the direction and the requesting
+// Promotion, so that replaying the request after a crash hits AlreadyExists
+// instead of creating a second rollout, while a new Promotion of the same
+// Freight (after the first rollout failed) gets a new one. The name fits a
+// label value, because target Promotions carry it in RolloutLabel.
+func newRollout(req RolloutRequest) *fleetv1alpha1.FleetRollout {
+	fs := req.FleetStage
+	sum := sha256.Sum256([]byte(strings.Join([]string{
+		fs.Name, req.Freight.Name, string(req.Direction), req.RollbackOf, req.Context.Promotion,
+	}, "\x00")))
+	prefix := fs.Name
+	if req.Direction == fleetv1alpha1.DirectionRollback {
+		prefix += "-rollback"
+	}
+	const hashLen = 10
+	prefix = strings.TrimRight(truncate(prefix, validation.LabelValueMaxLength-hashLen-1), "-.")
+	annotations := map[string]string{fleetv1alpha1.StepKeyAnnotation: req.Context.Key()}
+	if req.Reason != "" {
+		annotations[ReasonAnnotation] = req.Reason
+	}
+	return &fleetv1alpha1.FleetRollout{
+		TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "FleetRollout"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: fs.Namespace,
+			Name:      prefix + "-" + hex.EncodeToString(sum[:])[:hashLen],
+			Labels: map[string]string{
+				fleetv1alpha1.FleetStageLabel: fs.Name,
+				FreightLabel:                  FreightLabelValue(req.Freight.Name),
+			},
+			Annotations: annotations,
+		},
+		Spec: fleetv1alpha1.FleetRolloutSpec{
+			FleetStage: fs.Name,
+			Freight:    req.Freight,
+			Direction:  req.Direction,
+			RollbackOf: req.RollbackOf,
+			Intent:     fleetv1alpha1.IntentRun,
+			Actor:      truncate(req.Context.Actor, 253),
+		},
+	}
+}
+
+// FreightLabelValue returns the FreightLabel value for a Freight name: the
+// name itself when it is a valid label value (Kargo's Freight names are 40
+// hex digits), else a hash of it.
+func FreightLabelValue(freight string) string {
+	if len(validation.IsValidLabelValue(freight)) == 0 {
+		return freight
+	}
+	sum := sha256.Sum256([]byte(freight))
+	return "h-" + hex.EncodeToString(sum[:])[:40]
+}
+
+// truncate cuts s to at most n bytes.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
