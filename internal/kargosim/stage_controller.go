@@ -84,6 +84,9 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 	st := stageStatus{StageStatus: &stage.Status, generation: stage.Generation, now: s.opts.Clock.Now()}
 	f := stageFaults(stage)
 
+	if st.verifiedInPending, err = s.verifiedInPending(ctx, stage); err != nil {
+		return ctrl.Result{}, err
+	}
 	pending := st.syncPromotions(stage, promos, autoEnabled)
 	if lp := stage.Status.LastPromotion; lp != nil && lp.Status != nil && lp.Status.Phase == kargo.PromotionSucceeded {
 		s.recorded.LoadOrStore(stage.Namespace+"/"+lp.Name, s.opts.Clock.Now())
@@ -230,6 +233,28 @@ func (s *Simulator) markFreightVerified(ctx context.Context, stage *kargo.Stage)
 		logger(ctx).V(2).Info("Marked Freight as verified in Stage", "freight", fr.Name)
 	}
 	return 0, nil
+}
+
+// verifiedInPending reports whether the Stage's current Freight is verified
+// in a healthy Stage but not yet marked verifiedIn.
+func (s *Simulator) verifiedInPending(ctx context.Context, stage *kargo.Stage) (bool, error) {
+	st := &stage.Status
+	cur := currentCollection(st)
+	last := lastVerification(cur)
+	if st.Health == nil || st.Health.Status != kargo.HealthHealthy || last == nil ||
+		last.Phase != kargo.VerificationSuccessful {
+		return false, nil
+	}
+	for _, ref := range cur.Items {
+		fr, err := s.getFreight(ctx, stage.Namespace, ref.Name)
+		if err != nil {
+			return false, err
+		}
+		if fr != nil && !fr.IsVerifiedIn(stage.Name) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // patchFreightStatus applies a change to a Freight's status with a merge

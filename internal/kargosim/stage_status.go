@@ -21,6 +21,10 @@ type stageStatus struct {
 	*kargo.StageStatus
 	generation int64
 	now        time.Time
+	// verifiedInPending says the current Freight is verified but its
+	// verifiedIn is not written yet: as on Kargo, where both happen in one
+	// pass, the next Promotion waits for it.
+	verifiedInPending bool
 }
 
 func (s stageStatus) setCondition(typ string, status metav1.ConditionStatus, reason, msg string) {
@@ -122,6 +126,10 @@ func (s stageStatus) syncPromotions(stage *kargo.Stage, promos []kargo.Promotion
 			s.deleteCondition(kargo.ConditionPromoting)
 			return pending
 		}
+	}
+	if s.verifiedInPending {
+		s.deleteCondition(kargo.ConditionPromoting)
+		return pending
 	}
 	if !highest.Status.Phase.IsTerminal() {
 		s.setCondition(kargo.ConditionPromoting, metav1.ConditionTrue, "ActivePromotion",
