@@ -57,7 +57,7 @@ test-unit: ## Unit tests (race detector on pure packages) and fuzz seed corpora.
 test-integration: control-plane ## envtest tests against a real kube-apiserver and etcd.
 	@mkdir -p bin
 	@set -o pipefail; $(GO) test -count=1 -p 1 -tags integration -timeout $(TEST_TIMEOUT) ./test/... -v > bin/test-integration.log 2>&1; rc=$$?; \
-	  grep -E '^(envtest:|--- |PASS|FAIL|ok|panic)' bin/test-integration.log; \
+	  grep -E '^(envtest:|report:|--- |PASS|FAIL|ok|panic)' bin/test-integration.log; \
 	  if [ $$rc -ne 0 ]; then echo "--- failures (full log: bin/test-integration.log)"; grep -B5 -A40 -E -- '--- FAIL|^panic' bin/test-integration.log | tail -300; fi; \
 	  exit $$rc
 
