@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/controller"
 )
@@ -20,6 +21,12 @@ type controllerOptions struct {
 	probeAddr        string
 	leaderElection   bool
 	leaderElectionNS string
+	webhooks         bool
+	webhookPort      int
+	webhookCertDir   string
+	concurrency      int
+	qps              float32
+	burst            int
 	zap              zap.Options
 	errOut           io.Writer
 }
@@ -49,6 +56,12 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	f.BoolVar(&o.leaderElection, "leader-elect", true, "Elect a leader so only one replica orchestrates rollouts.")
 	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's).")
+	f.BoolVar(&o.webhooks, "webhooks", true, "Serve the FleetStage validating webhook.")
+	f.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
+	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
+	f.Float32Var(&o.qps, "kube-api-qps", 100, "Sustained requests per second to the apiserver: expanding a fleet writes one Stage per target.")
+	f.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the apiserver.")
 	o.zap.BindFlags(flagSetOf(cmd))
 }
 
@@ -66,6 +79,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("error loading kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  controller.NewScheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
@@ -73,11 +87,13 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		LeaderElection:          o.leaderElection,
 		LeaderElectionID:        "kargo-fleet-controller",
 		LeaderElectionNamespace: o.leaderElectionNS,
+		Cache:                   controller.CacheOptions(),
+		WebhookServer:           webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("error creating manager: %w", err)
 	}
-	if err := controller.Setup(mgr); err != nil {
+	if err := controller.Setup(mgr, controller.Options{Webhooks: o.webhooks, MaxConcurrentReconciles: o.concurrency}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

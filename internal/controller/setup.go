@@ -5,13 +5,21 @@ package controller
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fscontroller "github.com/kargo-fleet/kargo-fleet/fleetstage/controller"
+	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
@@ -29,10 +37,47 @@ func NewScheme() *apiruntime.Scheme {
 	return s
 }
 
+// Options selects what Setup registers.
+type Options struct {
+	// Webhooks serves the FleetStage validating webhook from the manager's
+	// webhook server (which needs a serving certificate).
+	Webhooks bool
+	// MaxConcurrentReconciles bounds parallel reconciles per controller.
+	MaxConcurrentReconciles int
+}
+
+// CacheOptions returns the manager's cache options: Secrets are cached only
+// when they are Argo CD cluster Secrets (the inventory), never the cluster's
+// other Secrets.
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{fscontroller.ArgoCDClusterSecretLabel: "cluster"})},
+	}}
+}
+
 // Setup registers every reconciler and server with the manager.
-func Setup(mgr ctrl.Manager) error {
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if err := setupFleetStages(mgr, opts); err != nil {
+		return err
+	}
 	if err := setupSteps(mgr); err != nil {
 		return err
+	}
+	return nil
+}
+
+// setupFleetStages registers the FleetStage reconciler and, when asked, its
+// validating webhook.
+func setupFleetStages(mgr ctrl.Manager, opts Options) error {
+	r := fscontroller.NewFleetStageReconciler(mgr.GetClient(), inventory.NewReader(mgr.GetClient()),
+		mgr.GetEventRecorder("kargo-fleet-fleetstage"), clock.RealClock{})
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
+		return fmt.Errorf("error setting up the FleetStage reconciler: %w", err)
+	}
+	if opts.Webhooks {
+		if err := (fswebhook.FleetStageValidator{}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("error setting up the FleetStage webhook: %w", err)
+		}
 	}
 	return nil
 }
