@@ -22,6 +22,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(out),
 		newControllerCommand(out, errOut),
+		newStepCommand(out, errOut),
 	)
 	return root
 }
