@@ -1,0 +1,12 @@
+// Package inventory reads a FleetStage's candidate targets from its sources
+// and normalises them into plan.Target values: Argo CD cluster Secrets, Kargo
+// Target objects, SIG-Multicluster ClusterProfiles and targets written inline
+// in the FleetStage spec.
+//
+// Readers are thin: one List call per source through a controller-runtime
+// client.Reader (normally the manager's cache). Turning objects into targets
+// is done by pure functions (FromArgoCDSecrets, FromKargoTargets,
+// FromClusterProfiles, FromInline) that are unit tested without a client.
+// Targets of one source come sorted by ID; deduplication across sources is
+// the planner's job (see plan.ExclusionDuplicateTarget).
+package inventory

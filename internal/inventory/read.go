@@ -1,0 +1,144 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+)
+
+// Reader reads FleetStage targets through a controller-runtime client.Reader,
+// normally the manager's cache. Each source is one List call; nothing is
+// paginated, because a cache returns every object at once (and refuses
+// continue tokens).
+type Reader struct {
+	client client.Reader
+}
+
+// NewReader returns a Reader listing through c.
+func NewReader(c client.Reader) *Reader {
+	return &Reader{client: c}
+}
+
+// Snapshot is what the sources of one FleetStage returned.
+type Snapshot struct {
+	// Targets are the candidates of every source, source by source, each
+	// source sorted by ID.
+	Targets []plan.Target
+	// Skipped are objects that could not become targets.
+	Skipped []SkippedObject
+}
+
+// Read returns the candidate targets of fs. Skipped objects are logged at
+// V(1); callers wanting them use ReadSources.
+func (r *Reader) Read(ctx context.Context, fs *fleetv1alpha1.FleetStage) ([]plan.Target, error) {
+	snap, err := r.ReadSources(ctx, fs.Namespace, fs.Spec.Targets.Sources)
+	if err != nil {
+		return nil, err
+	}
+	logger := log.FromContext(ctx)
+	for _, s := range snap.Skipped {
+		logger.V(1).Info("Skipping inventory object", "source", s.Source, "namespace", s.Namespace,
+			"name", s.Name, "reason", s.Reason)
+	}
+	return snap.Targets, nil
+}
+
+// ReadSources reads every source. namespace is the FleetStage's namespace,
+// the default for KargoTarget and ClusterProfile sources. The first failing
+// List is returned: planning on part of the inventory would make the missing
+// targets look removed.
+func (r *Reader) ReadSources(ctx context.Context, namespace string, sources []fleetv1alpha1.TargetSource) (Snapshot, error) {
+	var snap Snapshot
+	for i := range sources {
+		src := &sources[i]
+		targets, skipped, err := r.readSource(ctx, namespace, src)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		snap.Targets = append(snap.Targets, targets...)
+		snap.Skipped = append(snap.Skipped, skipped...)
+	}
+	return snap, nil
+}
+
+// readSource reads one source.
+func (r *Reader) readSource(ctx context.Context, namespace string, src *fleetv1alpha1.TargetSource) ([]plan.Target, []SkippedObject, error) {
+	switch src.Kind {
+	case fleetv1alpha1.InlineSource:
+		return FromInline(src.Inline), nil, nil
+	case fleetv1alpha1.ArgoCDClusterSource:
+		ns := defaultString(src.Namespace, fleetv1alpha1.DefaultArgoCDNamespace)
+		sel, err := sourceSelector(src.Selector, ArgoCDSecretTypeLabel, ArgoCDSecretTypeCluster)
+		if err != nil {
+			return nil, nil, fmt.Errorf("error reading ArgoCDCluster source: %w", err)
+		}
+		list := &corev1.SecretList{}
+		if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, nil, fmt.Errorf("error listing Argo CD cluster Secrets in namespace %q: %w", ns, err)
+		}
+		targets, skipped := FromArgoCDSecrets(list.Items, src.Annotations)
+		return targets, skipped, nil
+	case fleetv1alpha1.KargoTargetSource:
+		ns := defaultString(src.Namespace, namespace)
+		sel, err := sourceSelector(src.Selector, "", "")
+		if err != nil {
+			return nil, nil, fmt.Errorf("error reading KargoTarget source: %w", err)
+		}
+		list := &kargo.TargetList{}
+		if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, nil, fmt.Errorf("error listing Kargo Targets in namespace %q: %w", ns, err)
+		}
+		return FromKargoTargets(list.Items, src.Annotations), nil, nil
+	case fleetv1alpha1.ClusterProfileSource:
+		ns := defaultString(src.Namespace, namespace)
+		sel, err := sourceSelector(src.Selector, "", "")
+		if err != nil {
+			return nil, nil, fmt.Errorf("error reading ClusterProfile source: %w", err)
+		}
+		list := &ClusterProfileList{}
+		if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, nil, fmt.Errorf("error listing ClusterProfiles in namespace %q: %w", ns, err)
+		}
+		return FromClusterProfiles(list.Items, src.Annotations), nil, nil
+	default:
+		return nil, nil, fmt.Errorf("error reading target source: unknown kind %q", src.Kind)
+	}
+}
+
+// sourceSelector converts a source's selector and adds key=value when key is
+// set. A nil selector selects everything.
+func sourceSelector(sel *metav1.LabelSelector, key, value string) (labels.Selector, error) {
+	out := labels.Everything()
+	if sel != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return nil, fmt.Errorf("invalid selector: %w", err)
+		}
+		out = s
+	}
+	if key != "" {
+		req, err := labels.NewRequirement(key, selection.Equals, []string{value})
+		if err != nil {
+			return nil, fmt.Errorf("invalid requirement %s=%s: %w", key, value, err)
+		}
+		out = out.Add(*req)
+	}
+	return out, nil
+}
+
+func defaultString(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
