@@ -194,7 +194,9 @@ func TestInflateStepsRequiresTaskVars(t *testing.T) {
 	t.Parallel()
 	spec := &kargo.PromotionTaskSpec{Vars: []kargo.ExpressionVariable{{Name: "need"}, {Name: "opt", Value: "d"}},
 		Steps: []kargo.PromotionStep{{Uses: "http"}}}
-	get := func(_ context.Context, _ string, _ *kargo.PromotionTaskRef) (*kargo.PromotionTaskSpec, error) { return spec, nil }
+	get := func(_ context.Context, _ string, _ *kargo.PromotionTaskRef) (*kargo.PromotionTaskSpec, error) {
+		return spec, nil
+	}
 	tests := []struct {
 		name     string
 		promo    []kargo.ExpressionVariable
