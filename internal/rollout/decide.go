@@ -1,0 +1,384 @@
+package rollout
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+)
+
+// maxFailureExamples bounds the examples kept per failure reason.
+const maxFailureExamples = 5
+
+// Start is a target Promotion to create.
+type Start struct {
+	Target plan.Target
+	Wave   string
+}
+
+// Decision is what the rollout does next.
+type Decision struct {
+	// Start are the target Promotions to create now.
+	Start []Start
+	// Abort names running target Promotions to abort.
+	Abort []string
+	// Phase and Message are the rollout's new phase and explanation.
+	Phase   fleetv1alpha1.RolloutPhase
+	Message string
+	// Waves is the per-wave progress, in plan order.
+	Waves []fleetv1alpha1.WaveProgress
+	// Failures groups failed targets by reason.
+	Failures []fleetv1alpha1.FailureGroup
+	// Breach is set when a threshold is breached (now or earlier).
+	Breach *plan.ThresholdVerdict
+	// Rollback asks for a rollback of this rollout (policy Automatic, breach).
+	Rollback bool
+	// RequeueAt is when to look again if no event comes first (a progress
+	// deadline, a window opening); zero when events suffice.
+	RequeueAt time.Time
+}
+
+// waveState accumulates one wave's judgements.
+type waveState struct {
+	pw                                         *plan.PlannedWave
+	succeeded, failed, inFlight, pending, skip int
+	done                                       []string
+	inFlightTargets                            []*plan.Target
+}
+
+// Decide computes the next step of a rollout from an observation. It is
+// deterministic and does no I/O.
+func Decide(o Observation) Decision {
+	r := o.Rollout
+	d := Decision{Phase: r.Status.Phase}
+	if d.Phase == "" {
+		d.Phase = fleetv1alpha1.RolloutPending
+	}
+	states, fails := judgeAll(o, &d)
+	d.Failures = groupFailures(fails)
+	fleetFailed := len(fails)
+
+	rollback := r.Spec.Direction == fleetv1alpha1.DirectionRollback
+	breached := previousBreach(r)
+	current := -1
+	cumulative := 0
+	for i, ws := range states {
+		cumulative += ws.failed
+		wp := progress(ws, r.Status.Waves, o.Now)
+		started := ws.succeeded+ws.failed+ws.inFlight > 0
+		if !rollback && breached == nil && current < 0 && started {
+			// Judged in wave order with the failures so far, so the fleet-wide
+			// threshold halts at the wave where it was crossed.
+			th, _ := o.Plan.Thresholds(ws.pw.Name)
+			if v := plan.Verdict(th, plan.FailureCounts{Wave: ws.failed, Fleet: cumulative}); v.Halted() {
+				breached, current = &v, i
+				wp.Phase = fleetv1alpha1.WaveHalted
+				d.Waves = append(d.Waves, wp)
+				continue
+			}
+		}
+		finished := ws.pending == 0 && ws.inFlight == 0
+		switch {
+		case finished && (rollback || ws.failed <= ws.pw.MaxFailures):
+			wp.Phase = fleetv1alpha1.WaveSucceeded
+		case current >= 0 || breached != nil:
+			// A later wave, or any wave after a breach: it waits.
+		default:
+			current = i
+		}
+		if wp.Phase == fleetv1alpha1.WaveSucceeded && wp.FinishedAt == nil {
+			t := metav1.NewTime(o.Now)
+			wp.FinishedAt = &t
+		}
+		d.Waves = append(d.Waves, wp)
+	}
+
+	switch {
+	case r.Status.Phase.IsFinal():
+		// Final phases never change; progress still refreshes.
+		return d
+	case r.Spec.Intent == fleetv1alpha1.IntentAbort:
+		d.Abort = inFlightPromotions(o, states)
+		d.Phase, d.Message = fleetv1alpha1.RolloutAborted, "aborted on request: no new target Promotion starts, running ones are aborted"
+		return d
+	case breached != nil:
+		return halt(o, d, states, breached)
+	case current < 0:
+		if rollback {
+			d.Phase = fleetv1alpha1.RolloutSucceeded
+			d.Message = fmt.Sprintf("rolled back %d target(s) to Freight %s", countSucceeded(states), r.Spec.Freight.Name)
+			if fleetFailed > 0 {
+				d.Phase = fleetv1alpha1.RolloutFailed
+				d.Message = fmt.Sprintf("rollback finished with %d target(s) that could not be returned to Freight %s", fleetFailed, r.Spec.Freight.Name)
+			}
+			return d
+		}
+		d.Phase, d.Message = fleetv1alpha1.RolloutSucceeded, fmt.Sprintf("every wave passed with Freight %s", r.Spec.Freight.Name)
+		return d
+	}
+	return run(o, d, states, current)
+}
+
+// judgeAll judges every member and returns per-wave states and the failures.
+func judgeAll(o Observation, d *Decision) ([]*waveState, []failure) {
+	var fails []failure
+	states := make([]*waveState, len(o.Plan.Waves))
+	for i := range o.Plan.Waves {
+		pw := &o.Plan.Waves[i]
+		ws := &waveState{pw: pw}
+		states[i] = ws
+		for j := range pw.Members {
+			t := &pw.Members[j]
+			obs := o.Targets[t.ID]
+			j := Judge(obs, pw.ProgressDeadline, o.Now)
+			if j.State == TargetPending && o.Expected[t.ID] {
+				j.State = TargetInFlight
+			}
+			switch j.State {
+			case TargetPending:
+				ws.pending++
+			case TargetInFlight:
+				ws.inFlight++
+				ws.inFlightTargets = append(ws.inFlightTargets, t)
+				if !j.DeadlineAt.IsZero() {
+					d.RequeueAt = earliest(d.RequeueAt, j.DeadlineAt)
+				}
+			case TargetSucceeded:
+				ws.succeeded++
+				ws.done = append(ws.done, t.ID)
+			case TargetSkipped:
+				ws.skip++
+				ws.done = append(ws.done, t.ID)
+			case TargetFailed:
+				ws.failed++
+				ws.done = append(ws.done, t.ID)
+				fails = append(fails, failure{name: t.Name, reason: j.Reason, message: j.Message})
+				if j.Reason == ReasonProgressDeadlineExceeded && obs.Promotion != nil && !obs.Promotion.Phase.IsTerminal() &&
+					!obs.Promotion.AbortRequested {
+					// A target past its deadline is failed; stop Kargo from
+					// finishing it behind the rollout's back.
+					d.Abort = append(d.Abort, obs.Promotion.Name)
+				}
+			}
+		}
+	}
+	return states, fails
+}
+
+// run decides the starts of the current wave.
+func run(o Observation, d Decision, states []*waveState, current int) Decision {
+	r := o.Rollout
+	ws := states[current]
+	wp := &d.Waves[current]
+	rollback := r.Spec.Direction == fleetv1alpha1.DirectionRollback
+	d.Phase = fleetv1alpha1.RolloutProgressing
+	if rollback {
+		d.Phase = fleetv1alpha1.RolloutRollingBack
+	}
+	wp.Phase = fleetv1alpha1.WaveProgressing
+	switch {
+	case !rollback && !o.RequestedWaves[ws.pw.Name]:
+		wp.Phase = fleetv1alpha1.WavePending
+		wp.Waiting = "waiting for Kargo to promote the Freight to the wave Stage"
+		d.Message = fmt.Sprintf("wave %s waits for its wave Stage Promotion", ws.pw.Name)
+		if current == 0 {
+			d.Phase = fleetv1alpha1.RolloutPending
+		}
+		return d
+	case !rollback && ws.pw.Approval == fleetv1alpha1.ApprovalRequired && !o.ApprovedWaves[ws.pw.Name] && ws.succeeded+ws.failed+ws.inFlight == 0:
+		wp.Phase = fleetv1alpha1.WaveWaitingForApproval
+		wp.Waiting = fmt.Sprintf("waiting for approval: kargo approve --freight %s --stage %s", r.Spec.Freight.Name, o.WaveStage(ws.pw.Name))
+		d.Phase, d.Message = fleetv1alpha1.RolloutWaitingForApproval, wp.Waiting
+		return d
+	}
+	req := plan.ScheduleRequest{
+		Wave:    ws.pw.Name,
+		Rollout: r.Name,
+		Done:    plan.NewIDSet(ws.done...),
+		Paused:  r.Spec.Intent == fleetv1alpha1.IntentPause,
+		Now:     o.Now,
+	}
+	if rollback {
+		req.MaxConcurrent = o.RollbackMaxConcurrent
+	}
+	for _, st := range states {
+		for _, t := range st.inFlightTargets {
+			req.InFlight = append(req.InFlight, plan.InFlightTarget{Target: *t, Rollout: r.Name})
+		}
+	}
+	req.InFlight = append(req.InFlight, o.OtherInFlight...)
+	for i := range ws.pw.Members {
+		t := &ws.pw.Members[i]
+		if obs := o.Targets[t.ID]; obs.StageBusy && obs.Promotion == nil {
+			// Another Promotion runs on the target's Stage: Kargo would queue
+			// ours behind it and its deadline would run while it waits.
+			req.InFlight = append(req.InFlight, plan.InFlightTarget{Target: *t, Rollout: ""})
+		}
+	}
+	dec := plan.Schedule(o.Index, req)
+	for _, t := range dec.Start {
+		d.Start = append(d.Start, Start{Target: *t, Wave: ws.pw.Name})
+	}
+	wp.Pending -= int32(len(dec.Start))
+	wp.InFlight += int32(len(dec.Start))
+	if wp.StartedAt == nil && (len(dec.Start) > 0 || ws.inFlight > 0) {
+		t := metav1.NewTime(o.Now)
+		wp.StartedAt = &t
+	}
+	if dec.Waiting != "" && dec.Waiting != plan.WaitInFlight && dec.Waiting != plan.WaitWaveDone && dec.Waiting != plan.WaitMaxConcurrent {
+		wp.Waiting = dec.Message
+	}
+	if !dec.RetryAt.IsZero() {
+		d.RequeueAt = earliest(d.RequeueAt, dec.RetryAt)
+	}
+	if req.Paused {
+		d.Phase = fleetv1alpha1.RolloutPaused
+		d.Message = fmt.Sprintf("paused in wave %s: no new target Promotion starts; %d in flight finish", ws.pw.Name, ws.inFlight)
+		return d
+	}
+	verb := "promoting"
+	if rollback {
+		verb = "rolling back"
+	}
+	d.Message = fmt.Sprintf("wave %s: %s %d of %d target(s) (%d succeeded, %d failed, %d in flight)",
+		ws.pw.Name, verb, len(ws.pw.Members)-ws.pending+len(dec.Start), len(ws.pw.Members), ws.succeeded, ws.failed, ws.inFlight+len(dec.Start))
+	if wp.Waiting != "" {
+		d.Message += "; " + wp.Waiting
+	}
+	return d
+}
+
+// halt stops new starts after a breach. The rollout stays Halted while
+// Promotions are in flight (aborting them if the policy says so) and fails
+// when none is left.
+func halt(o Observation, d Decision, states []*waveState, v *plan.ThresholdVerdict) Decision {
+	d.Breach = v
+	d.Rollback = o.RollbackAutomatic
+	inFlight := 0
+	for i, ws := range states {
+		inFlight += ws.inFlight
+		if d.Waves[i].Phase == fleetv1alpha1.WaveHalted && ws.inFlight == 0 {
+			d.Waves[i].Phase = fleetv1alpha1.WaveFailed
+		}
+	}
+	if o.OnHalt == fleetv1alpha1.InFlightAbort {
+		d.Abort = append(d.Abort, inFlightPromotions(o, states)...)
+	}
+	if inFlight > 0 {
+		d.Phase = fleetv1alpha1.RolloutHalted
+		d.Message = fmt.Sprintf("halted: %s; %d target Promotion(s) in flight finish, no new one starts", v.Message, inFlight)
+		return d
+	}
+	d.Phase = fleetv1alpha1.RolloutFailed
+	d.Message = "halted: " + v.Message
+	return d
+}
+
+// previousBreach returns the breach recorded in the rollout's status, so a
+// halt is never undone by a later observation (e.g. a failed target whose
+// Promotion is retried by hand).
+func previousBreach(r *fleetv1alpha1.FleetRollout) *plan.ThresholdVerdict {
+	c := metaFind(r.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return nil
+	}
+	return &plan.ThresholdVerdict{Decision: plan.VerdictHalt, Reason: plan.HaltReason(c.Reason), Message: c.Message}
+}
+
+func inFlightPromotions(o Observation, states []*waveState) []string {
+	var out []string
+	for _, ws := range states {
+		for _, t := range ws.inFlightTargets {
+			if p := o.Targets[t.ID].Promotion; p != nil && !p.AbortRequested && !p.Phase.IsTerminal() {
+				out = append(out, p.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// progress turns a wave's state into its status entry, keeping the start and
+// finish times already recorded.
+func progress(ws *waveState, prev []fleetv1alpha1.WaveProgress, _ time.Time) fleetv1alpha1.WaveProgress {
+	wp := fleetv1alpha1.WaveProgress{
+		Name: ws.pw.Name, Phase: fleetv1alpha1.WavePending,
+		Total: int32(len(ws.pw.Members)), Succeeded: int32(ws.succeeded), Failed: int32(ws.failed),
+		InFlight: int32(ws.inFlight), Pending: int32(ws.pending),
+	}
+	for i := range prev {
+		if prev[i].Name == ws.pw.Name {
+			wp.StartedAt, wp.FinishedAt = prev[i].StartedAt, prev[i].FinishedAt
+			if prev[i].Phase == fleetv1alpha1.WaveSucceeded || prev[i].Phase == fleetv1alpha1.WaveFailed ||
+				prev[i].Phase == fleetv1alpha1.WaveHalted {
+				wp.Phase = prev[i].Phase
+			}
+		}
+	}
+	return wp
+}
+
+type failure struct{ name, reason, message string }
+
+func groupFailures(fails []failure) []fleetv1alpha1.FailureGroup {
+	byReason := map[string]*fleetv1alpha1.FailureGroup{}
+	slices.SortFunc(fails, func(a, b failure) int { return cmp.Compare(a.name, b.name) })
+	for _, f := range fails {
+		g := byReason[f.reason]
+		if g == nil {
+			g = &fleetv1alpha1.FailureGroup{Reason: f.reason}
+			byReason[f.reason] = g
+		}
+		g.Count++
+		if len(g.Examples) < maxFailureExamples {
+			g.Examples = append(g.Examples, fleetv1alpha1.TargetSample{Name: f.name, Reason: truncate(f.message, 256)})
+		}
+	}
+	out := make([]fleetv1alpha1.FailureGroup, 0, len(byReason))
+	for _, g := range byReason {
+		out = append(out, *g)
+	}
+	slices.SortFunc(out, func(a, b fleetv1alpha1.FailureGroup) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Reason, b.Reason))
+	})
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func countSucceeded(states []*waveState) int {
+	n := 0
+	for _, ws := range states {
+		n += ws.succeeded
+	}
+	return n
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+func metaFind(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}

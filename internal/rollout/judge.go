@@ -1,0 +1,97 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// TargetState is where one member of a rollout stands.
+type TargetState string
+
+// Target states.
+const (
+	// TargetPending: no Promotion of this rollout yet.
+	TargetPending TargetState = "Pending"
+	// TargetInFlight: a Promotion is pending or running, or succeeded and the
+	// Stage is not yet healthy and verified.
+	TargetInFlight TargetState = "InFlight"
+	// TargetSucceeded: the Promotion succeeded and the Stage is healthy and,
+	// where it verifies, verified.
+	TargetSucceeded TargetState = "Succeeded"
+	// TargetFailed: see the failure reasons.
+	TargetFailed TargetState = "Failed"
+	// TargetSkipped: the target left the fleet before it was started.
+	TargetSkipped TargetState = "Skipped"
+)
+
+// Failure reasons, the keys of FleetRollout.status.failures.
+const (
+	ReasonPromotionFailed          = "PromotionFailed"
+	ReasonPromotionErrored         = "PromotionErrored"
+	ReasonPromotionAborted         = "PromotionAborted"
+	ReasonUnhealthy                = "Unhealthy"
+	ReasonVerificationFailed       = "VerificationFailed"
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+)
+
+// Judgement is the state of one member and, when failed, why.
+type Judgement struct {
+	State   TargetState
+	Reason  string
+	Message string
+	// DeadlineAt is when the member's progress deadline passes, for a member
+	// in flight; zero otherwise.
+	DeadlineAt time.Time
+}
+
+// Judge decides one member's state. A target succeeds when its Promotion
+// succeeded, its Stage runs the rollout's Freight, is not unhealthy and, when
+// the Stage verifies, the verification succeeded. It fails on a failed,
+// errored or aborted Promotion, on an unhealthy Stage or failed verification
+// after the Promotion succeeded, or when it is still not through when its
+// progress deadline (counted from the Promotion's creation) passes.
+func Judge(o TargetObservation, deadline time.Duration, now time.Time) Judgement {
+	p := o.Promotion
+	if p == nil {
+		if o.StageGone {
+			return Judgement{State: TargetSkipped, Message: "the target left the fleet before it was started"}
+		}
+		return Judgement{State: TargetPending}
+	}
+	switch p.Phase {
+	case kargo.PromotionFailed:
+		return failed(ReasonPromotionFailed, p)
+	case kargo.PromotionErrored:
+		return failed(ReasonPromotionErrored, p)
+	case kargo.PromotionAborted:
+		return failed(ReasonPromotionAborted, p)
+	case kargo.PromotionSucceeded:
+		switch {
+		case o.Verification == kargo.VerificationFailed || o.Verification == kargo.VerificationError:
+			return Judgement{State: TargetFailed, Reason: ReasonVerificationFailed,
+				Message: fmt.Sprintf("verification of the Freight ended %s", o.Verification)}
+		case o.OnFreight && o.Health != kargo.HealthUnhealthy &&
+			(o.Verification == "" || o.Verification == kargo.VerificationSuccessful):
+			return Judgement{State: TargetSucceeded}
+		}
+	}
+	deadlineAt := p.CreatedAt.Add(deadline)
+	if deadline > 0 && !now.Before(deadlineAt) {
+		reason, msg := ReasonProgressDeadlineExceeded, fmt.Sprintf("not through after %s", deadline)
+		if p.Phase == kargo.PromotionSucceeded && o.Health == kargo.HealthUnhealthy {
+			reason, msg = ReasonUnhealthy, "the Stage stayed unhealthy after the Promotion"
+		}
+		return Judgement{State: TargetFailed, Reason: reason, Message: msg}
+	}
+	return Judgement{State: TargetInFlight, DeadlineAt: deadlineAt}
+}
+
+func failed(reason string, p *PromotionObservation) Judgement {
+	msg := p.Message
+	if msg == "" {
+		msg = fmt.Sprintf("Promotion %s ended %s", p.Name, p.Phase)
+	}
+	return Judgement{State: TargetFailed, Reason: reason, Message: msg}
+}

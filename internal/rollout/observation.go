@@ -1,0 +1,90 @@
+// Package rollout decides what a FleetRollout does next. It is pure: the
+// reconciler gathers an Observation from the API server (the rollout's plan
+// snapshot, its target Promotions, the target Stages, the wave requests and
+// approvals), calls Decide with the current time, and applies the Decision.
+// Everything the controller knows is rebuilt from the API server on every
+// reconcile, so it can die between any two API calls and resume.
+package rollout
+
+import (
+	"time"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+)
+
+// Observation is everything Decide needs about one rollout.
+type Observation struct {
+	// Now is the instant of the decision.
+	Now time.Time
+	// Rollout is the FleetRollout being decided.
+	Rollout *fleetv1alpha1.FleetRollout
+	// Plan is the rollout's snapshot: the waves and members it works on. For
+	// a rollback it holds only the targets to return, in reverse wave order.
+	Plan *plan.WavePlan
+	// Index is Plan prepared for scheduling under the FleetStage's policy.
+	Index *plan.ScheduleIndex
+	// FleetStage is the FleetStage's name.
+	FleetStage string
+	// RollbackAutomatic asks for a rollback as soon as a threshold breaks.
+	RollbackAutomatic bool
+	// OnHalt says what happens to running target Promotions on a breach.
+	OnHalt fleetv1alpha1.InFlightPolicy
+	// RollbackMaxConcurrent, when positive, bounds a rollback's concurrency.
+	RollbackMaxConcurrent int
+	// RequestedWaves are the waves a wave Stage Promotion asked to run, by
+	// wave name. A rollback needs none: it runs every wave of its plan.
+	RequestedWaves map[string]bool
+	// ApprovedWaves are the waves whose wave Stage the Freight is approved for.
+	ApprovedWaves map[string]bool
+	// Targets holds what was observed of each member, by target ID. A member
+	// missing here has no Promotion of this rollout and no observed Stage.
+	Targets map[string]TargetObservation
+	// OtherInFlight are targets with a running Promotion of another rollout
+	// of the same FleetStage: they count against constraints.
+	OtherInFlight []plan.InFlightTarget
+	// Expected are targets a Promotion was just created for that the cache
+	// does not show yet: they count as in flight, never as pending, so no
+	// second Promotion is created for them.
+	Expected map[string]bool
+}
+
+// WaveStage returns the name of the wave Stage of the named wave.
+func (o *Observation) WaveStage(wave string) string {
+	return render.WaveStageName(o.FleetStage, wave)
+}
+
+// TargetObservation is what was observed of one member.
+type TargetObservation struct {
+	// Promotion is the newest target Promotion of this rollout, or nil.
+	Promotion *PromotionObservation
+	// StageGone says the target's Stage no longer exists (the target left).
+	StageGone bool
+	// StageBusy says another Promotion (not of this rollout) is pending or
+	// running on the target's Stage.
+	StageBusy bool
+	// Health is the target Stage's health status (kargo.Health*), if any.
+	Health string
+	// Verification is the phase of the newest verification of the Freight
+	// now on the Stage, when that Freight is the rollout's ("" otherwise or
+	// when the Stage does not verify).
+	Verification string
+	// OnFreight says the Stage currently runs the rollout's Freight.
+	OnFreight bool
+}
+
+// PromotionObservation is what was observed of a target Promotion.
+type PromotionObservation struct {
+	// Name is the Promotion's name (given by Kargo).
+	Name string
+	// Phase is its phase ("" before Kargo picked it up).
+	Phase kargo.PromotionPhase
+	// Message is Kargo's message.
+	Message string
+	// CreatedAt is when it was created: the progress deadline runs from here.
+	CreatedAt time.Time
+	// AbortRequested says the abort annotation is already set.
+	AbortRequested bool
+}
