@@ -36,12 +36,18 @@ func newHandlerFixture(t *testing.T, funcs *interceptor.Funcs) *handlerFixture {
 		testStage("prod-canary", fleetv1alpha1.RoleWave, "canary"),
 		testStage("prod-c1", fleetv1alpha1.RoleTarget, "canary"),
 		&kargo.Stage{},
+		func() client.Object {
+			s := testStage("prod-forged", fleetv1alpha1.RoleWave, "canary")
+			s.OwnerReferences = nil
+			return s
+		}(),
 		testPromotion(testPromo, "prod-canary", testFreight, kargo.PromotionRunning),
 		testPromotion("done", "prod-canary", testFreight, kargo.PromotionSucceeded),
 		testPromotion("target", "prod-c1", testFreight, kargo.PromotionRunning),
 		testPromotion("plain", "plain", testFreight, kargo.PromotionRunning),
 		testFreightObj("prod-pilot"),
 	}
+	objs = append(objs, testPromotion("labelled", "prod-forged", testFreight, kargo.PromotionRunning))
 	plain := objs[3].(*kargo.Stage)
 	plain.Namespace, plain.Name = testProject, "plain"
 	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...)
@@ -130,6 +136,9 @@ func TestServer_statusCodes(t *testing.T) {
 		{name: "Stage not managed by a FleetStage",
 			body:       encode(func(m map[string]any) { m["stage"], m["promotion"] = "plain", "plain" }),
 			wantStatus: 403, wantReason: ReasonNotFleet, wantMsg: `stage "plain" is not managed by a FleetStage`},
+		{name: "Stage labelled but not controlled by the FleetStage",
+			body:       encode(func(m map[string]any) { m["stage"], m["promotion"] = "prod-forged", "labelled" }),
+			wantStatus: 403, wantReason: ReasonNotFleet, wantMsg: `not controlled by it`},
 		{name: "fleet-wave from a target Stage",
 			body:       encode(func(m map[string]any) { m["stage"], m["promotion"] = "prod-c1", "target" }),
 			wantStatus: 403, wantReason: ReasonNotWaveStage},

@@ -63,7 +63,14 @@ func testStage(name, role, wave string) *kargo.Stage {
 	if wave != "" {
 		labels[fleetv1alpha1.WaveLabel] = wave
 	}
-	return &kargo.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: testProject, Name: name, Labels: labels}}
+	controller := true
+	return &kargo.Stage{ObjectMeta: metav1.ObjectMeta{
+		Namespace: testProject, Name: name, Labels: labels,
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "FleetStage", Name: testFleet, UID: "fs-uid",
+			Controller: &controller,
+		}},
+	}}
 }
 
 // testPromotion returns a Promotion of freight to stage in the given phase.
