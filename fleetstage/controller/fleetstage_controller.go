@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +48,10 @@ type Inventory interface {
 
 // FleetStageReconciler expands FleetStages into wave and target Stages.
 type FleetStageReconciler struct {
+	// StepServerURL, when set, is where wave Stages' fleet-wave task reaches
+	// the step server (default: the task's in-cluster Service URL).
+	StepServerURL string
+
 	client    client.Client
 	inventory Inventory
 	recorder  events.EventRecorder
@@ -71,7 +74,6 @@ type scope struct {
 	desired render.Output
 	sync    syncResult
 	stages  []kargo.Stage // generated Stages as listed before this reconcile wrote
-	project *corev1.Namespace
 }
 
 // Reconcile brings one FleetStage's generated Stages and status in step.
@@ -160,29 +162,21 @@ func (r *FleetStageReconciler) resolveBase(ctx context.Context, s *scope) (bool,
 // resolveTargets reads the inventory and plans the waves.
 func (r *FleetStageReconciler) resolveTargets(ctx context.Context, s *scope) (bool, error) {
 	fs := s.fs
-	planner, errs := plan.Compile(&fs.Spec)
-	if len(errs) > 0 {
-		setNotReady(fs, fleetv1alpha1.TargetsResolvedCondition, fleetv1alpha1.InvalidSpecReason, errs.ToAggregate().Error())
+	fp, err := planFleet(ctx, r.client, r.inventory, fs)
+	var pe *planError
+	switch {
+	case errors.As(err, &pe):
+		setNotReady(fs, fleetv1alpha1.TargetsResolvedCondition, pe.reason, pe.Error())
+		if pe.reason == fleetv1alpha1.SourceUnavailableReason {
+			return false, err
+		}
 		return false, nil
-	}
-	candidates, err := r.inventory.Read(ctx, fs)
-	if err != nil {
-		setNotReady(fs, fleetv1alpha1.TargetsResolvedCondition, fleetv1alpha1.SourceUnavailableReason, err.Error())
+	case err != nil:
 		return false, err
 	}
-	ns := &corev1.Namespace{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: fs.Namespace}, ns); err != nil {
-		return false, fmt.Errorf("error getting Project namespace %q: %w", fs.Namespace, err)
-	}
-	s.project = ns
-	teams, present := ns.Annotations[fleetv1alpha1.AllowedTeamsAnnotation]
-	s.plan = planner.Plan(plan.PlanInput{
-		Seed:         fs.Namespace + "/" + fs.Name,
-		Candidates:   candidates,
-		AllowedTeams: plan.ParseAllowedTeams(teams, present),
-	})
+	s.plan = fp.plan
 	setTargetsResolved(fs, s.plan)
-	s.desired = render.Stages(render.Input{FleetStage: fs, Base: s.base, Plan: s.plan})
+	s.desired = render.Stages(render.Input{FleetStage: fs, Base: s.base, Plan: s.plan, StepServerURL: r.StepServerURL})
 	return true, nil
 }
 

@@ -16,5 +16,6 @@ func (r *FleetStageReconciler) summarise(_ context.Context, s *scope) (bool, err
 		}
 	}
 	setVersions(s.fs, targets)
+	defaultRolloutMetrics.observeVersions(s.fs)
 	return true, nil
 }

@@ -25,6 +25,7 @@ type controllerOptions struct {
 	webhookPort      int
 	webhookCertDir   string
 	concurrency      int
+	stepServerURL    string
 	qps              float32
 	burst            int
 	zap              zap.Options
@@ -60,6 +61,7 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
+	f.StringVar(&o.stepServerURL, "step-server-url", "", "URL wave Stages pass to the fleet-wave task to reach the step server (default: the task's in-cluster Service URL).")
 	f.Float32Var(&o.qps, "kube-api-qps", 100, "Sustained requests per second to the apiserver: expanding a fleet writes one Stage per target.")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the apiserver.")
 	o.zap.BindFlags(flagSetOf(cmd))
@@ -93,7 +95,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("error creating manager: %w", err)
 	}
-	if err := controller.Setup(mgr, controller.Options{Webhooks: o.webhooks, MaxConcurrentReconciles: o.concurrency}); err != nil {
+	if err := controller.Setup(mgr, controller.Options{Webhooks: o.webhooks, MaxConcurrentReconciles: o.concurrency, StepServerURL: o.stepServerURL}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -3,11 +3,13 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,6 +46,9 @@ type Options struct {
 	Webhooks bool
 	// MaxConcurrentReconciles bounds parallel reconciles per controller.
 	MaxConcurrentReconciles int
+	// StepServerURL, when set, is the step server URL wave Stages pass to
+	// the fleet-wave task (default: the task's in-cluster Service URL).
+	StepServerURL string
 }
 
 // CacheOptions returns the manager's cache options: Secrets are cached only
@@ -71,8 +76,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 func setupFleetStages(mgr ctrl.Manager, opts Options) error {
 	r := fscontroller.NewFleetStageReconciler(mgr.GetClient(), inventory.NewReader(mgr.GetClient()),
 		mgr.GetEventRecorder("kargo-fleet-fleetstage"), clock.RealClock{})
+	r.StepServerURL = opts.StepServerURL
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
 		return fmt.Errorf("error setting up the FleetStage reconciler: %w", err)
+	}
+	rr := fscontroller.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventory.NewReader(mgr.GetClient()),
+		mgr.GetEventRecorder("kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
+	if err := rr.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
+		return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
 	}
 	if opts.Webhooks {
 		if err := (fswebhook.FleetStageValidator{}).SetupWithManager(mgr); err != nil {
@@ -80,6 +91,13 @@ func setupFleetStages(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// refreshPromotion asks Kargo to poll a wave Promotion again at once, so the
+// next wave starts about a second after this one passed instead of up to a
+// pollInterval later.
+func refreshPromotion(ctx context.Context, c client.Client, namespace, promotion string) error {
+	return steps.RefreshPromotion(ctx, c, types.NamespacedName{Namespace: namespace, Name: promotion})
 }
 
 // setupSteps registers the step server, which runs on every replica, and the

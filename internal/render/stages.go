@@ -11,17 +11,16 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
 
-// The ClusterPromotionTask every wave Stage's promotion template calls, and
-// the task variables it is given.
+// The ClusterPromotionTask every wave Stage's promotion template calls. The
+// step server learns the FleetStage and the wave from the wave Stage's labels,
+// so the task needs no variable but, optionally, where the server is.
 const (
 	// WaveTaskName is the fleet-wave ClusterPromotionTask.
 	WaveTaskName = "fleet-wave"
 	// WaveStepAlias is the alias of the task step in a wave Stage's template.
-	WaveStepAlias = "fleet"
-	// WaveTaskVarFleetStage passes the FleetStage's name to the task.
-	WaveTaskVarFleetStage = "fleetStage"
-	// WaveTaskVarWave passes the wave's name to the task.
-	WaveTaskVarWave = "wave"
+	WaveStepAlias = "wave"
+	// WaveTaskVarServerURL overrides the task's default step server URL.
+	WaveTaskVarServerURL = "serverURL"
 )
 
 // Input is what Stages renders from.
@@ -32,6 +31,9 @@ type Input struct {
 	Base BaseStage
 	// Plan is the FleetStage's current WavePlan.
 	Plan *plan.WavePlan
+	// StepServerURL, when set, is passed to the fleet-wave task as its
+	// serverURL (else the task's default, the in-cluster Service, applies).
+	StepServerURL string
 }
 
 // Output is the desired set of generated Stages.
@@ -60,7 +62,7 @@ func Stages(in Input) Output {
 			ObjectMeta: objectMeta(fs, waveStage, map[string]string{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleWave, fleetv1alpha1.WaveLabel: w.Name}, nil),
 			Spec: kargo.StageSpec{
 				RequestedFreight:  freight,
-				PromotionTemplate: waveTemplate(fs.Name, w.Name),
+				PromotionTemplate: waveTemplate(in.StepServerURL),
 			},
 		})
 		for i := range w.Members {
@@ -106,15 +108,15 @@ func requestedFreight(base []kargo.FreightRequest, prevStage string, prevSoak ti
 	return out
 }
 
-func waveTemplate(fleetStage, wave string) *kargo.PromotionTemplate {
-	return &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{
+func waveTemplate(serverURL string) *kargo.PromotionTemplate {
+	step := kargo.PromotionStep{
 		Task: &kargo.PromotionTaskRef{Kind: kargo.ClusterPromotionTaskKind, Name: WaveTaskName},
 		As:   WaveStepAlias,
-		Vars: []kargo.ExpressionVariable{
-			{Name: WaveTaskVarFleetStage, Value: fleetStage},
-			{Name: WaveTaskVarWave, Value: wave},
-		},
-	}}}}
+	}
+	if serverURL != "" {
+		step.Vars = []kargo.ExpressionVariable{{Name: WaveTaskVarServerURL, Value: serverURL}}
+	}
+	return &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{step}}}
 }
 
 func objectMeta(fs *fleetv1alpha1.FleetStage, name string, labels, annotations map[string]string) metav1.ObjectMeta {

@@ -179,10 +179,13 @@ type PlanSnapshot struct {
 	// +required
 	Targets int32 `json:"targets"`
 
-	// data is the gzip-compressed, base64-encoded JSON list of wave members.
+	// configMap names the immutable ConfigMap, owned by the rollout, holding
+	// the gzip-compressed JSON plan (waves, members with their labels, and
+	// resolved wave settings). It lives outside the rollout so that status
+	// writes stay small at 10,000 targets.
 	// +optional
-	// +kubebuilder:validation:MaxLength=1048576
-	Data string `json:"data,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	ConfigMap string `json:"configMap,omitempty"`
 
 	// takenAt is when the snapshot was taken.
 	// +optional

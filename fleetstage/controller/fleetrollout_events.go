@@ -1,0 +1,127 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+)
+
+// Event reasons of the FleetRollout reconciler: one Event per decision.
+const (
+	SnapshotTakenReason      = "SnapshotTaken"
+	WaveStartedReason        = "WaveStarted"
+	WavePassedReason         = "WavePassed"
+	WaveFailedReason         = "WaveFailed"
+	GateWaitingReason        = "GateWaiting"
+	ThresholdBreachedReason  = "ThresholdBreached"
+	HaltedReason             = "Halted"
+	PromotionsAbortedReason  = "PromotionsAborted"
+	RolloutPausedReason      = "RolloutPaused"
+	RolloutResumedReason     = "RolloutResumed"
+	RolloutSucceededReason   = "RolloutSucceeded"
+	RolloutFailedReason      = "RolloutFailed"
+	RolloutAbortedReason     = "RolloutAborted"
+	RolloutSupersededReason  = "RolloutSuperseded"
+	RollbackStartedReason    = "RollbackStarted"
+	RollbackFinishedReason   = "RollbackFinished"
+	RollbackImpossibleReason = "RollbackImpossible"
+)
+
+// recordTransitions emits an Event for every change of phase of the rollout
+// or of a wave, naming the rule or actor behind it, hands waves whose outcome
+// the fleet-wave step reports back to Kargo (refresh), and counts breaches.
+func (r *FleetRolloutReconciler) recordTransitions(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage,
+	before *fleetv1alpha1.FleetRolloutStatus, obs *observed, d *rollout.Decision) {
+	prevWave := map[string]fleetv1alpha1.WavePhase{}
+	for _, w := range before.Waves {
+		prevWave[w.Name] = w.Phase
+	}
+	actor := ro.Spec.Actor
+	if actor == "" {
+		actor = "unknown actor"
+	}
+	for _, w := range ro.Status.Waves {
+		if prevWave[w.Name] == w.Phase {
+			continue
+		}
+		refresh := false
+		switch w.Phase {
+		case fleetv1alpha1.WaveProgressing:
+			if prevWave[w.Name] != fleetv1alpha1.WaveWaitingForApproval || w.StartedAt != nil {
+				r.event(ro, corev1.EventTypeNormal, WaveStartedReason, "Wave %s started: %d target(s), at most %d at once (%s)",
+					w.Name, w.Total, maxConcurrentOf(obs, w.Name), actor)
+			}
+		case fleetv1alpha1.WaveWaitingForApproval:
+			r.event(ro, corev1.EventTypeNormal, GateWaitingReason, "Wave %s %s", w.Name, w.Waiting)
+			refresh = true
+		case fleetv1alpha1.WaveSucceeded:
+			r.event(ro, corev1.EventTypeNormal, WavePassedReason, "Wave %s passed: %d succeeded, %d failed of %d", w.Name, w.Succeeded, w.Failed, w.Total)
+			refresh = true
+		case fleetv1alpha1.WaveHalted, fleetv1alpha1.WaveFailed:
+			r.event(ro, corev1.EventTypeWarning, WaveFailedReason, "Wave %s failed: %d of %d target(s) failed", w.Name, w.Failed, w.Total)
+			refresh = true
+		}
+		if refresh {
+			r.refreshPromotion(ctx, ro, obs.waveRequests[w.Name])
+		}
+	}
+	if before.Phase == ro.Status.Phase {
+		return
+	}
+	rollback := ro.Spec.Direction == fleetv1alpha1.DirectionRollback
+	switch ro.Status.Phase {
+	case fleetv1alpha1.RolloutHalted, fleetv1alpha1.RolloutFailed:
+		if d.Breach != nil && before.Phase != fleetv1alpha1.RolloutHalted {
+			r.metrics.breaches.WithLabelValues(ro.Namespace, fs.Name, string(d.Breach.Reason)).Inc()
+			r.event(ro, corev1.EventTypeWarning, ThresholdBreachedReason, "Threshold breached (%s): %s", d.Breach.Reason, d.Breach.Message)
+			r.event(ro, corev1.EventTypeWarning, HaltedReason, "Halted: no new target Promotion starts and Freight %s is held back from FleetStage %s",
+				ro.Spec.Freight.Name, fs.Name)
+		}
+		if ro.Status.Phase == fleetv1alpha1.RolloutFailed {
+			reason := RolloutFailedReason
+			if rollback {
+				reason = RollbackFinishedReason
+			}
+			r.event(ro, corev1.EventTypeWarning, reason, "%s", ro.Status.Message)
+		}
+	case fleetv1alpha1.RolloutSucceeded:
+		reason := RolloutSucceededReason
+		if rollback {
+			reason = RollbackFinishedReason
+		}
+		r.event(ro, corev1.EventTypeNormal, reason, "%s", ro.Status.Message)
+	case fleetv1alpha1.RolloutAborted:
+		r.event(ro, corev1.EventTypeWarning, RolloutAbortedReason, "Aborted on request (spec.intent Abort) by %s", actor)
+	case fleetv1alpha1.RolloutPaused:
+		r.event(ro, corev1.EventTypeNormal, RolloutPausedReason, "Paused on request (spec.intent Pause)")
+	case fleetv1alpha1.RolloutRollingBack:
+		if before.Phase == "" || before.Phase == fleetv1alpha1.RolloutPending {
+			r.event(ro, corev1.EventTypeWarning, RollbackStartedReason, "Rolling back %d target(s) of FleetRollout %s to Freight %s (%s)",
+				obs.Plan.Members(), ro.Spec.RollbackOf, ro.Spec.Freight.Name, actor)
+		}
+	}
+	if before.Phase == fleetv1alpha1.RolloutPaused && ro.Status.Phase != fleetv1alpha1.RolloutPaused {
+		r.event(ro, corev1.EventTypeNormal, RolloutResumedReason, "Resumed (spec.intent %s)", ro.Spec.Intent)
+	}
+	if ro.Status.Phase.IsFinal() {
+		r.refreshAll(ctx, ro)
+	}
+}
+
+func maxConcurrentOf(obs *observed, wave string) int {
+	if w, i := obs.Plan.Wave(wave); i >= 0 {
+		return w.MaxConcurrent
+	}
+	return 0
+}
+
+func (r *FleetRolloutReconciler) event(ro *fleetv1alpha1.FleetRollout, eventType, reason, format string, args ...any) {
+	if r.recorder == nil {
+		return
+	}
+	r.recorder.Eventf(ro, nil, eventType, reason, "Reconcile", truncate(fmt.Sprintf(format, args...)))
+}
