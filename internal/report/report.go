@@ -1,0 +1,226 @@
+package report
+
+import (
+	"cmp"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+)
+
+// Rollout roles: why a rollout is in the report.
+const (
+	// RoleCurrent is the FleetStage's status.currentRollout.
+	RoleCurrent = "current"
+	// RoleLast is the FleetStage's status.lastRollout.
+	RoleLast = "last"
+	// RoleActive is another rollout that has not reached a final phase
+	// (e.g. a rollback running beside a halted forward rollout).
+	RoleActive = "active"
+	// RoleRolledBack is the rollout a shown rollback returns.
+	RoleRolledBack = "rolled back"
+	// RoleOther is any other rollout passed in.
+	RoleOther = "other"
+)
+
+// Input is what a report is built from.
+type Input struct {
+	// FleetStage is the fleet; required.
+	FleetStage *fleetv1alpha1.FleetStage
+	// Rollouts are the FleetRollouts to show, in any order. Build orders
+	// them: current first, then other unfinished ones, then the last
+	// finished one, then the rest, newest first.
+	Rollouts []fleetv1alpha1.FleetRollout
+	// Aliases maps Freight names to their Kargo aliases, where known.
+	Aliases map[string]string
+}
+
+// Report is the operator's view of one FleetStage. Its JSON form is what
+// `kargo-fleet status -o json` prints.
+type Report struct {
+	// FleetStage summarises the fleet.
+	FleetStage Fleet `json:"fleetStage"`
+	// Rollouts are the rollouts shown, most relevant first.
+	Rollouts []Rollout `json:"rollouts"`
+}
+
+// Fleet summarises a FleetStage's status.
+type Fleet struct {
+	// Namespace (the Kargo Project) and Name identify the FleetStage.
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Ready is the Ready condition's status (True, False, Unknown; empty
+	// before the first reconcile), with its reason and message.
+	Ready        string `json:"ready,omitempty"`
+	ReadyReason  string `json:"readyReason,omitempty"`
+	ReadyMessage string `json:"readyMessage,omitempty"`
+	// Targets counts candidate, selected, excluded and unassigned targets.
+	Targets fleetv1alpha1.TargetCounts `json:"targets"`
+	// Waves are the waves with their Stage and member count.
+	Waves []fleetv1alpha1.WaveMembership `json:"waves"`
+	// Versions says how many targets run which Freight, largest first.
+	Versions []Version `json:"versions"`
+	// LastGoodFreight is the newest Freight every wave passed with.
+	LastGoodFreight *FreightName `json:"lastGoodFreight,omitempty"`
+	// CurrentRollout and LastRollout name the FleetStage's rollouts.
+	CurrentRollout string `json:"currentRollout,omitempty"`
+	LastRollout    string `json:"lastRollout,omitempty"`
+}
+
+// FreightName is a Freight's name with its alias, when known.
+type FreightName struct {
+	Name  string `json:"name"`
+	Alias string `json:"alias,omitempty"`
+}
+
+// Version is one entry of the version distribution.
+type Version struct {
+	// Freight is the Freight; "other" sums Freight past the 20th.
+	Freight FreightName `json:"freight"`
+	// Targets is how many targets run it.
+	Targets int32 `json:"targets"`
+}
+
+// Rollout summarises one FleetRollout.
+type Rollout struct {
+	// Name is the FleetRollout's name; Role says why it is shown.
+	Name string `json:"name"`
+	Role string `json:"role"`
+	// Direction, Freight, RollbackOf, Intent and Actor come from the spec.
+	Direction  fleetv1alpha1.RolloutDirection `json:"direction"`
+	Freight    FreightName                    `json:"freight"`
+	RollbackOf string                         `json:"rollbackOf,omitempty"`
+	Intent     fleetv1alpha1.RolloutIntent    `json:"intent"`
+	Actor      string                         `json:"actor,omitempty"`
+	// Phase and Message come from the status.
+	Phase   fleetv1alpha1.RolloutPhase `json:"phase"`
+	Message string                     `json:"message,omitempty"`
+	// CreatedAt, StartedAt and FinishedAt time the rollout.
+	CreatedAt  metav1.Time  `json:"createdAt"`
+	StartedAt  *metav1.Time `json:"startedAt,omitempty"`
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// Totals sums the waves.
+	Totals Totals `json:"totals"`
+	// Waves is the per-wave progress in promotion order.
+	Waves []fleetv1alpha1.WaveProgress `json:"waves"`
+	// Failures groups failed targets by reason.
+	Failures []fleetv1alpha1.FailureGroup `json:"failures,omitempty"`
+}
+
+// Totals counts a rollout's targets by state across its waves.
+type Totals struct {
+	Total     int32 `json:"total"`
+	Succeeded int32 `json:"succeeded"`
+	Failed    int32 `json:"failed"`
+	InFlight  int32 `json:"inFlight"`
+	Pending   int32 `json:"pending"`
+}
+
+// Build builds the report of in.
+func Build(in Input) Report {
+	fs := in.FleetStage
+	st := &fs.Status
+	r := Report{FleetStage: Fleet{
+		Namespace:      fs.Namespace,
+		Name:           fs.Name,
+		Targets:        st.Targets,
+		Waves:          slices.Clone(st.Waves),
+		Versions:       make([]Version, 0, len(st.Versions)),
+		CurrentRollout: st.CurrentRollout,
+		LastRollout:    st.LastRollout,
+	}}
+	if r.FleetStage.Waves == nil {
+		r.FleetStage.Waves = []fleetv1alpha1.WaveMembership{}
+	}
+	if c := meta.FindStatusCondition(st.Conditions, fleetv1alpha1.ReadyCondition); c != nil {
+		r.FleetStage.Ready, r.FleetStage.ReadyReason, r.FleetStage.ReadyMessage = string(c.Status), c.Reason, c.Message
+	}
+	for _, v := range st.Versions {
+		r.FleetStage.Versions = append(r.FleetStage.Versions, Version{Freight: freightName(v.Freight, in.Aliases),
+			Targets: v.Targets})
+	}
+	if st.LastGoodFreight != nil {
+		n := freightName(st.LastGoodFreight.Name, in.Aliases)
+		r.FleetStage.LastGoodFreight = &n
+	}
+
+	rollouts := slices.Clone(in.Rollouts)
+	shownRollback := map[string]bool{}
+	for i := range rollouts {
+		if rollouts[i].Spec.Direction == fleetv1alpha1.DirectionRollback && !rollouts[i].Status.Phase.IsFinal() {
+			shownRollback[rollouts[i].Spec.RollbackOf] = true
+		}
+	}
+	r.Rollouts = make([]Rollout, 0, len(rollouts))
+	for i := range rollouts {
+		ro := &rollouts[i]
+		role := RoleOther
+		switch {
+		case ro.Name == st.CurrentRollout:
+			role = RoleCurrent
+		case shownRollback[ro.Name]:
+			role = RoleRolledBack
+		case !ro.Status.Phase.IsFinal():
+			role = RoleActive
+		case ro.Name == st.LastRollout:
+			role = RoleLast
+		}
+		r.Rollouts = append(r.Rollouts, buildRollout(ro, role, in.Aliases))
+	}
+	slices.SortStableFunc(r.Rollouts, func(a, b Rollout) int {
+		return cmp.Or(cmp.Compare(roleRank(a.Role), roleRank(b.Role)),
+			b.CreatedAt.Compare(a.CreatedAt.Time), cmp.Compare(a.Name, b.Name))
+	})
+	return r
+}
+
+// roleRank orders roles for display.
+func roleRank(role string) int {
+	switch role {
+	case RoleCurrent:
+		return 0
+	case RoleActive:
+		return 1
+	case RoleRolledBack:
+		return 2
+	case RoleLast:
+		return 3
+	}
+	return 4
+}
+
+func buildRollout(ro *fleetv1alpha1.FleetRollout, role string, aliases map[string]string) Rollout {
+	out := Rollout{
+		Name:       ro.Name,
+		Role:       role,
+		Direction:  cmp.Or(ro.Spec.Direction, fleetv1alpha1.DirectionForward),
+		Freight:    freightName(ro.Spec.Freight.Name, aliases),
+		RollbackOf: ro.Spec.RollbackOf,
+		Intent:     cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun),
+		Actor:      ro.Spec.Actor,
+		Phase:      cmp.Or(ro.Status.Phase, fleetv1alpha1.RolloutPending),
+		Message:    ro.Status.Message,
+		CreatedAt:  ro.CreationTimestamp,
+		StartedAt:  ro.Status.StartedAt,
+		FinishedAt: ro.Status.FinishedAt,
+		Waves:      slices.Clone(ro.Status.Waves),
+		Failures:   slices.Clone(ro.Status.Failures),
+	}
+	if out.Waves == nil {
+		out.Waves = []fleetv1alpha1.WaveProgress{}
+	}
+	for _, w := range ro.Status.Waves {
+		out.Totals.Total += w.Total
+		out.Totals.Succeeded += w.Succeeded
+		out.Totals.Failed += w.Failed
+		out.Totals.InFlight += w.InFlight
+		out.Totals.Pending += w.Pending
+	}
+	return out
+}
+
+func freightName(name string, aliases map[string]string) FreightName {
+	return FreightName{Name: name, Alias: aliases[name]}
+}
