@@ -52,4 +52,3 @@ func planFleet(ctx context.Context, c client.Reader, inv Inventory, fs *fleetv1a
 		}),
 	}, nil
 }
-

@@ -183,7 +183,9 @@ func (r *FleetRolloutReconciler) waitTurn(ctx context.Context, ro *fleetv1alpha1
 	if len(older) == 0 {
 		return false, nil
 	}
-	slices.SortFunc(older, func(a, b *fleetv1alpha1.FleetRollout) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	slices.SortFunc(older, func(a, b *fleetv1alpha1.FleetRollout) int {
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
 	msg := fmt.Sprintf("queued behind FleetRollout %s (Freight %s): newer Freight waits for the running rollout (spec.policy.newerFreight: Queue)",
 		older[0].Name, older[0].Spec.Freight.Name)
 	if ro.Status.Message == msg && ro.Status.Phase == fleetv1alpha1.RolloutPending {

@@ -156,8 +156,8 @@ func TestDecide(t *testing.T) {
 			obs: observe(fleet(), requested("pilot", "canary"), succeeded("pilot-00", "canary-03"),
 				target("canary-00", kargo.PromotionFailed), target("canary-01", kargo.PromotionFailed),
 				func(o *Observation) { o.RollbackAutomatic = true }),
-			wantPhase: fleetv1alpha1.RolloutFailed,
-			wantWaves: []fleetv1alpha1.WavePhase{fleetv1alpha1.WaveSucceeded, fleetv1alpha1.WaveFailed, fleetv1alpha1.WavePending},
+			wantPhase:  fleetv1alpha1.RolloutFailed,
+			wantWaves:  []fleetv1alpha1.WavePhase{fleetv1alpha1.WaveSucceeded, fleetv1alpha1.WaveFailed, fleetv1alpha1.WavePending},
 			assertions: func(t *testing.T, d Decision) { require.True(t, d.Rollback) },
 		},
 		{
@@ -178,8 +178,8 @@ func TestDecide(t *testing.T) {
 			wantPhase: fleetv1alpha1.RolloutFailed,
 		},
 		{
-			name: "an approval gate waits for kargo approve and says so",
-			obs: observe(fleet(), requested("pilot", "canary", "general"), succeeded("pilot-00"), succeeded(canaryDone...)),
+			name:      "an approval gate waits for kargo approve and says so",
+			obs:       observe(fleet(), requested("pilot", "canary", "general"), succeeded("pilot-00"), succeeded(canaryDone...)),
 			wantPhase: fleetv1alpha1.RolloutWaitingForApproval,
 			assertions: func(t *testing.T, d Decision) {
 				require.Contains(t, d.Message, "kargo approve --freight f2 --stage prod-general")
