@@ -174,10 +174,10 @@ func FreightLabelValue(freight string) string {
 	return "h-" + hex.EncodeToString(sum[:])[:40]
 }
 
-// truncate cuts s to at most n bytes.
+// truncate cuts s to at most n bytes, never inside a UTF-8 sequence.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n]
+	return strings.ToValidUTF8(s[:n], "")
 }

@@ -38,8 +38,11 @@ var origin = kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
 // installTasks applies the shipped ClusterPromotionTasks as they are.
 func installTasks(ctx context.Context) error {
 	files, err := filepath.Glob(filepath.Join(envtest.RepoRoot(), "charts", "kargo-fleet", "tasks", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no ClusterPromotionTasks found: %v", err)
+	if err != nil {
+		return fmt.Errorf("error finding the ClusterPromotionTasks: %w", err)
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no ClusterPromotionTasks in charts/kargo-fleet/tasks")
 	}
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
