@@ -191,7 +191,7 @@ func (s *Simulator) promote(ctx context.Context, promo *kargo.Promotion, stage *
 		metas:        st.StepExecutionMetadata,
 		state:        state,
 		data:         s,
-		faults:       stageFaults(stage),
+		faults:       faultsFor(stage, ref.Name, freight.Alias),
 	}
 	res := s.engine.execute(ctx, pc, promo.Spec.Steps, st.CurrentStep, now)
 	st.Phase, st.Message, st.CurrentStep = res.phase, res.message, res.currentStep

@@ -82,7 +82,7 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 	}
 	base := stage.DeepCopy()
 	st := stageStatus{StageStatus: &stage.Status, generation: stage.Generation, now: s.opts.Clock.Now()}
-	f := stageFaults(stage)
+	f := currentFaults(stage)
 
 	if st.verifiedInPending, err = s.verifiedInPending(ctx, stage); err != nil {
 		return ctrl.Result{}, err

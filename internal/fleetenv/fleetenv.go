@@ -1,0 +1,308 @@
+// Package fleetenv starts a complete local fleet environment on one machine:
+// a real kube-apiserver and etcd (test/envtest), the Kargo simulator in place
+// of Kargo (clearly labelled as such), kargo-fleet's controller and step
+// server, and the fleet ClusterPromotionTasks the chart ships. Integration
+// tests and `make demo` both run on it.
+//
+// The controller runs as its own user, bound to exactly the ClusterRole the
+// chart ships (generated from the reconcilers' RBAC markers), so missing
+// permissions show up here as they would in a cluster. Kargo's webhooks check
+// the custom "promote" verb for that user like real Kargo does.
+package fleetenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
+
+	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/controller"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/steps"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+const (
+	// ControllerNamespace is where the controller keeps its signing key.
+	ControllerNamespace = "kargo-fleet"
+	// ControllerUser is the user the kargo-fleet controller runs as.
+	ControllerUser = "system:serviceaccount:kargo-fleet:kargo-fleet"
+	// KargoUser is the user the Kargo simulator runs as.
+	KargoUser = "system:serviceaccount:kargo:kargo-controller"
+)
+
+// Options tunes the environment.
+type Options struct {
+	// Simulator configures the Kargo simulator. A zero PollFloor is set to
+	// 200 ms so rollouts move fast; real Kargo's floor is 10 s.
+	Simulator kargosim.Options
+	// Controller configures kargo-fleet's controller; StepServerURL and
+	// Webhooks are set by Start.
+	Controller controller.Options
+}
+
+// Env is a running local fleet environment.
+type Env struct {
+	*envtest.Env
+	// StepServerURL is where the step server listens.
+	StepServerURL string
+
+	opts          Options
+	controllerCfg *rest.Config
+	simStop       context.CancelFunc
+	simDone       chan error
+	ctrlStop      context.CancelFunc
+	ctrlDone      chan error
+}
+
+// Start starts everything. Call Stop when done.
+func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+	if opts.Simulator.PollFloor == 0 {
+		opts.Simulator.PollFloor = 200 * time.Millisecond
+	}
+	mutating, validating := kargosim.WebhookConfigurations()
+	validating = append(validating, envtest.ValidatingWebhook("fleetstages.fleet.kargo-fleet.io",
+		"fleet.kargo-fleet.io", "v1alpha1", "fleetstages", fswebhook.ValidatePath))
+	base, err := envtest.Start(envtest.WithWebhooks(mutating, validating))
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Env: base, opts: opts}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.Stop())
+		}
+	}()
+	if err := e.installControllerRBAC(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.installTasks(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.configureStepServer(ctx); err != nil {
+		return nil, err
+	}
+	if e.controllerCfg, err = e.AddUser(ControllerUser); err != nil {
+		return nil, err
+	}
+	if err := e.startSimulator(); err != nil {
+		return nil, err
+	}
+	if err := e.StartController(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// installControllerRBAC binds the controller's user to the ClusterRole the
+// chart ships.
+func (e *Env) installControllerRBAC(ctx context.Context) error {
+	raw, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "charts", "kargo-fleet", "templates", "generated", "role.yaml"))
+	if err != nil {
+		return fmt.Errorf("error reading the controller ClusterRole: %w", err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		return fmt.Errorf("error decoding the controller ClusterRole: %w", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: ControllerUser}},
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}}
+	for _, o := range []client.Object{role, binding, ns} {
+		if err := e.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("error creating %T %q: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// installTasks applies the ClusterPromotionTasks the chart ships.
+func (e *Env) installTasks(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(envtest.RepoRoot(), "charts", "kargo-fleet", "tasks", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no ClusterPromotionTasks found under charts/kargo-fleet/tasks: %w", err)
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+		for {
+			task := &kargo.ClusterPromotionTask{}
+			if err := dec.Decode(task); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return fmt.Errorf("error decoding %s: %w", f, err)
+			}
+			if task.Name == "" {
+				continue
+			}
+			if err := e.Client.Create(ctx, task); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("error creating ClusterPromotionTask %q: %w", task.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// configureStepServer picks a loopback port and a signing key for the step
+// server, which reads them from the environment like in a Pod.
+func (e *Env) configureStepServer(_ context.Context) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kargo-fleet-key-")
+	if err != nil {
+		return err
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	keyFile := filepath.Join(dir, "key")
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(key)), 0o600); err != nil {
+		return err
+	}
+	for k, v := range map[string]string{
+		steps.EnvServerAddr:     addr,
+		steps.EnvSigningKeyFile: keyFile,
+		steps.EnvPodNamespace:   ControllerNamespace,
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	e.StepServerURL = "http://" + addr
+	return nil
+}
+
+func (e *Env) startSimulator() error {
+	cfg, err := e.AddUser(KargoUser, "system:masters")
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 1000, 2000
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:        e.Scheme,
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(e.WebhookServerOptions()),
+		Controller:    config.Controller{SkipNameValidation: ptr(true)},
+	})
+	if err != nil {
+		return err
+	}
+	if err := kargosim.New(mgr, e.opts.Simulator).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	// The FleetStage webhook is served next to Kargo's: both stay up while
+	// the controller is stopped and restarted.
+	if err := (fswebhook.FleetStageValidator{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.simStop, e.simDone = cancel, make(chan error, 1)
+	go func() { e.simDone <- mgr.Start(ctx) }()
+	return waitFor(20*time.Second, func() error { return mgr.GetWebhookServer().StartedChecker()(nil) })
+}
+
+// StartController starts kargo-fleet's controller and step server. After
+// StopController it starts a fresh one, rebuilt from the API server alone.
+func (e *Env) StartController() error {
+	cfg := rest.CopyConfig(e.controllerCfg)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     controller.NewScheme(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      controller.CacheOptions(),
+		Controller: config.Controller{SkipNameValidation: ptr(true)},
+	})
+	if err != nil {
+		return err
+	}
+	opts := e.opts.Controller
+	opts.Webhooks, opts.StepServerURL = false, e.StepServerURL
+	if err := controller.Setup(mgr, opts); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.ctrlStop, e.ctrlDone = cancel, make(chan error, 1)
+	go func() { e.ctrlDone <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return errors.New("the controller's cache did not sync")
+	}
+	return waitFor(20*time.Second, func() error {
+		c, err := net.DialTimeout("tcp", e.StepServerURL[len("http://"):], time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		return err
+	})
+}
+
+// StopController stops the controller and step server, as a crash would: no
+// state survives but what is in the API server.
+func (e *Env) StopController() error {
+	if e.ctrlStop == nil {
+		return nil
+	}
+	e.ctrlStop()
+	err := <-e.ctrlDone
+	e.ctrlStop = nil
+	return err
+}
+
+// Stop stops everything.
+func (e *Env) Stop() error {
+	errs := []error{e.StopController()}
+	if e.simStop != nil {
+		e.simStop()
+		errs = append(errs, <-e.simDone)
+	}
+	errs = append(errs, e.Env.Stop())
+	return errors.Join(errs...)
+}
+
+func waitFor(timeout time.Duration, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
