@@ -310,8 +310,11 @@ func (t *textWriter) elapsed(r *Rollout) string {
 	if start.IsZero() {
 		return "not started"
 	}
-	if r.FinishedAt != nil {
+	switch {
+	case r.FinishedAt != nil:
 		return "took " + formatDuration(r.FinishedAt.Sub(start))
+	case r.Phase.IsFinal():
+		return "started " + formatDuration(t.o.Now.Sub(start)) + " ago"
 	}
 	return "running for " + formatDuration(t.o.Now.Sub(start))
 }

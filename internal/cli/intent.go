@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+)
+
+// intentOptions configures the verbs that set spec.intent on a FleetStage's
+// unfinished FleetRollouts: pause, resume and abort.
+type intentOptions struct {
+	kube       kubeOptions
+	fleetStage string
+	rollout    string
+	dryRun     bool
+
+	// verb is the command's name; intent is what it sets; from says which
+	// intents it changes (others are reported and left alone).
+	verb   string
+	intent fleetv1alpha1.RolloutIntent
+	from   []fleetv1alpha1.RolloutIntent
+	// after is printed when something changed: what happens next.
+	after string
+
+	out io.Writer
+}
+
+// newIntentCommand returns the cobra command of one intent verb.
+func newIntentCommand(o *intentOptions, short, long string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     o.verb + " [FLEETSTAGE]",
+		Short:   short,
+		Long:    long,
+		Example: fmt.Sprintf("  kargo-fleet %[1]s prod -n shop\n  kubectl fleet %[1]s prod -n shop --rollout prod-1a2b3c4d5e", o.verb),
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.fleetStage = args[0]
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *intentOptions) addFlags(cmd *cobra.Command) {
+	o.kube.addFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&o.rollout, "rollout", "", "Only this FleetRollout (default: every unfinished FleetRollout of the FleetStage).")
+	f.BoolVar(&o.dryRun, "dry-run", false, "Say what would change without changing it.")
+}
+
+func (o *intentOptions) validate() error {
+	if o.intent == "" || len(o.from) == 0 {
+		return fmt.Errorf("%s: no intent configured", o.verb)
+	}
+	return nil
+}
+
+func (o *intentOptions) run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, ns, err := o.kube.connect()
+	if err != nil {
+		return err
+	}
+	fs, err := getFleetStage(ctx, c, ns, o.fleetStage)
+	if err != nil {
+		return err
+	}
+	all, err := listRollouts(ctx, c, fs)
+	if err != nil {
+		return err
+	}
+	var targets []*fleetv1alpha1.FleetRollout
+	for i := range all {
+		ro := &all[i]
+		if o.rollout != "" && ro.Name != o.rollout {
+			continue
+		}
+		if !ro.Status.Phase.IsFinal() {
+			targets = append(targets, ro)
+		}
+	}
+	if len(targets) == 0 {
+		if o.rollout != "" {
+			return o.explainNoRollout(all, fs)
+		}
+		_, err := fmt.Fprintf(o.out, "FleetStage %s/%s has no unfinished FleetRollout: nothing to %s.\n",
+			fs.Namespace, fs.Name, o.verb)
+		return err
+	}
+	changed := 0
+	for _, ro := range targets {
+		current := cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun)
+		switch {
+		case current == o.intent:
+			_, err = fmt.Fprintf(o.out, "FleetRollout %s (%s): intent already %s\n", ro.Name, describeRollout(ro), o.intent)
+		case !slices.Contains(o.from, current):
+			_, err = fmt.Fprintf(o.out, "FleetRollout %s (%s): intent %s left as it is: %s cannot follow it\n",
+				ro.Name, describeRollout(ro), current, o.verb)
+		default:
+			if !o.dryRun {
+				if err := setIntent(ctx, c, ro, o.intent); err != nil {
+					return err
+				}
+			}
+			changed++
+			suffix := ""
+			if o.dryRun {
+				suffix = " (dry run)"
+			}
+			_, err = fmt.Fprintf(o.out, "FleetRollout %s (%s): intent %s -> %s%s\n", ro.Name, describeRollout(ro),
+				current, o.intent, suffix)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if changed > 0 && o.after != "" && !o.dryRun {
+		_, err = fmt.Fprintf(o.out, o.after+"\n", fs.Name, fs.Namespace)
+	}
+	return err
+}
+
+// explainNoRollout is the error for a --rollout that is not unfinished.
+func (o *intentOptions) explainNoRollout(all []fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) error {
+	for i := range all {
+		if all[i].Name == o.rollout {
+			return fmt.Errorf("FleetRollout %q is %s: a finished rollout cannot be changed", o.rollout, all[i].Status.Phase)
+		}
+	}
+	return fmt.Errorf("FleetRollout %q of FleetStage %q not found in namespace %q", o.rollout, fs.Name, fs.Namespace)
+}
+
+// setIntent merge-patches spec.intent, the only field of a FleetRollout's
+// spec that may change.
+func setIntent(ctx context.Context, c client.Client, ro *fleetv1alpha1.FleetRollout, intent fleetv1alpha1.RolloutIntent) error {
+	patch := []byte(fmt.Sprintf(`{"spec":{"intent":%q}}`, intent))
+	if err := c.Patch(ctx, ro, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("error setting intent %s on FleetRollout %q: %w", intent, ro.Name, err)
+	}
+	return nil
+}

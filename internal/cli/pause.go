@@ -1,0 +1,25 @@
+package cli
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+)
+
+func newPauseCommand(out io.Writer, kube kubeOptions) *cobra.Command {
+	o := &intentOptions{
+		kube:   kube,
+		verb:   "pause",
+		intent: fleetv1alpha1.IntentPause,
+		from:   []fleetv1alpha1.RolloutIntent{fleetv1alpha1.IntentRun},
+		after: "No new target Promotion starts; running ones finish. " +
+			"Resume with: kargo-fleet resume %s -n %s",
+		out: out,
+	}
+	return newIntentCommand(o, "Pause a fleet's rollouts: start no new target Promotion",
+		"Sets spec.intent to Pause on the FleetStage's unfinished FleetRollouts: the controller starts no new "+
+			"target Promotion, and the ones running finish. The wave step keeps waiting. Resume with "+
+			"`kargo-fleet resume`.")
+}

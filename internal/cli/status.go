@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/report"
+)
+
+// Output formats of `kargo-fleet status`.
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
+// Colour modes of --color.
+const (
+	colorAuto   = "auto"
+	colorAlways = "always"
+	colorNever  = "never"
+)
+
+// statusOptions configures `kargo-fleet status`.
+type statusOptions struct {
+	kube       kubeOptions
+	fleetStage string
+	output     string
+	all        bool
+	ascii      bool
+	color      string
+	watch      bool
+	interval   time.Duration
+	barWidth   int
+
+	out   io.Writer
+	clock clock.WithTicker
+	// tty says whether out is a terminal (colour and in-place redraw).
+	tty bool
+}
+
+func newStatusCommand(out io.Writer, kube kubeOptions, clk clock.WithTicker) *cobra.Command {
+	o := &statusOptions{kube: kube, out: out, clock: clk, tty: report.IsTerminal(out)}
+	cmd := &cobra.Command{
+		Use:   "status [FLEETSTAGE]",
+		Short: "Show a fleet: targets, versions, and each wave's progress",
+		Long: "Shows a FleetStage and its current and last FleetRollouts: target counts, how many targets run " +
+			"which Freight, a progress bar per wave (succeeded, failed, in flight, pending) with the reason a " +
+			"wave waits, and failed targets grouped by reason. FLEETSTAGE may be left out when the Project has " +
+			"only one.",
+		Example: "  kargo-fleet status prod -n shop\n  kargo-fleet status -n shop -o json\n  kubectl fleet status prod -n shop --watch",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.fleetStage = args[0]
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *statusOptions) addFlags(cmd *cobra.Command) {
+	o.kube.addFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVarP(&o.output, "output", "o", outputText, "Output format: text or json.")
+	f.BoolVar(&o.all, "all", false, "Show every FleetRollout of the FleetStage, not only the current and last ones.")
+	f.BoolVar(&o.ascii, "ascii", false, "Draw progress bars with ASCII characters only.")
+	f.StringVar(&o.color, "color", colorAuto, "Colour the output: auto (on a terminal, unless NO_COLOR is set), always or never.")
+	f.BoolVarP(&o.watch, "watch", "w", false, "Keep showing the status, redrawn every --interval, until interrupted.")
+	f.DurationVar(&o.interval, "interval", 2*time.Second, "Time between two redraws with --watch.")
+	f.IntVar(&o.barWidth, "bar-width", report.DefaultBarWidth, "Width of the progress bars, in characters.")
+}
+
+func (o *statusOptions) validate() error {
+	switch o.output {
+	case outputText, outputJSON:
+	default:
+		return fmt.Errorf("--output %q: use text or json", o.output)
+	}
+	switch o.color {
+	case colorAuto, colorAlways, colorNever:
+	default:
+		return fmt.Errorf("--color %q: use auto, always or never", o.color)
+	}
+	if o.watch && o.interval < 100*time.Millisecond {
+		return fmt.Errorf("--interval must be at least 100ms")
+	}
+	if o.barWidth < 5 || o.barWidth > 200 {
+		return fmt.Errorf("--bar-width must be between 5 and 200")
+	}
+	return nil
+}
+
+func (o *statusOptions) run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, ns, err := o.kube.connect()
+	if err != nil {
+		return err
+	}
+	if !o.watch {
+		frame, err := o.render(ctx, c, ns)
+		if err != nil {
+			return err
+		}
+		_, err = o.out.Write(frame)
+		return err
+	}
+	live := report.NewLive(o.out, o.tty && o.output == outputText)
+	ticker := o.clock.NewTicker(o.interval)
+	defer ticker.Stop()
+	for {
+		frame, err := o.render(ctx, c, ns)
+		if err != nil {
+			return err
+		}
+		if err := live.Draw(string(frame)); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+// render reads the FleetStage and its rollouts and renders them.
+func (o *statusOptions) render(ctx context.Context, c client.Client, ns string) ([]byte, error) {
+	fs, err := getFleetStage(ctx, c, ns, o.fleetStage)
+	if err != nil {
+		return nil, err
+	}
+	all, err := listRollouts(ctx, c, fs)
+	if err != nil {
+		return nil, err
+	}
+	rollouts := all
+	if !o.all {
+		rollouts = relevantRollouts(fs, all)
+	}
+	r := report.Build(report.Input{FleetStage: fs, Rollouts: rollouts, Aliases: freightAliases(ctx, c, fs, rollouts)})
+	var buf bytes.Buffer
+	if o.output == outputJSON {
+		err = report.RenderJSON(&buf, r)
+	} else {
+		err = report.RenderText(&buf, r, report.TextOptions{
+			Now: o.clock.Now(), BarWidth: o.barWidth, ASCII: o.ascii, Color: o.useColor(),
+		})
+	}
+	return buf.Bytes(), err
+}
+
+func (o *statusOptions) useColor() bool {
+	switch o.color {
+	case colorAlways:
+		return true
+	case colorNever:
+		return false
+	}
+	return o.tty && os.Getenv("NO_COLOR") == ""
+}
+
+// relevantRollouts keeps the rollouts an operator needs to see: the current
+// and last ones, every unfinished one, and the rollouts those roll back.
+func relevantRollouts(fs *fleetv1alpha1.FleetStage, all []fleetv1alpha1.FleetRollout) []fleetv1alpha1.FleetRollout {
+	keep := map[string]bool{fs.Status.CurrentRollout: true, fs.Status.LastRollout: true}
+	for i := range all {
+		if !all[i].Status.Phase.IsFinal() {
+			keep[all[i].Name] = true
+		}
+	}
+	for i := range all {
+		if keep[all[i].Name] && all[i].Spec.RollbackOf != "" {
+			keep[all[i].Spec.RollbackOf] = true
+		}
+	}
+	out := make([]fleetv1alpha1.FleetRollout, 0, len(keep))
+	for i := range all {
+		if keep[all[i].Name] {
+			out = append(out, all[i])
+		}
+	}
+	return out
+}
+
+// freightAliases looks up the aliases of the Freight the report names. A
+// Freight that cannot be read is shown by name only.
+func freightAliases(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage,
+	rollouts []fleetv1alpha1.FleetRollout) map[string]string {
+	names := map[string]bool{}
+	for _, v := range fs.Status.Versions {
+		names[v.Freight] = true
+	}
+	if fs.Status.LastGoodFreight != nil {
+		names[fs.Status.LastGoodFreight.Name] = true
+	}
+	for i := range rollouts {
+		names[rollouts[i].Spec.Freight.Name] = true
+	}
+	aliases := map[string]string{}
+	for name := range names {
+		var f kargo.Freight
+		if name == "" || name == "other" {
+			continue
+		}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: name}, &f); err == nil && f.Alias != "" {
+			aliases[name] = f.Alias
+		}
+	}
+	return aliases
+}

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/report"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+)
+
+func TestStatusCommand(t *testing.T) {
+	t.Parallel()
+	halted := rollout("prod-bad", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutHalted,
+		fleetv1alpha1.IntentRun, time.Minute)
+	halted.Status.Waves = []fleetv1alpha1.WaveProgress{
+		{Name: "pilot", Phase: fleetv1alpha1.WaveSucceeded, Total: 2, Succeeded: 2},
+		{Name: "canary", Phase: fleetv1alpha1.WaveHalted, Total: 20, Succeeded: 8, Failed: 10, InFlight: 2},
+	}
+	halted.Status.Failures = []fleetv1alpha1.FailureGroup{{Reason: "PromotionFailed", Count: 10,
+		Examples: []fleetv1alpha1.TargetSample{{Name: "eu-west-1-003", Reason: "simulated failure"}}}}
+	rb := rollout("prod-bad-rb", fleetv1alpha1.DirectionRollback, goodFreight, fleetv1alpha1.RolloutRollingBack,
+		fleetv1alpha1.IntentRun, 2*time.Minute)
+	old := rollout("prod-good", fleetv1alpha1.DirectionForward, goodFreight, fleetv1alpha1.RolloutSucceeded,
+		fleetv1alpha1.IntentRun, 0)
+	older := rollout("prod-older", fleetv1alpha1.DirectionForward, goodFreight, fleetv1alpha1.RolloutSucceeded,
+		fleetv1alpha1.IntentRun, -time.Hour)
+	other := testutil.MakeFleetStage("shop", "staging").Obj()
+	objs := []client.Object{fleetStage("prod-bad-rb", "prod-good", goodFreight), halted, rb, old, older,
+		freight(goodFreight, "v1.4.0"), freight(badFreight, "v1.5.0")}
+
+	tests := []struct {
+		name       string
+		objs       []client.Object
+		args       []string
+		assertions func(t *testing.T, out string, err error)
+	}{
+		{
+			name: "text: the fleet, the rollback, the rollout it rolls back and the last one",
+			objs: objs,
+			args: []string{"prod", "-n", "shop"},
+			assertions: func(t *testing.T, out string, err error) {
+				require.NoError(t, err)
+				require.Contains(t, out, "FleetStage shop/prod: Ready, 200 targets in 4 waves, last good Freight v1.4.0 (1a2b3c4)")
+				require.Contains(t, out, "v1.5.0 (9f8e7d6) [██····························]  10    5%")
+				require.Contains(t, out, "FleetRollout prod-bad-rb (current): Rollback to v1.4.0 (1a2b3c4), RollingBack, running for 59s")
+				require.Contains(t, out, "FleetRollout prod-bad (rolled back): Forward to v1.5.0 (9f8e7d6), Halted")
+				require.Contains(t, out, "  canary [████████████✗✗✗✗✗✗✗✗✗✗✗✗✗✗✗▒▒▒]  8/20 Halted     10 failed, 2 in flight")
+				require.Contains(t, out, "PromotionFailed 10  eu-west-1-003: simulated failure")
+				require.Contains(t, out, "FleetRollout prod-good (last): Forward to v1.4.0 (1a2b3c4), Succeeded, started 2m59s ago")
+				require.NotContains(t, out, "prod-older", "finished rollouts other than the last are left out")
+				require.NotContains(t, out, "\x1b[", "no colour when not on a terminal")
+			},
+		},
+		{
+			name: "--all shows every rollout",
+			objs: objs,
+			args: []string{"-n", "shop", "--all", "--ascii"},
+			assertions: func(t *testing.T, out string, err error) {
+				require.NoError(t, err)
+				require.Contains(t, out, "FleetRollout prod-older (other)")
+				require.Contains(t, out, "# succeeded  x failed  ~ in flight  . pending")
+			},
+		},
+		{
+			name: "json",
+			objs: objs,
+			args: []string{"prod", "-n", "shop", "-o", "json", "--color", "always"},
+			assertions: func(t *testing.T, out string, err error) {
+				require.NoError(t, err)
+				var r report.Report
+				require.NoError(t, json.Unmarshal([]byte(out), &r))
+				require.Equal(t, "prod", r.FleetStage.Name)
+				require.Len(t, r.Rollouts, 3)
+				require.Equal(t, "prod-bad-rb", r.Rollouts[0].Name)
+				require.Equal(t, "v1.4.0", r.Rollouts[0].Freight.Alias)
+				require.Equal(t, report.Totals{Total: 22, Succeeded: 10, Failed: 10, InFlight: 2}, r.Rollouts[1].Totals)
+			},
+		},
+		{
+			name: "colour on request",
+			objs: objs,
+			args: []string{"prod", "-n", "shop", "--color", "always"},
+			assertions: func(t *testing.T, out string, err error) {
+				require.NoError(t, err)
+				require.Contains(t, out, "\x1b[32mReady\x1b[0m")
+			},
+		},
+		{
+			name: "no rollout yet",
+			objs: []client.Object{fleetStage("", "", "")},
+			args: []string{"-n", "shop"},
+			assertions: func(t *testing.T, out string, err error) {
+				require.NoError(t, err)
+				require.Contains(t, out, "no last good Freight yet")
+				require.Contains(t, out, "No FleetRollout yet")
+			},
+		},
+		{
+			name: "two FleetStages and no name",
+			objs: []client.Object{fleetStage("", "", ""), other},
+			args: []string{"-n", "shop"},
+			assertions: func(t *testing.T, _ string, err error) {
+				require.EqualError(t, err, `namespace "shop" has 2 FleetStages (prod, staging): name one`)
+			},
+		},
+		{
+			name: "no FleetStage",
+			args: []string{"-n", "shop"},
+			assertions: func(t *testing.T, _ string, err error) {
+				require.EqualError(t, err, `namespace "shop" has no FleetStage: pass the Kargo Project with -n`)
+			},
+		},
+		{
+			name: "unknown FleetStage",
+			objs: objs,
+			args: []string{"nope", "-n", "shop"},
+			assertions: func(t *testing.T, _ string, err error) {
+				require.ErrorContains(t, err, `error getting FleetStage "nope" in namespace "shop"`)
+			},
+		},
+		{
+			name: "bad output",
+			args: []string{"-o", "yaml"},
+			assertions: func(t *testing.T, _ string, err error) {
+				require.EqualError(t, err, `--output "yaml": use text or json`)
+			},
+		},
+		{
+			name: "bad colour",
+			args: []string{"--color", "pink"},
+			assertions: func(t *testing.T, _ string, err error) {
+				require.EqualError(t, err, `--color "pink": use auto, always or never`)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newFakeClient("", tt.objs...)
+			var out bytes.Buffer
+			cmd := newStatusCommand(&out, kubeOptions{client: c}, clocktesting.NewFakeClock(t0.Add(3*time.Minute)))
+			got, err := execute(cmd, &out, tt.args...)
+			tt.assertions(t, got, err)
+		})
+	}
+}
+
+func TestRelevantRollouts(t *testing.T) {
+	t.Parallel()
+	forward := *rollout("prod-bad", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutFailed, "", 0)
+	rb := *rollout("prod-bad-rb", fleetv1alpha1.DirectionRollback, goodFreight, fleetv1alpha1.RolloutRollingBack, "", time.Minute)
+	done := *rollout("prod-done", fleetv1alpha1.DirectionForward, goodFreight, fleetv1alpha1.RolloutSucceeded, "", -time.Hour)
+	tests := []struct {
+		name string
+		fs   *fleetv1alpha1.FleetStage
+		want []string
+	}{
+		{name: "a running rollback brings the rollout it rolls back", fs: fleetStage("", "", ""),
+			want: []string{"prod-bad", "prod-bad-rb"}},
+		{name: "current and last", fs: fleetStage("prod-bad-rb", "prod-done", ""),
+			want: []string{"prod-bad", "prod-bad-rb", "prod-done"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var names []string
+			for _, ro := range relevantRollouts(tt.fs, []fleetv1alpha1.FleetRollout{forward, rb, done}) {
+				names = append(names, ro.Name)
+			}
+			require.ElementsMatch(t, tt.want, names)
+		})
+	}
+}

@@ -1,0 +1,60 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Live shows a report that changes: on a terminal it redraws the previous
+// frame in place; elsewhere (a pipe, a CI log) it appends each frame as a
+// snapshot, separated by a blank line.
+type Live struct {
+	w     io.Writer
+	tty   bool
+	lines int
+}
+
+// NewLive returns a Live writing to w; tty says whether w is a terminal
+// that understands ANSI cursor movement (see IsTerminal).
+func NewLive(w io.Writer, tty bool) *Live {
+	return &Live{w: w, tty: tty}
+}
+
+// Draw shows frame, replacing the previous one on a terminal.
+func (l *Live) Draw(frame string) error {
+	if !strings.HasSuffix(frame, "\n") {
+		frame += "\n"
+	}
+	var b strings.Builder
+	if l.tty {
+		if l.lines > 0 {
+			// Up to the first line of the previous frame, then clear below.
+			fmt.Fprintf(&b, "\x1b[%dA\r", l.lines)
+		}
+		b.WriteString("\x1b[J")
+		// Clear each line's tail too, in case the terminal keeps old text.
+		b.WriteString(strings.ReplaceAll(frame, "\n", "\x1b[K\n"))
+		l.lines = strings.Count(frame, "\n")
+	} else {
+		b.WriteString(frame)
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(l.w, b.String())
+	return err
+}
+
+// Forget makes the next Draw start below what is on screen, keeping the
+// last frame (call it before printing anything else).
+func (l *Live) Forget() { l.lines = 0 }
+
+// IsTerminal reports whether w is a character device (a terminal).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
