@@ -152,7 +152,7 @@ func (o *statusOptions) render(ctx context.Context, c client.Client, ns string) 
 	}
 	rollouts := all
 	if !o.all {
-		rollouts = relevantRollouts(fs, all)
+		rollouts = report.Relevant(fs, all)
 	}
 	r := report.Build(report.Input{FleetStage: fs, Rollouts: rollouts, Aliases: freightAliases(ctx, c, fs, rollouts)})
 	var buf bytes.Buffer
@@ -174,29 +174,6 @@ func (o *statusOptions) useColor() bool {
 		return false
 	}
 	return o.tty && os.Getenv("NO_COLOR") == ""
-}
-
-// relevantRollouts keeps the rollouts an operator needs to see: the current
-// and last ones, every unfinished one, and the rollouts those roll back.
-func relevantRollouts(fs *fleetv1alpha1.FleetStage, all []fleetv1alpha1.FleetRollout) []fleetv1alpha1.FleetRollout {
-	keep := map[string]bool{fs.Status.CurrentRollout: true, fs.Status.LastRollout: true}
-	for i := range all {
-		if !all[i].Status.Phase.IsFinal() {
-			keep[all[i].Name] = true
-		}
-	}
-	for i := range all {
-		if keep[all[i].Name] && all[i].Spec.RollbackOf != "" {
-			keep[all[i].Spec.RollbackOf] = true
-		}
-	}
-	out := make([]fleetv1alpha1.FleetRollout, 0, len(keep))
-	for i := range all {
-		if keep[all[i].Name] {
-			out = append(out, all[i])
-		}
-	}
-	return out
 }
 
 // freightAliases looks up the aliases of the Freight the report names. A

@@ -151,30 +151,3 @@ func TestStatusCommand(t *testing.T) {
 		})
 	}
 }
-
-func TestRelevantRollouts(t *testing.T) {
-	t.Parallel()
-	forward := *rollout("prod-bad", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutFailed, "", 0)
-	rb := *rollout("prod-bad-rb", fleetv1alpha1.DirectionRollback, goodFreight, fleetv1alpha1.RolloutRollingBack, "", time.Minute)
-	done := *rollout("prod-done", fleetv1alpha1.DirectionForward, goodFreight, fleetv1alpha1.RolloutSucceeded, "", -time.Hour)
-	tests := []struct {
-		name string
-		fs   *fleetv1alpha1.FleetStage
-		want []string
-	}{
-		{name: "a running rollback brings the rollout it rolls back", fs: fleetStage("", "", ""),
-			want: []string{"prod-bad", "prod-bad-rb"}},
-		{name: "current and last", fs: fleetStage("prod-bad-rb", "prod-done", ""),
-			want: []string{"prod-bad", "prod-bad-rb", "prod-done"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var names []string
-			for _, ro := range relevantRollouts(tt.fs, []fleetv1alpha1.FleetRollout{forward, rb, done}) {
-				names = append(names, ro.Name)
-			}
-			require.ElementsMatch(t, tt.want, names)
-		})
-	}
-}

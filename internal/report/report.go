@@ -224,3 +224,26 @@ func buildRollout(ro *fleetv1alpha1.FleetRollout, role string, aliases map[strin
 func freightName(name string, aliases map[string]string) FreightName {
 	return FreightName{Name: name, Alias: aliases[name]}
 }
+
+// Relevant keeps the rollouts an operator needs to see: the current
+// and last ones, every unfinished one, and the rollouts those roll back.
+func Relevant(fs *fleetv1alpha1.FleetStage, all []fleetv1alpha1.FleetRollout) []fleetv1alpha1.FleetRollout {
+	keep := map[string]bool{fs.Status.CurrentRollout: true, fs.Status.LastRollout: true}
+	for i := range all {
+		if !all[i].Status.Phase.IsFinal() {
+			keep[all[i].Name] = true
+		}
+	}
+	for i := range all {
+		if keep[all[i].Name] && all[i].Spec.RollbackOf != "" {
+			keep[all[i].Spec.RollbackOf] = true
+		}
+	}
+	out := make([]fleetv1alpha1.FleetRollout, 0, len(keep))
+	for i := range all {
+		if keep[all[i].Name] {
+			out = append(out, all[i])
+		}
+	}
+	return out
+}

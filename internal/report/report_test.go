@@ -286,3 +286,38 @@ func golden(t *testing.T, name string, got []byte) {
 	require.NoError(t, err, "missing golden file: run go test ./internal/report -update")
 	require.Equal(t, string(want), string(got))
 }
+
+func TestRelevant(t *testing.T) {
+	t.Parallel()
+	mk := func(name string, dir fleetv1alpha1.RolloutDirection, phase fleetv1alpha1.RolloutPhase, of string) fleetv1alpha1.FleetRollout {
+		ro := fleetv1alpha1.FleetRollout{}
+		ro.Name, ro.Spec.Direction, ro.Status.Phase, ro.Spec.RollbackOf = name, dir, phase, of
+		return ro
+	}
+	all := []fleetv1alpha1.FleetRollout{
+		mk("prod-bad", fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutFailed, ""),
+		mk("prod-bad-rb", fleetv1alpha1.DirectionRollback, fleetv1alpha1.RolloutRollingBack, "prod-bad"),
+		mk("prod-done", fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutSucceeded, ""),
+		mk("prod-older", fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutSucceeded, ""),
+	}
+	tests := []struct {
+		name string
+		fs   *fleetv1alpha1.FleetStage
+		want []string
+	}{
+		{name: "a running rollback brings the rollout it rolls back", fs: withRollouts(fleetStage(), "", ""),
+			want: []string{"prod-bad", "prod-bad-rb"}},
+		{name: "current and last", fs: withRollouts(fleetStage(), "prod-bad-rb", "prod-done"),
+			want: []string{"prod-bad", "prod-bad-rb", "prod-done"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var names []string
+			for _, ro := range Relevant(tt.fs, all) {
+				names = append(names, ro.Name)
+			}
+			require.ElementsMatch(t, tt.want, names)
+		})
+	}
+}
