@@ -36,6 +36,10 @@ const (
 // the fleet-wave step reports back to Kargo (refresh), and counts breaches.
 func (r *FleetRolloutReconciler) recordTransitions(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage,
 	before *fleetv1alpha1.FleetRolloutStatus, obs *observed, d *rollout.Decision) {
+	if before.Snapshot == nil && ro.Status.Snapshot != nil {
+		// The fleet-wave start call waits for the plan: answer it now.
+		r.refreshAll(ctx, ro)
+	}
 	prevWave := map[string]fleetv1alpha1.WavePhase{}
 	for _, w := range before.Waves {
 		prevWave[w.Name] = w.Phase

@@ -1,0 +1,184 @@
+//go:build integration
+
+package rollout_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+const (
+	wait = 90 * time.Second
+	tick = 100 * time.Millisecond
+)
+
+// fleet is one Project with an adopted "prod" Stage, two Freight (good and
+// bad) and a FleetStage "fleet" over inline targets.
+type fleet struct {
+	t        *testing.T
+	ns       string
+	good     string
+	bad      string
+	fleetKey client.ObjectKey
+}
+
+type fleetSpec struct {
+	targets     []fleetv1alpha1.InlineTarget
+	waves       []fleetv1alpha1.Wave
+	policy      fleetv1alpha1.FleetPolicy
+	autoPromote bool
+}
+
+// newFleet creates the Project and waits until the FleetStage is Ready.
+func newFleet(t *testing.T, ns string, spec fleetSpec) *fleet {
+	t.Helper()
+	ctx := context.Background()
+	c := env.Client
+	require.NoError(t, c.Create(ctx, envtest.ProjectNamespace(ns)))
+	if spec.autoPromote {
+		require.NoError(t, c.Create(ctx, &kargo.ProjectConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ns},
+			Spec: kargo.ProjectConfigSpec{PromotionPolicies: []kargo.PromotionPolicy{{
+				StageSelector: &kargo.PromotionPolicySelector{LabelSelector: metav1.LabelSelector{
+					MatchLabels: map[string]string{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleWave},
+				}},
+				AutoPromotionEnabled: true,
+			}}},
+		}))
+	}
+	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
+	require.NoError(t, c.Create(ctx, &kargo.Stage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
+		Spec: kargo.StageSpec{
+			RequestedFreight: []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
+			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{
+				Uses: "argocd-update", As: "sync",
+				Config: &apiextensionsv1.JSON{Raw: []byte(`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}"}]}`)},
+			}}}},
+		},
+	}))
+	f := &fleet{t: t, ns: ns, good: "f1-good", bad: "f2-bad", fleetKey: client.ObjectKey{Namespace: ns, Name: "fleet"}}
+	for i, name := range []string{f.good, f.bad} {
+		require.NoError(t, c.Create(ctx, &kargo.Freight{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Origin:     origin,
+			Images:     []apiextensionsv1.JSON{{Raw: fmt.Appendf(nil, `{"repoURL":"example.com/guestbook","tag":"v%d"}`, i+1)}},
+		}))
+	}
+	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").InlineTargets(spec.targets...).Waves(spec.waves...).Policy(spec.policy).Obj()
+	require.NoError(t, c.Create(ctx, fs))
+	require.Eventually(t, func() bool {
+		got := &fleetv1alpha1.FleetStage{}
+		return c.Get(ctx, f.fleetKey, got) == nil && meta.IsStatusConditionTrue(got.Status.Conditions, fleetv1alpha1.ReadyCondition)
+	}, wait, tick, "the FleetStage never became Ready")
+	return f
+}
+
+// inline returns n targets named <prefix>-NN with the given labels and params.
+func inline(prefix string, n int, labels, params map[string]string) []fleetv1alpha1.InlineTarget {
+	out := make([]fleetv1alpha1.InlineTarget, n)
+	for i := range out {
+		out[i] = fleetv1alpha1.InlineTarget{Name: fmt.Sprintf("%s-%02d", prefix, i), Labels: labels, Params: params}
+	}
+	return out
+}
+
+// promote promotes freight to the wave Stage of wave, as `kargo promote` does.
+func (f *fleet) promote(freight, wave string) {
+	f.t.Helper()
+	p := kargo.NewPromotion(f.ns, render.WaveStageName("fleet", wave), freight, nil, nil)
+	require.NoError(f.t, env.Client.Create(context.Background(), p))
+}
+
+// rollout waits for the forward rollout of freight to reach one of phases.
+func (f *fleet) rollout(freight string, phases ...fleetv1alpha1.RolloutPhase) *fleetv1alpha1.FleetRollout {
+	f.t.Helper()
+	var found *fleetv1alpha1.FleetRollout
+	require.Eventually(f.t, func() bool {
+		found = f.findRollout(freight, fleetv1alpha1.DirectionForward)
+		if found == nil {
+			return false
+		}
+		for _, p := range phases {
+			if found.Status.Phase == p {
+				return true
+			}
+		}
+		return false
+	}, wait, tick, "no rollout of %s reached %v (last: %s)", freight, phases, describe(&found))
+	return found
+}
+
+func describe(ro **fleetv1alpha1.FleetRollout) string {
+	if *ro == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s %s", (*ro).Status.Phase, (*ro).Status.Message)
+}
+
+func (f *fleet) findRollout(freight string, dir fleetv1alpha1.RolloutDirection) *fleetv1alpha1.FleetRollout {
+	list := &fleetv1alpha1.FleetRolloutList{}
+	require.NoError(f.t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
+	for i := range list.Items {
+		if list.Items[i].Spec.Freight.Name == freight && list.Items[i].Spec.Direction == dir {
+			return &list.Items[i]
+		}
+	}
+	return nil
+}
+
+// targetFreight maps each target id to the Freight its Stage runs now.
+func (f *fleet) targetFreight() map[string]string {
+	f.t.Helper()
+	list := &kargo.StageList{}
+	require.NoError(f.t, env.Client.List(context.Background(), list, client.InNamespace(f.ns),
+		client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}))
+	out := map[string]string{}
+	for _, st := range list.Items {
+		names := st.CurrentFreightNames()
+		out[st.Labels[fleetv1alpha1.TargetLabel]] = ""
+		if len(names) > 0 {
+			out[st.Labels[fleetv1alpha1.TargetLabel]] = names[0]
+		}
+	}
+	return out
+}
+
+// promotionsOf lists the Promotions of freight to target Stages of wave.
+func (f *fleet) promotionsOf(freight, wave string) []kargo.Promotion {
+	f.t.Helper()
+	list := &kargo.PromotionList{}
+	require.NoError(f.t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
+	var out []kargo.Promotion
+	for _, p := range list.Items {
+		if p.Spec.Freight == freight && p.Labels[fleetv1alpha1.WaveLabel] == wave {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// lastGood waits for the FleetStage to record a last good Freight and
+// returns it.
+func (f *fleet) lastGood() string {
+	f.t.Helper()
+	fs := &fleetv1alpha1.FleetStage{}
+	require.Eventually(f.t, func() bool {
+		return env.Client.Get(context.Background(), f.fleetKey, fs) == nil && fs.Status.LastGoodFreight != nil
+	}, wait, tick)
+	return fs.Status.LastGoodFreight.Name
+}
