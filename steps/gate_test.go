@@ -181,7 +181,7 @@ func Test_gateStep_run(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := newFakeClient(t, tt.freight, ro.DeepCopy())
+			c := newFakeClient(t, tt.freight.DeepCopy(), ro.DeepCopy())
 			step := NewGateStep(NewAPIStore(c, c), tt.windows, clocktesting.NewFakePassiveClock(now))
 			got, err := step.Run(context.Background(), testInput(fs, stage, tt.config))
 			if tt.wantErr != "" {

@@ -79,7 +79,7 @@ func Test_rollbackStep_run(t *testing.T) {
 		fs := testFleetStage()
 		fs.Status.CurrentRollout = "prod-bad"
 		fs.Status.LastGoodFreight = &fleetv1alpha1.FreightReference{Name: "good"}
-		c := newFakeClient(t, good, forward("prod-bad", testFreight, fleetv1alpha1.RolloutHalted))
+		c := newFakeClient(t, good.DeepCopy(), forward("prod-bad", testFreight, fleetv1alpha1.RolloutHalted))
 		step := NewRollbackStep(NewAPIStore(c, c))
 		in := testInput(fs, stage, `{"mode": "start", "reason": "error rate"}`)
 		got, err := step.Run(ctx, in)
@@ -118,7 +118,7 @@ func Test_rollbackStep_run(t *testing.T) {
 		fs := testFleetStage()
 		fs.Status.LastRollout = "prod-bad"
 		fs.Status.LastGoodFreight = &fleetv1alpha1.FreightReference{Name: "good"}
-		c := newFakeClient(t, good, forward("prod-bad", testFreight, fleetv1alpha1.RolloutFailed))
+		c := newFakeClient(t, good.DeepCopy(), forward("prod-bad", testFreight, fleetv1alpha1.RolloutFailed))
 		step := NewRollbackStep(NewAPIStore(c, c))
 		_, err := step.Run(ctx, testInput(fs, stage, ""))
 		require.NoError(t, err)
