@@ -218,15 +218,18 @@ func freightByAlias(ctx context.Context, c client.Client, ns, alias string) (*ka
 	return nil, fmt.Errorf("no Freight named or aliased %q in namespace %q", alias, ns)
 }
 
-// rollbackName is "<rollbackOf>-rb", or "-rb-2", "-rb-3", ... when earlier
-// rollbacks of the same rollout took the name. It fits a label value
-// (target Promotions carry the rollout's name in a label): a long name is
-// cut and suffixed with a hash.
+// rollbackName is "<rollbackOf>-rb", the name the controller gives an
+// automatic rollback too, or "-rb-2", "-rb-3", ... when earlier rollbacks of
+// the same rollout took it. It fits a label value (target Promotions carry
+// the rollout's name in a label): a long name is cut and ends with a hash of
+// the full one, as the controller does.
 func rollbackName(of string, all []fleetv1alpha1.FleetRollout) string {
 	taken := map[string]bool{}
 	for i := range all {
 		taken[all[i].Name] = true
 	}
+	sum := sha256.Sum256([]byte(of))
+	hash := hex.EncodeToString(sum[:])[:8]
 	for n := 1; ; n++ {
 		suffix := rollbackSuffix
 		if n > 1 {
@@ -234,10 +237,8 @@ func rollbackName(of string, all []fleetv1alpha1.FleetRollout) string {
 		}
 		name := of + suffix
 		if len(name) > validation.LabelValueMaxLength {
-			sum := sha256.Sum256([]byte(of))
-			hash := hex.EncodeToString(sum[:])[:8]
 			keep := validation.LabelValueMaxLength - len(suffix) - len(hash) - 1
-			name = strings.TrimRight(of[:keep], "-.") + "-" + hash + suffix
+			name = strings.TrimRight(of[:keep], "-.") + suffix + "-" + hash
 		}
 		if !taken[name] {
 			return name
