@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -35,7 +37,7 @@ type targetExpression struct {
 // with fast map lookups when possible. It never panics: a panic inside the
 // compiler is reported as an error.
 func compileExpression(source string) (*targetExpression, error) {
-	return compileExpressionWith(source, canPatchLookups(source))
+	return compileExpressionWith(source, true)
 }
 
 // compileExpressionWith compiles source, with or without the lookup patcher
@@ -46,6 +48,17 @@ func compileExpressionWith(source string, fastLookups bool) (_ *targetExpression
 			err = fmt.Errorf("error compiling expression: %v", r)
 		}
 	}()
+	// Parse once on our own to check the limits before expr-lang compiles
+	// (its optimizer would already materialise a constant range).
+	cfg := conf.CreateNew()
+	cfg.MaxNodes = maxExpressionNodes
+	tree, err := parser.ParseWithConfig(source, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkExpressionLimits(tree.Node); err != nil {
+		return nil, err
+	}
 	options := []expr.Option{
 		expr.Env(&expressionEnv{}),
 		expr.AsBool(),

@@ -6,7 +6,6 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/parser"
 )
 
 // Expressions are evaluated once per target and wave: up to a few hundred
@@ -15,6 +14,8 @@ import (
 // planning. The patcher below rewrites `labels.<key>`, `labels[<key>]` and
 // the same on params into calls of two typed functions that index the
 // target's maps directly. Semantics are unchanged: a missing key reads as "".
+// Target expressions cannot declare variables (no `let`, see
+// expression_limits.go), so `labels` and `params` always mean the target's.
 
 const (
 	labelLookupFunc = "__fleetLabel"
@@ -77,27 +78,4 @@ func (mapLookupPatcher) Visit(node *ast.Node) {
 		Callee:    &ast.IdentifierNode{Value: fn},
 		Arguments: []ast.Node{&ast.IdentifierNode{Value: "$env"}, m.Property},
 	})
-}
-
-// canPatchLookups reports whether source may be patched: not when it
-// declares a variable named labels or params (`let labels = ...`), which
-// would make those identifiers mean something else.
-func canPatchLookups(source string) bool {
-	tree, err := parser.Parse(source)
-	if err != nil {
-		return false
-	}
-	shadowed := &shadowFinder{}
-	ast.Walk(&tree.Node, shadowed)
-	return !shadowed.found
-}
-
-// shadowFinder looks for let declarations of labels or params.
-type shadowFinder struct{ found bool }
-
-// Visit implements ast.Visitor.
-func (s *shadowFinder) Visit(node *ast.Node) {
-	if v, ok := (*node).(*ast.VariableDeclaratorNode); ok && (v.Name == "labels" || v.Name == "params") {
-		s.found = true
-	}
 }

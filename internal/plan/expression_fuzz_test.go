@@ -34,6 +34,15 @@ func FuzzSelectionExpression(f *testing.F) {
 		`all(keys(labels), labels[#] != "nope")`,
 		`$env.labels.tier == "gold" && $env.params["cells"] > "2"`,
 		`labels[1] == "x"`,
+		// Each of these once ran for minutes or grew without bound; they must
+		// be refused at compile time.
+		`all(1..999999, {all(1..999999, {true})})`,
+		`reduce(1..999999, #acc + name, "") == ""`,
+		`len(repeat(repeat(name, 999999), 1000000)) > 0`,
+		`let a = name + name; let b = a + a; let c = b + b; c == ""`,
+		`toJSON(toJSON(toJSON(toJSON(name)))) == ""`,
+		`any(1..999999, {name + name == ""})`,
+		`int(params.cells) in 1..65535`,
 		``,
 		`}{`,
 	} {

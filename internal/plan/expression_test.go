@@ -31,7 +31,18 @@ func TestCompileExpression(t *testing.T) {
 		{name: "must be boolean", expression: `name`, wantErr: "expected bool"},
 		{name: "syntax error", expression: `labels.tier ==`, wantErr: "unexpected token"},
 		{name: "runtime error", expression: `int(params.missing) > 2`, wantRunErr: true},
-		{name: "memory budget", expression: `len(1..100000000) > 0`, wantRunErr: true},
+		{name: "one level of predicates", expression: `any(keys(labels), {# startsWith "fleet."}) && all(["a"], {# != name})`, want: true},
+		{name: "short range", expression: `any(1..10, {# == int(params.cells)})`, want: true},
+		{name: "long range after in", expression: `int(params.cells) in 1..100000`, want: true},
+		{name: "negative range bounds", expression: `-5 in -10..-1`, want: true},
+		{name: "long range elsewhere", expression: `len(1..100000000) > 0`, wantErr: "at most 1000 numbers"},
+		{name: "dynamic range", expression: `len(1..int(params.cells)) > 0`, wantErr: "integer literal bounds"},
+		{name: "nested predicates", expression: `all(1..9, {all(1..9, {true})})`, wantErr: "nested loops"},
+		{name: "let", expression: `let x = name + name; x == ""`, wantErr: "let is not allowed"},
+		{name: "reduce", expression: `reduce(["a"], #acc + #, "") == ""`, wantErr: "function reduce is not allowed"},
+		{name: "repeat through a pipe", expression: `(name | repeat(3)) == ""`, wantErr: "function repeat is not allowed"},
+		{name: "toJSON", expression: `toJSON(name) == ""`, wantErr: "function toJSON is not allowed"},
+		{name: "the clock", expression: `now().Year() > 2000`, wantErr: "function now is not allowed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
