@@ -23,10 +23,10 @@ type rankedTarget struct {
 // unassigned. Because a target's key depends only on the seed and its own
 // ID, the order of the others never changes when a target comes or goes;
 // docs/planning.md derives what that guarantees.
-func (p *Planner) assignWaves(seed string, selected []Target, ev *expressionEvaluator, out *WavePlan) {
+func (p *Planner) assignWaves(seed string, selected []*Target, ev *expressionEvaluator, out *WavePlan) {
 	ranked := make([]rankedTarget, len(selected))
-	for i := range selected {
-		ranked[i] = rankedTarget{key: orderKey(seed, selected[i].ID), target: &selected[i]}
+	for i, t := range selected {
+		ranked[i] = rankedTarget{key: orderKey(seed, t.ID), target: t}
 	}
 	slices.SortFunc(ranked, func(a, b rankedTarget) int {
 		if c := cmp.Compare(a.key, b.key); c != 0 {
@@ -40,6 +40,7 @@ func (p *Planner) assignWaves(seed string, selected []Target, ev *expressionEval
 	// rest receives the targets a wave leaves; it reuses one buffer, swapped
 	// with remaining after each wave.
 	rest := make([]rankedTarget, 0, len(ranked))
+	matched := make([]rankedTarget, 0, len(ranked))
 	out.Waves = make([]PlannedWave, len(p.waves))
 	for wi := range p.waves {
 		w := &p.waves[wi]
@@ -47,33 +48,41 @@ func (p *Planner) assignWaves(seed string, selected []Target, ev *expressionEval
 		if w.count != nil {
 			limit = w.count.roundUp(total)
 		}
-		var members []Target
+		// matched reuses one buffer of pointers; the wave gets an exact-size
+		// copy, so the plan owns its targets.
+		matched = matched[:0]
 		rest = rest[:0]
 		for _, r := range remaining {
-			if limit >= 0 && len(members) >= limit {
+			if limit >= 0 && len(matched) >= limit {
 				rest = append(rest, r)
 				continue
 			}
 			if p.matchWave(wi, r.target, ev, out) {
-				members = append(members, *r.target)
+				matched = append(matched, r)
 			} else {
 				rest = append(rest, r)
 			}
 		}
-		out.Waves[wi] = resolveWave(w, members, limit)
+		out.Waves[wi] = resolveWave(w, copyTargets(matched), limit)
 		remaining, rest = rest, remaining
 	}
 	if len(remaining) > 0 {
-		out.Unassigned = make([]Target, len(remaining))
-		for i, r := range remaining {
-			out.Unassigned[i] = *r.target
-		}
+		out.Unassigned = copyTargets(remaining)
 	}
 	fleetTotal := out.Members()
 	if p.policy != nil && p.policy.fleetMaxFailures != nil {
 		allowed := p.policy.fleetMaxFailures.roundDown(fleetTotal)
 		out.FleetMaxFailures = &allowed
 	}
+}
+
+// copyTargets copies ranked targets into a slice of their own.
+func copyTargets(rs []rankedTarget) []Target {
+	out := make([]Target, len(rs))
+	for i, r := range rs {
+		out[i] = *r.target
+	}
+	return out
 }
 
 // matchWave reports whether wave wi matches t: its selector AND its
@@ -111,9 +120,6 @@ func resolveWave(w *compiledWave, members []Target, limit int) PlannedWave {
 		ProgressDeadline: w.progressDeadline,
 		Soak:             w.soak,
 		Approval:         w.approval,
-	}
-	if pw.Members == nil {
-		pw.Members = []Target{}
 	}
 	if limit >= 0 {
 		pw.Cap = &limit

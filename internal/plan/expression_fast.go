@@ -20,6 +20,11 @@ import (
 const (
 	labelLookupFunc = "__fleetLabel"
 	paramLookupFunc = "__fleetParam"
+	// labelEqualFunc and paramEqualFunc fuse the most common test,
+	// `labels.tier == "gold"`, into one call that returns a bool: no string
+	// is boxed, so the test allocates nothing.
+	labelEqualFunc = "__fleetLabelEq"
+	paramEqualFunc = "__fleetParamEq"
 )
 
 var errLookupArguments = errors.New("internal lookup called with unexpected arguments")
@@ -43,6 +48,24 @@ var lookupFunctions = []expr.Option{
 		}
 		return env.Params[key], nil
 	}, new(func(*expressionEnv, string) string)),
+	expr.Function(labelEqualFunc, func(args ...any) (any, error) {
+		env, ok1 := args[0].(*expressionEnv)
+		key, ok2 := args[1].(string)
+		value, ok3 := args[2].(string)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, errLookupArguments
+		}
+		return env.Labels[key] == value, nil
+	}, new(func(*expressionEnv, string, string) bool)),
+	expr.Function(paramEqualFunc, func(args ...any) (any, error) {
+		env, ok1 := args[0].(*expressionEnv)
+		key, ok2 := args[1].(string)
+		value, ok3 := args[2].(string)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, errLookupArguments
+		}
+		return env.Params[key] == value, nil
+	}, new(func(*expressionEnv, string, string) bool)),
 }
 
 // mapLookupPatcher rewrites member access on the labels and params
@@ -51,8 +74,13 @@ type mapLookupPatcher struct{}
 
 var stringType = reflect.TypeOf("")
 
-// Visit implements ast.Visitor.
+// Visit implements ast.Visitor. ast.Walk visits children before their
+// parent, so a comparison sees its operands already rewritten.
 func (mapLookupPatcher) Visit(node *ast.Node) {
+	if b, ok := (*node).(*ast.BinaryNode); ok {
+		patchEquality(node, b)
+		return
+	}
 	m, ok := (*node).(*ast.MemberNode)
 	if !ok || m.Optional || m.Method {
 		return
@@ -78,4 +106,50 @@ func (mapLookupPatcher) Visit(node *ast.Node) {
 		Callee:    &ast.IdentifierNode{Value: fn},
 		Arguments: []ast.Node{&ast.IdentifierNode{Value: "$env"}, m.Property},
 	})
+}
+
+// patchEquality rewrites `<lookup> == "literal"` (either order) into the
+// fused comparison; `!=` becomes its negation.
+func patchEquality(node *ast.Node, b *ast.BinaryNode) {
+	if b.Operator != "==" && b.Operator != "!=" {
+		return
+	}
+	call, lit := lookupCall(b.Left), literal(b.Right)
+	if call == nil || lit == nil {
+		call, lit = lookupCall(b.Right), literal(b.Left)
+	}
+	if call == nil || lit == nil {
+		return
+	}
+	fn := labelEqualFunc
+	if call.Callee.(*ast.IdentifierNode).Value == paramLookupFunc {
+		fn = paramEqualFunc
+	}
+	var fused ast.Node = &ast.CallNode{
+		Callee:    &ast.IdentifierNode{Value: fn},
+		Arguments: []ast.Node{call.Arguments[0], call.Arguments[1], lit},
+	}
+	if b.Operator == "!=" {
+		fused = &ast.UnaryNode{Operator: "not", Node: fused}
+	}
+	ast.Patch(node, fused)
+}
+
+// lookupCall returns n when it is a rewritten labels/params lookup.
+func lookupCall(n ast.Node) *ast.CallNode {
+	c, ok := n.(*ast.CallNode)
+	if !ok || len(c.Arguments) != 2 {
+		return nil
+	}
+	id, ok := c.Callee.(*ast.IdentifierNode)
+	if !ok || (id.Value != labelLookupFunc && id.Value != paramLookupFunc) {
+		return nil
+	}
+	return c
+}
+
+// literal returns n when it is a string literal.
+func literal(n ast.Node) *ast.StringNode {
+	s, _ := n.(*ast.StringNode)
+	return s
 }
