@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,12 +69,24 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 		return nil, fmt.Errorf("error listing FleetRollouts of FleetStage %q: %w", fs.Name, err)
 	}
 	var open []*fleetv1alpha1.FleetRollout
+	var breached *fleetv1alpha1.FleetRollout
 	for i := range list.Items {
 		ro := &list.Items[i]
-		if ro.Spec.FleetStage == fs.Name && ro.Spec.Freight.Name == req.Freight.Name &&
-			ro.Spec.Direction == req.Direction && ro.Spec.RollbackOf == req.RollbackOf &&
-			!ro.Status.Phase.IsFinal() && ro.DeletionTimestamp == nil {
+		if ro.Spec.FleetStage != fs.Name || ro.Spec.Freight.Name != req.Freight.Name ||
+			ro.Spec.Direction != req.Direction || ro.Spec.RollbackOf != req.RollbackOf || ro.DeletionTimestamp != nil {
+			continue
+		}
+		if recordsRequest(ro, req.Context) {
+			// This Promotion already asked this rollout: report on it, even
+			// when it has finished since (the last wave's step polls once more
+			// after the rollout is final).
+			return ro, nil
+		}
+		switch {
+		case !ro.Status.Phase.IsFinal():
 			open = append(open, ro)
+		case ro.Spec.Direction == fleetv1alpha1.DirectionForward && isBreached(ro):
+			breached = ro
 		}
 	}
 	if len(open) > 0 {
@@ -81,6 +94,9 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 			return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
 		})
 		return open[0], nil
+	}
+	if breached != nil && fs.Annotations[fleetv1alpha1.RetryFreightAnnotation] != req.Freight.Name {
+		return nil, &HeldBackError{FleetStage: fs.Name, Freight: req.Freight.Name, Rollout: breached.Name}
 	}
 
 	ro := newRollout(req)
@@ -180,4 +196,38 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "")
+}
+
+// recordsRequest reports whether a rollout was created by, or records a wave
+// request of, the calling Promotion.
+func recordsRequest(ro *fleetv1alpha1.FleetRollout, c StepContext) bool {
+	if ro.Annotations[fleetv1alpha1.StepKeyAnnotation] == c.Key() {
+		return true
+	}
+	for _, promotion := range WaveRequests(ro) {
+		if promotion == c.Promotion {
+			return true
+		}
+	}
+	return false
+}
+
+// isBreached reports whether a rollout stopped because a failure threshold
+// was breached.
+func isBreached(ro *fleetv1alpha1.FleetRollout) bool {
+	return meta.IsStatusConditionTrue(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition)
+}
+
+// HeldBackError refuses a Freight that broke a failure threshold of the
+// FleetStage: Kargo, which still sees it verified in the waves it passed, may
+// promote it again (auto-promotion, a retried Promotion), and it must not walk
+// back into the fleet unless someone decides so.
+type HeldBackError struct {
+	FleetStage, Freight, Rollout string
+}
+
+func (e *HeldBackError) Error() string {
+	return fmt.Sprintf("Freight %s is held back from FleetStage %s: FleetRollout %s halted on a breached failure threshold. "+
+		"To promote it again deliberately, annotate the FleetStage: kubectl annotate fleetstage %s %s=%s",
+		e.Freight, e.FleetStage, e.Rollout, e.FleetStage, fleetv1alpha1.RetryFreightAnnotation, e.Freight)
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -113,6 +114,10 @@ func (s *waveStep) run(ctx context.Context, in *Input, cfg WaveConfig) (Result, 
 		Direction:  fleetv1alpha1.DirectionForward,
 		Context:    c,
 	})
+	var held *HeldBackError
+	if errors.As(err, &held) {
+		return failed(held.Error(), map[string]any{"fleetStage": fs.Name, "wave": wave, "freight": c.Freight, "rollout": held.Rollout}), nil
+	}
 	if err != nil {
 		return Result{}, err
 	}

@@ -21,6 +21,10 @@ const (
 	// PruneAnnotation marks a target Stage whose target left the selection; it
 	// is deleted once no Promotion of it is in flight.
 	PruneAnnotation = "fleet.kargo-fleet.io/prune"
+	// RetryFreightAnnotation, on a FleetStage, names a Freight that breached a
+	// failure threshold and may nevertheless be promoted to the fleet again:
+	// held-back Freight is refused by the fleet-wave step otherwise.
+	RetryFreightAnnotation = "fleet.kargo-fleet.io/retry-freight"
 	// StepKeyAnnotation, on a FleetRollout, records the promotion and step
 	// alias that created it, which makes step requests idempotent.
 	StepKeyAnnotation = "fleet.kargo-fleet.io/step-key"

@@ -182,3 +182,19 @@ func (f *fleet) lastGood() string {
 	}, wait, tick)
 	return fs.Status.LastGoodFreight.Name
 }
+
+// latestWavePromotion returns the newest Promotion of freight to the wave
+// Stage of wave.
+func (f *fleet) latestWavePromotion(wave, freight string) *kargo.Promotion {
+	list := &kargo.PromotionList{}
+	require.NoError(f.t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
+	var newest *kargo.Promotion
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Spec.Stage == render.WaveStageName("fleet", wave) && p.Spec.Freight == freight &&
+			(newest == nil || p.Name > newest.Name) {
+			newest = p
+		}
+	}
+	return newest
+}

@@ -1,0 +1,132 @@
+//go:build integration
+
+package rollout_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fscontroller "github.com/kargo-fleet/kargo-fleet/fleetstage/controller"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+)
+
+// ringedFleet has one pilot, three canary and six general targets, chosen by
+// their "ring" label. The canary targets break with the bad Freight only.
+func ringedFleet(t *testing.T, ns string, policy fleetv1alpha1.FleetPolicy) *fleet {
+	breaks := map[string]string{kargosim.FaultVar: kargosim.FaultFail, kargosim.FaultFreightVar: "f2-bad"}
+	targets := append(inline("pilot", 1, map[string]string{"ring": "pilot"}, nil),
+		inline("canary", 3, map[string]string{"ring": "canary"}, breaks)...)
+	targets = append(targets, inline("general", 6, map[string]string{"ring": "general"}, nil)...)
+	ring := func(r string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}} }
+	return newFleet(t, ns, fleetSpec{
+		targets: targets,
+		waves: []fleetv1alpha1.Wave{
+			{Name: "pilot", Selector: ring("pilot")},
+			{Name: "canary", Selector: ring("canary"), MaxFailures: testutil.Int(0), MaxConcurrent: testutil.Int(3)},
+			{Name: "general", Selector: ring("general"), MaxConcurrent: testutil.Int(3)},
+		},
+		policy:      policy,
+		autoPromote: true,
+	})
+}
+
+func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
+	dumpPromotions(t, "breach-auto")
+	f := ringedFleet(t, "breach-auto", fleetv1alpha1.FleetPolicy{Rollback: fleetv1alpha1.RollbackPolicy{Mode: fleetv1alpha1.RollbackAutomatic}})
+	f.promote(f.good, "pilot")
+	require.Equal(t, fleetv1alpha1.RolloutSucceeded, f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed).Status.Phase)
+	require.Equal(t, f.good, f.lastGood())
+
+	f.promote(f.bad, "pilot")
+	bad := f.rollout(f.bad, fleetv1alpha1.RolloutFailed, fleetv1alpha1.RolloutSucceeded)
+	require.Equal(t, fleetv1alpha1.RolloutFailed, bad.Status.Phase, bad.Status.Message)
+	breach := meta.FindStatusCondition(bad.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition)
+	require.NotNil(t, breach)
+	require.Equal(t, metav1.ConditionTrue, breach.Status)
+	require.Contains(t, breach.Message, "wave canary")
+	require.Equal(t, fleetv1alpha1.WaveSucceeded, bad.Status.Waves[0].Phase)
+	require.Equal(t, fleetv1alpha1.WaveFailed, bad.Status.Waves[1].Phase)
+	require.Equal(t, fleetv1alpha1.WavePending, bad.Status.Waves[2].Phase)
+	require.Empty(t, f.promotionsOf(f.bad, "general"), "no general target was ever asked to take the bad Freight")
+
+	var rb *fleetv1alpha1.FleetRollout
+	require.Eventually(t, func() bool {
+		rb = f.findRollout(f.good, fleetv1alpha1.DirectionRollback)
+		return rb != nil && rb.Status.Phase.IsFinal()
+	}, wait, tick, "the automatic rollback never finished")
+	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rb.Status.Phase, rb.Status.Message)
+	require.Equal(t, fscontroller.RollbackName(bad.Name), rb.Name)
+	require.EqualValues(t, 4, rb.Status.Snapshot.Targets, "exactly the targets the bad rollout moved: the pilot and the canary ring")
+	require.Equal(t, []string{"canary", "pilot"}, []string{rb.Status.Waves[0].Name, rb.Status.Waves[1].Name}, "in reverse wave order")
+	for _, p := range f.promotionsOf(f.good, "canary") {
+		if p.Labels[fleetv1alpha1.RolloutLabel] == rb.Name {
+			require.Equal(t, "true", p.Annotations[kargo.RollbackAnnotation], "rollback Promotions say so to Kargo")
+		}
+	}
+	for id, freight := range f.targetFreight() {
+		require.Equal(t, f.good, freight, "target %s is back on (or never left) the good Freight", id)
+	}
+
+	// With auto-promotion on, Kargo still sees the bad Freight as verified in
+	// the pilot wave Stage; it must never walk back into the fleet.
+	time.Sleep(3 * time.Second)
+	for id, freight := range f.targetFreight() {
+		require.Equal(t, f.good, freight, "target %s", id)
+	}
+	require.Empty(t, f.promotionsOf(f.bad, "general"))
+	promos := &kargo.PromotionList{}
+	require.NoError(t, env.Client.List(context.Background(), promos))
+	for _, p := range promos.Items {
+		if p.Namespace == f.ns && p.Spec.Freight == f.bad && p.Labels[fleetv1alpha1.RolloutLabel] != "" {
+			require.Equal(t, bad.Name, p.Labels[fleetv1alpha1.RolloutLabel], "no second rollout of the bad Freight started")
+		}
+	}
+}
+
+func TestHeldBackFreightIsRefusedUntilRetriedDeliberately(t *testing.T) {
+	dumpPromotions(t, "held-back")
+	f := ringedFleet(t, "held-back", fleetv1alpha1.FleetPolicy{})
+	f.promote(f.good, "pilot")
+	f.rollout(f.good, fleetv1alpha1.RolloutSucceeded)
+	f.promote(f.bad, "pilot")
+	bad := f.rollout(f.bad, fleetv1alpha1.RolloutFailed)
+	require.True(t, meta.IsStatusConditionTrue(bad.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition))
+
+	// Someone promotes the bad Freight to the canary wave Stage again, as
+	// `kargo promote` or Kargo's auto-promotion would: the step refuses it.
+	f.promote(f.bad, "canary")
+	var refused *kargo.Promotion
+	require.Eventually(t, func() bool {
+		refused = f.latestWavePromotion("canary", f.bad)
+		return refused != nil && refused.Status.Phase.IsTerminal()
+	}, wait, tick)
+	require.Equal(t, kargo.PromotionFailed, refused.Status.Phase)
+	require.Contains(t, refused.Status.Message, "held back")
+	require.Contains(t, refused.Status.Message, fleetv1alpha1.RetryFreightAnnotation, "the message says how to retry deliberately")
+
+	// Deliberately allowed, it runs again (and fails again on the canary ring).
+	fs := &fleetv1alpha1.FleetStage{}
+	require.NoError(t, env.Client.Get(context.Background(), f.fleetKey, fs))
+	metav1.SetMetaDataAnnotation(&fs.ObjectMeta, fleetv1alpha1.RetryFreightAnnotation, f.bad)
+	require.NoError(t, env.Client.Update(context.Background(), fs))
+	f.promote(f.bad, "canary")
+	require.Eventually(t, func() bool {
+		n := 0
+		list := &fleetv1alpha1.FleetRolloutList{}
+		require.NoError(t, env.Client.List(context.Background(), list))
+		for _, ro := range list.Items {
+			if ro.Namespace == f.ns && ro.Spec.Freight.Name == f.bad {
+				n++
+			}
+		}
+		return n == 2
+	}, wait, tick, "the deliberate retry starts a new rollout")
+}

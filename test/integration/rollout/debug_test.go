@@ -1,0 +1,28 @@
+//go:build integration
+
+package rollout_test
+
+import (
+	"context"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// dumpPromotions logs every Promotion of the Project when the test failed.
+func dumpPromotions(t *testing.T, ns string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		list := &kargo.PromotionList{}
+		if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			return
+		}
+		for _, p := range list.Items {
+			t.Logf("promotion %s stage=%s freight=%s phase=%s msg=%q labels=%v", p.Name, p.Spec.Stage, p.Spec.Freight, p.Status.Phase, p.Status.Message, p.Labels)
+		}
+	})
+}
