@@ -25,7 +25,9 @@ func ringedFleet(t *testing.T, ns string, policy fleetv1alpha1.FleetPolicy) *fle
 	targets := append(inline("pilot", 1, map[string]string{"ring": "pilot"}, nil),
 		inline("canary", 3, map[string]string{"ring": "canary"}, breaks)...)
 	targets = append(targets, inline("general", 6, map[string]string{"ring": "general"}, nil)...)
-	ring := func(r string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}} }
+	ring := func(r string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}}
+	}
 	return newFleet(t, ns, fleetSpec{
 		targets: targets,
 		waves: []fleetv1alpha1.Wave{
