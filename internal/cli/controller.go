@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -17,6 +19,7 @@ import (
 
 // controllerOptions configures `kargo-fleet controller`.
 type controllerOptions struct {
+	kubeconfig       string
 	metricsAddr      string
 	probeAddr        string
 	leaderElection   bool
@@ -53,6 +56,7 @@ func newControllerCommand(_, errOut io.Writer) *cobra.Command {
 
 func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig (default: $KUBECONFIG, else the in-cluster config, else ~/.kube/config).")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	f.BoolVar(&o.leaderElection, "leader-elect", true, "Elect a leader so only one replica orchestrates rollouts.")
@@ -77,7 +81,7 @@ func (o *controllerOptions) validate() error {
 func (o *controllerOptions) run(cmd *cobra.Command) error {
 	o.zap.DestWriter = o.errOut
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
-	cfg, err := ctrl.GetConfig()
+	cfg, err := o.restConfig()
 	if err != nil {
 		return fmt.Errorf("error loading kubeconfig: %w", err)
 	}
@@ -105,4 +109,15 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		return fmt.Errorf("error adding readiness check: %w", err)
 	}
 	return mgr.Start(cmd.Context())
+}
+
+// restConfig loads the kubeconfig named by --kubeconfig, else what
+// controller-runtime finds ($KUBECONFIG, in-cluster, ~/.kube/config).
+// controller-runtime's own --kubeconfig flag lives on the standard flag set,
+// which this command does not parse, hence the explicit flag.
+func (o *controllerOptions) restConfig() (*rest.Config, error) {
+	if o.kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	}
+	return ctrl.GetConfig()
 }

@@ -61,6 +61,11 @@ type Options struct {
 	// Controller configures kargo-fleet's controller; StepServerURL and
 	// Webhooks are set by Start.
 	Controller controller.Options
+	// ExternalController leaves kargo-fleet's controller and step server
+	// out of this process: the caller runs them elsewhere (e.g. the
+	// kargo-fleet binary, to measure it on its own) with ControllerConfig
+	// and StepServerEnv.
+	ExternalController bool
 }
 
 // Env is a running local fleet environment.
@@ -71,6 +76,7 @@ type Env struct {
 
 	opts          Options
 	controllerCfg *rest.Config
+	stepEnv       map[string]string
 	simStop       context.CancelFunc
 	simDone       chan error
 	ctrlStop      context.CancelFunc
@@ -109,6 +115,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	if err := e.startSimulator(); err != nil {
 		return nil, err
+	}
+	if opts.ExternalController {
+		return e, nil
 	}
 	if err := e.StartController(); err != nil {
 		return nil, err
@@ -195,11 +204,12 @@ func (e *Env) configureStepServer(_ context.Context) error {
 	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(key)), 0o600); err != nil {
 		return err
 	}
-	for k, v := range map[string]string{
+	e.stepEnv = map[string]string{
 		steps.EnvServerAddr:     addr,
 		steps.EnvSigningKeyFile: keyFile,
 		steps.EnvPodNamespace:   ControllerNamespace,
-	} {
+	}
+	for k, v := range e.stepEnv {
 		if err := os.Setenv(k, v); err != nil {
 			return err
 		}
