@@ -41,6 +41,10 @@ type Options struct {
 	VerifiedInDelay time.Duration
 	// MaxConcurrentReconciles is the number of Promotion workers (default 4).
 	MaxConcurrentReconciles int
+	// MaxConcurrentStageReconciles is the number of Stage workers (default
+	// 1). Every Freight change reconciles every Stage of its Project, so a
+	// Project with hundreds of Stages (a large fleet) needs more.
+	MaxConcurrentStageReconciles int
 	// StageResync is the Stage controller's periodic resync (default 5 min):
 	// a change of the ProjectConfig takes effect at the next resync unless
 	// the Stage gets the refresh annotation.
@@ -68,6 +72,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	if o.MaxConcurrentStageReconciles <= 0 {
+		o.MaxConcurrentStageReconciles = 1
 	}
 	if o.StageResync <= 0 {
 		o.StageResync = DefaultStageResync

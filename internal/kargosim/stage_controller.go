@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -42,6 +43,7 @@ func (s *Simulator) setupStageController(mgr ctrl.Manager) error {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.Stage}}}
 			})).
 		Watches(&kargo.Freight{}, handler.EnqueueRequestsFromMapFunc(s.stagesInNamespace)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: s.opts.MaxConcurrentStageReconciles}).
 		Complete(reconcile.Func(s.reconcileStage))
 }
 
