@@ -176,7 +176,12 @@ func (r *FleetRolloutReconciler) waitTurn(ctx context.Context, ro *fleetv1alpha1
 	}
 	if fs.Spec.Policy.NewerFreight == fleetv1alpha1.SupersedeReplace {
 		if len(newer) > 0 {
-			return true, r.supersede(ctx, ro, newer[0])
+			return true, r.supersede(ctx, ro, newer[len(newer)-1])
+		}
+		for _, o := range older {
+			if err := r.supersede(ctx, o, ro); err != nil {
+				return true, err
+			}
 		}
 		return false, nil
 	}
