@@ -1,0 +1,177 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/controller"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+// Defaults of Options.
+const (
+	// DefaultPhaseTimeout bounds each step of the story.
+	DefaultPhaseTimeout = 3 * time.Minute
+	// DefaultRefresh is how often progress is redrawn on a terminal.
+	DefaultRefresh = 250 * time.Millisecond
+	// DefaultSnapshotEvery is how often progress is printed elsewhere.
+	DefaultSnapshotEvery = 5 * time.Second
+	// DefaultPollFloor is the Kargo simulator's poll floor in the demo (real
+	// Kargo re-runs a polling step at most every 10 s).
+	DefaultPollFloor = 200 * time.Millisecond
+)
+
+// Options configure Run.
+type Options struct {
+	// Out receives the banner, the live progress and the summary.
+	Out io.Writer
+	// LogFile names the file the controller and the simulator log to; it is
+	// only shown in the banner (the caller sets up logging).
+	LogFile string
+	// TTY redraws progress in place; otherwise snapshots are appended.
+	TTY bool
+	// Color paints the progress bars.
+	Color bool
+	// ASCII draws the progress bars with ASCII characters.
+	ASCII bool
+	// Scenario sizes the story.
+	Scenario Scenario
+	// PhaseTimeout bounds each step (default DefaultPhaseTimeout).
+	PhaseTimeout time.Duration
+	// Refresh and SnapshotEvery pace the progress display.
+	Refresh       time.Duration
+	SnapshotEvery time.Duration
+	// PollFloor is the Kargo simulator's poll floor (default DefaultPollFloor).
+	PollFloor time.Duration
+	// Clock times the story (default: the real clock).
+	Clock clock.WithTicker
+}
+
+func (o Options) withDefaults() Options {
+	if o.PhaseTimeout <= 0 {
+		o.PhaseTimeout = DefaultPhaseTimeout
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = DefaultRefresh
+	}
+	if o.SnapshotEvery <= 0 {
+		o.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if o.PollFloor <= 0 {
+		o.PollFloor = DefaultPollFloor
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	o.Scenario = o.Scenario.withDefaults()
+	return o
+}
+
+// ErrStoryBroken is returned (wrapped) when an expectation did not hold.
+var ErrStoryBroken = errors.New("the demo did not happen as told")
+
+// Run tells the story: it starts the local environment, runs both phases
+// and prints the summary. It returns nil only if every expectation held.
+func Run(ctx context.Context, o Options) error {
+	o = o.withDefaults()
+	s := &story{o: o, out: o.Out, good: FreightName(GoodAlias), bad: FreightName(BadAlias), start: o.Clock.Now()}
+	s.banner()
+	err := s.run(ctx)
+	s.summary(err)
+	if s.env != nil {
+		if stopErr := s.env.Stop(); stopErr != nil {
+			fmt.Fprintf(s.out, "warning: stopping the local control plane: %v\n", stopErr)
+		}
+	}
+	return err
+}
+
+// story is one run of the demo.
+type story struct {
+	o         Options
+	out       io.Writer
+	env       *fleetenv.Env
+	c         client.Client
+	good, bad string
+	start     time.Time
+	steps     []stepResult
+
+	// goodRollout and badRollout are the forward rollouts of both phases;
+	// rollback is the automatic rollback of badRollout.
+	goodRollout, badRollout, rollback string
+	// canaryFailed and canaryMax are the canary wave's failures and allowance.
+	canaryFailed, canaryMax int
+	movedBack               int32
+}
+
+// run runs the expectations in order and stops at the first that fails.
+func (s *story) run(ctx context.Context) error {
+	for _, e := range s.expectations() {
+		begin := s.o.Clock.Now()
+		detail, err := e.check(ctx)
+		res := stepResult{title: e.title, detail: detail, took: s.o.Clock.Since(begin), err: err}
+		s.steps = append(s.steps, res)
+		s.printStep(len(s.steps), res)
+		if err != nil {
+			return fmt.Errorf("%w: expectation %d (%s) did not hold: %w", ErrStoryBroken, len(s.steps), e.title, err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// expectation is one step of the story: what should happen, and the check
+// that makes it happen and confirms it did.
+type expectation struct {
+	title string
+	check func(context.Context) (string, error)
+}
+
+func (s *story) expectations() []expectation {
+	sc := s.o.Scenario
+	return []expectation{
+		{"a local control plane, the Kargo simulator and the kargo-fleet controller are running", s.startEnv},
+		{fmt.Sprintf("Project %q: Warehouse, Freight %s and %s, Stage %q, ProjectConfig, FleetStage %q (%d targets)",
+			Project, GoodAlias, BadAlias, AdoptedStage, FleetStageName, sc.Targets), s.createProject},
+		{"the FleetStage is Ready: one wave Stage per wave, one target Stage per target, a step token", s.fleetReady},
+		{fmt.Sprintf("phase 1: %s (good) goes through every wave; critical waits for approval", GoodAlias), s.phaseGood},
+		{fmt.Sprintf("phase 1: every target runs %s, the FleetStage's last good Freight", GoodAlias), s.checkGood},
+		{fmt.Sprintf("phase 2: %s (bad) halts in canary: the wave breaches its failure threshold", BadAlias), s.phaseBad},
+		{fmt.Sprintf("phase 2: general and critical never received %s", BadAlias), s.checkContained},
+		{fmt.Sprintf("phase 2: the automatic rollback returned every moved target to %s", GoodAlias), s.checkRolledBack},
+	}
+}
+
+// startEnv starts the control plane, the simulator and the controller.
+func (s *story) startEnv(ctx context.Context) (string, error) {
+	env, err := fleetenv.Start(ctx, fleetenv.Options{
+		Simulator: kargosim.Options{PollFloor: s.o.PollFloor, MaxConcurrentReconciles: 16,
+			MaxConcurrentStageReconciles: 8, Seed: 1},
+		Controller: controller.Options{MaxConcurrentReconciles: 4},
+	})
+	if err != nil {
+		return "", err
+	}
+	s.env = env
+	// The operator's client: an administrator, not rate-limited like a
+	// default client, because the demo looks at the fleet four times a
+	// second.
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 200, 400
+	if s.c, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
+		return "", fmt.Errorf("error creating a client: %w", err)
+	}
+	return fmt.Sprintf("kube-apiserver %s at %s (%s Kargo CRDs), step server %s", envtest.K8sVersion, env.Config.Host,
+		env.KargoCRDs, env.StepServerURL), nil
+}
