@@ -43,6 +43,15 @@ control-plane: $(KUBEBUILDER_ASSETS)/.stamp ## Build kube-apiserver and etcd for
 $(KUBEBUILDER_ASSETS)/.stamp:
 	K8S_VERSION=$(K8S_VERSION) hack/build-control-plane.sh $(KUBEBUILDER_ASSETS) >/dev/null
 
+##@ Demo
+
+DEMO_FLAGS ?=
+
+.PHONY: demo
+demo: control-plane ## A 200-target fleet on a local control plane with the Kargo simulator: promote, halt, roll back.
+	$(GO) build -o bin/kargo-fleet-demo ./cmd/kargo-fleet-demo
+	bin/kargo-fleet-demo $(DEMO_FLAGS)
+
 ##@ Test
 
 .PHONY: test

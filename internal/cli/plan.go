@@ -102,7 +102,7 @@ func (o *planOptions) run() error {
 			return err
 		}
 	}
-	p, err := o.plan(fs, extra)
+	p, err := o.plan(o.file, fs, extra)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (o *planOptions) run() error {
 	if err != nil {
 		return err
 	}
-	oldPlan, err := o.plan(oldFS, extra)
+	oldPlan, err := o.plan(o.diffAgainst, oldFS, extra)
 	if err != nil {
 		return fmt.Errorf("--diff-against: %w", err)
 	}
@@ -132,7 +132,7 @@ func (o *planOptions) run() error {
 
 // plan validates the FleetStage and plans it over its inline targets and
 // the extra ones.
-func (o *planOptions) plan(fs *fleetv1alpha1.FleetStage, extra []fleetv1alpha1.InlineTarget) (*plan.WavePlan, error) {
+func (o *planOptions) plan(path string, fs *fleetv1alpha1.FleetStage, extra []fleetv1alpha1.InlineTarget) (*plan.WavePlan, error) {
 	planner, errs := plan.Compile(&fs.Spec)
 	if len(errs) > 0 {
 		lines := make([]string, 0, len(errs))
@@ -148,17 +148,17 @@ func (o *planOptions) plan(fs *fleetv1alpha1.FleetStage, extra []fleetv1alpha1.I
 			candidates = append(candidates, inventory.FromInline(src.Inline)...)
 			continue
 		}
-		_, _ = fmt.Fprintf(o.errOut, "warning: spec.targets.sources[%d] (%s) needs a cluster and is skipped; "+
-			"pass its targets with --targets\n", i, src.Kind)
+		_, _ = fmt.Fprintf(o.errOut, "warning: %s: spec.targets.sources[%d] (%s) needs a cluster and is skipped; "+
+			"pass its targets with --targets\n", path, i, src.Kind)
 	}
 	candidates = append(candidates, inventory.FromInline(extra)...)
 	if len(candidates) == 0 {
-		_, _ = fmt.Fprintf(o.errOut, "warning: no targets: the file has no inline targets and --targets gave none\n")
+		_, _ = fmt.Fprintf(o.errOut, "warning: %s: no targets: the file has no inline targets and --targets gave none\n", path)
 	}
 	ns := cmp.Or(fs.Namespace, o.namespace)
 	if ns == "" {
-		_, _ = fmt.Fprintf(o.errOut, "warning: no namespace in %s or -n: the wave order of count-capped waves "+
-			"differs from the one the controller computes in the FleetStage's Project\n", fs.Name)
+		_, _ = fmt.Fprintf(o.errOut, "warning: %s: no namespace in the file or -n: the wave order of count-capped "+
+			"waves may differ from the one the controller computes in the FleetStage's Project\n", path)
 	}
 	return planner.Plan(plan.PlanInput{Seed: ns + "/" + fs.Name, Candidates: candidates}), nil
 }

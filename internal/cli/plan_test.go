@@ -109,7 +109,7 @@ func TestPlanCommand(t *testing.T) {
 			args: []string{"-f", argo},
 			assertions: func(t *testing.T, out, errOut string, err error) {
 				require.NoError(t, err)
-				require.Contains(t, errOut, "warning: spec.targets.sources[0] (ArgoCDCluster) needs a cluster and is skipped")
+				require.Contains(t, errOut, "argo.yaml: spec.targets.sources[0] (ArgoCDCluster) needs a cluster and is skipped")
 				require.Contains(t, out, "2 candidates")
 			},
 		},
@@ -126,7 +126,7 @@ func TestPlanCommand(t *testing.T) {
 			args: []string{"-f", noNS},
 			assertions: func(t *testing.T, _, errOut string, err error) {
 				require.NoError(t, err)
-				require.Contains(t, errOut, "warning: no namespace in prod or -n")
+				require.Contains(t, errOut, "nons.yaml: no namespace in the file or -n")
 			},
 		},
 		{
