@@ -31,6 +31,8 @@ const maxExpressionNodes = 2000
 type targetExpression struct {
 	source  string
 	program *vm.Program
+	// native, when set, evaluates the expression without the VM.
+	native nativePredicate
 }
 
 // compileExpression compiles source against the typed target environment,
@@ -72,7 +74,11 @@ func compileExpressionWith(source string, fastLookups bool) (_ *targetExpression
 	if err != nil {
 		return nil, err
 	}
-	return &targetExpression{source: source, program: program}, nil
+	e := &targetExpression{source: source, program: program}
+	if fastLookups {
+		e.native = nativeFrom(tree.Node)
+	}
+	return e, nil
 }
 
 // expressionEvaluator runs compiled expressions, reusing one VM so that
@@ -91,6 +97,9 @@ var errNotBool = errors.New("expression did not return a boolean")
 
 // eval evaluates e over t.
 func (ev *expressionEvaluator) eval(e *targetExpression, t *Target) (bool, error) {
+	if e.native != nil {
+		return e.native(t), nil
+	}
 	ev.env = expressionEnv{Name: t.Name, Source: t.Source, Labels: t.Labels, Params: t.Params}
 	out, err := ev.machine.Run(e.program, &ev.env)
 	if err != nil {

@@ -43,6 +43,8 @@ func FuzzSelectionExpression(f *testing.F) {
 		`toJSON(toJSON(toJSON(toJSON(name)))) == ""`,
 		`any(1..999999, {name + name == ""})`,
 		`int(params.cells) in 1..65535`,
+		`"tier" in labels && labels.env != "x" || not (name == "edge")`,
+		`source == "Inline" and !("server" in params) or labels["tier"] == labels.env`,
 		``,
 		`}{`,
 	} {
