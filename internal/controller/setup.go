@@ -49,6 +49,12 @@ type Options struct {
 	// StepServerURL, when set, is the step server URL wave Stages pass to
 	// the fleet-wave task (default: the task's in-cluster Service URL).
 	StepServerURL string
+	// StepServerOnly registers only the step server: a process that serves
+	// Kargo's http steps without orchestrating (what every non-leader replica
+	// does). The default registers everything.
+	StepServerOnly bool
+	// NoStepServer registers everything but the step server.
+	NoStepServer bool
 }
 
 // CacheOptions returns the manager's cache options: Secrets are cached only
@@ -62,13 +68,12 @@ func CacheOptions() cache.Options {
 
 // Setup registers every reconciler and server with the manager.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	if err := setupFleetStages(mgr, opts); err != nil {
-		return err
+	if !opts.StepServerOnly {
+		if err := setupFleetStages(mgr, opts); err != nil {
+			return err
+		}
 	}
-	if err := setupSteps(mgr); err != nil {
-		return err
-	}
-	return nil
+	return setupSteps(mgr, opts)
 }
 
 // setupFleetStages registers the FleetStage reconciler and, when asked, its
@@ -103,13 +108,13 @@ func refreshPromotion(ctx context.Context, c client.Client, namespace, promotion
 // setupSteps registers the step server, which runs on every replica, and the
 // step token minter, which runs on the leader. Both are configured from the
 // environment (steps.ServerOptionsFromEnv).
-func setupSteps(mgr ctrl.Manager) error {
+func setupSteps(mgr ctrl.Manager, o Options) error {
 	opts, err := steps.ServerOptionsFromEnv()
 	if err != nil {
 		return fmt.Errorf("error configuring the step server: %w", err)
 	}
 	keys := steps.NewSecretKey(opts.SigningKeyFile, opts.SigningKeySecret, mgr.GetAPIReader(), mgr.GetClient())
-	if opts.Enabled() {
+	if opts.Enabled() && !o.NoStepServer {
 		store := steps.NewAPIStore(mgr.GetClient(), mgr.GetAPIReader())
 		server := steps.NewServer(opts, steps.ServerDeps{
 			Reader:  mgr.GetAPIReader(),
@@ -121,6 +126,9 @@ func setupSteps(mgr ctrl.Manager) error {
 		if err := mgr.Add(server); err != nil {
 			return fmt.Errorf("error adding the step server: %w", err)
 		}
+	}
+	if o.StepServerOnly {
+		return nil
 	}
 	if err := steps.NewTokenMinter(mgr.GetClient(), mgr.GetAPIReader(), keys).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("error setting up the step token minter: %w", err)

@@ -81,6 +81,8 @@ type Env struct {
 	simDone       chan error
 	ctrlStop      context.CancelFunc
 	ctrlDone      chan error
+	stepsStop     context.CancelFunc
+	stepsDone     chan error
 }
 
 // Start starts everything. Call Stop when done.
@@ -118,6 +120,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	if opts.ExternalController {
 		return e, nil
+	}
+	if err := e.startStepServer(); err != nil {
+		return nil, err
 	}
 	if err := e.StartController(); err != nil {
 		return nil, err
@@ -247,9 +252,44 @@ func (e *Env) startSimulator() error {
 	return waitFor(20*time.Second, func() error { return mgr.GetWebhookServer().StartedChecker()(nil) })
 }
 
-// StartController starts kargo-fleet's controller and step server. After
-// StopController it starts a fresh one, rebuilt from the API server alone.
+// startStepServer runs the step server in a manager of its own, as a
+// replica that is not the leader would: it stays up while the orchestrating
+// controller is stopped and started again.
+func (e *Env) startStepServer() error {
+	stop, done, err := e.startManager(controller.Options{StepServerOnly: true})
+	if err != nil {
+		return err
+	}
+	e.stepsStop, e.stepsDone = stop, done
+	return waitFor(20*time.Second, func() error {
+		select {
+		case err := <-done:
+			return fmt.Errorf("the step server stopped: %w", err)
+		default:
+		}
+		c, err := net.DialTimeout("tcp", e.StepServerURL[len("http://"):], time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		return err
+	})
+}
+
+// StartController starts kargo-fleet's orchestrating controller (the
+// reconcilers and the token minter). After StopController it starts a fresh
+// one, rebuilt from the API server alone.
 func (e *Env) StartController() error {
+	opts := e.opts.Controller
+	opts.NoStepServer = true
+	stop, done, err := e.startManager(opts)
+	if err != nil {
+		return err
+	}
+	e.ctrlStop, e.ctrlDone = stop, done
+	return nil
+}
+
+func (e *Env) startManager(opts controller.Options) (context.CancelFunc, chan error, error) {
 	cfg := rest.CopyConfig(e.controllerCfg)
 	cfg.QPS, cfg.Burst = 1000, 2000
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -259,30 +299,24 @@ func (e *Env) StartController() error {
 		Controller: config.Controller{SkipNameValidation: ptr(true)},
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	opts := e.opts.Controller
 	opts.Webhooks, opts.StepServerURL = false, e.StepServerURL
 	if err := controller.Setup(mgr, opts); err != nil {
-		return err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e.ctrlStop, e.ctrlDone = cancel, make(chan error, 1)
-	go func() { e.ctrlDone <- mgr.Start(ctx) }()
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		return errors.New("the controller's cache did not sync")
+		cancel()
+		return nil, nil, errors.New("the controller's cache did not sync")
 	}
-	return waitFor(20*time.Second, func() error {
-		c, err := net.DialTimeout("tcp", e.StepServerURL[len("http://"):], time.Second)
-		if err == nil {
-			return c.Close()
-		}
-		return err
-	})
+	return cancel, done, nil
 }
 
-// StopController stops the controller and step server, as a crash would: no
-// state survives but what is in the API server.
+// StopController stops the orchestrating controller, as a crash of the
+// leader would: no state survives but what is in the API server.
 func (e *Env) StopController() error {
 	if e.ctrlStop == nil {
 		return nil
@@ -296,6 +330,10 @@ func (e *Env) StopController() error {
 // Stop stops everything.
 func (e *Env) Stop() error {
 	errs := []error{e.StopController()}
+	if e.stepsStop != nil {
+		e.stepsStop()
+		errs = append(errs, <-e.stepsDone)
+	}
 	if e.simStop != nil {
 		e.simStop()
 		errs = append(errs, <-e.simDone)
