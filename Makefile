@@ -74,6 +74,12 @@ test-integration: control-plane ## envtest tests against a real kube-apiserver a
 bench: ## Planner and scheduler benchmarks.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/plan/...
 
+SCALE_TARGETS ?= 10000
+
+.PHONY: scale
+scale: control-plane ## Scale run on a local control plane: a rollout, a breach and its rollback at 10,000 targets (SCALE_TARGETS); report in bin/scale-report.md.
+	$(GO) run ./hack/scale -targets $(SCALE_TARGETS)
+
 .PHONY: lint
 lint: ## go vet and golangci-lint.
 	$(GO) vet ./...

@@ -1,0 +1,180 @@
+// Command scale runs a fleet rollout at scale on a local control plane and
+// reports what kargo-fleet's controller costs: wall time, API writes per
+// target, peak memory, the largest object it writes, and how fast it halts
+// and rolls back after a threshold breach.
+//
+//	go run ./hack/scale -targets 10000
+//
+// The kube-apiserver, etcd and the Kargo simulator run as in the
+// integration tests (internal/fleetenv); the controller runs as its own
+// process (bin/kargo-fleet) so its memory and API requests are measured
+// alone: memory from /proc, writes from its own metrics endpoint
+// (client-go's rest_client_requests_total, every method but GET).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+// config is the command line.
+type config struct {
+	fleetShape
+	simWorkers  int
+	simStages   int
+	concurrency int
+	wait        time.Duration
+	report      string
+	binary      string
+	build       bool
+}
+
+func main() {
+	cfg := config{}
+	flag.IntVar(&cfg.targets, "targets", 10000, "Number of inline targets.")
+	flag.IntVar(&cfg.criticalEvery, "critical-every", 100, "Every n-th target is tier=critical (the last wave).")
+	flag.IntVar(&cfg.canaryFailEvery, "canary-fail-every", 10, "Every n-th canary target fails with the bad Freight.")
+	flag.IntVar(&cfg.canaryMaxFailures, "canary-max-failures", 10, "maxFailures of the canary wave.")
+	flag.IntVar(&cfg.generalConcurrent, "general-concurrency", 500, "maxConcurrent of the general wave.")
+	flag.IntVar(&cfg.simWorkers, "sim-workers", 16, "Promotion workers of the Kargo simulator (Kargo's default is 4).")
+	flag.IntVar(&cfg.simStages, "sim-stage-workers", 8, "Stage workers of the Kargo simulator.")
+	flag.IntVar(&cfg.concurrency, "max-concurrent-reconciles", 4, "The controller's --max-concurrent-reconciles.")
+	flag.DurationVar(&cfg.wait, "wait", 30*time.Minute, "Longest wait for any one phase.")
+	flag.StringVar(&cfg.report, "report", filepath.Join(envtest.RepoRoot(), "bin", "scale-report.md"), "Where to write the Markdown report.")
+	flag.StringVar(&cfg.binary, "binary", filepath.Join(envtest.RepoRoot(), "bin", "kargo-fleet"), "The kargo-fleet binary to run as the controller.")
+	flag.BoolVar(&cfg.build, "build", true, "Build the binary first (go build -o <binary> ./cmd/kargo-fleet).")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Printf("%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
+
+func run(ctx context.Context, cfg config) (err error) {
+	started := time.Now()
+	dir := filepath.Dir(cfg.report)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if cfg.build {
+		logf("building %s", cfg.binary)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", cfg.binary, "./cmd/kargo-fleet")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = envtest.RepoRoot(), os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("error building the controller: %w", err)
+		}
+	}
+	targets, failing, err := cfg.fleetShape.inlineTargets()
+	if err != nil {
+		return err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "scale-harness.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.InfoLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
+
+	logf("starting kube-apiserver, etcd and the Kargo simulator")
+	env, err := fleetenv.Start(ctx, fleetenv.Options{
+		Simulator:          kargosim.Options{Seed: 7, MaxConcurrentReconciles: cfg.simWorkers, MaxConcurrentStageReconciles: cfg.simStages},
+		ExternalController: true,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, env.Stop()) }()
+	// For a look from outside while the run goes on (kubectl --kubeconfig).
+	if err := fleetenv.WriteKubeconfig(env.Config, filepath.Join(dir, "scale-admin.kubeconfig")); err != nil {
+		return err
+	}
+	logf("starting the controller process (log: %s)", filepath.Join(dir, "scale-controller.log"))
+	proc, err := startController(ctx, env, cfg.binary, dir, cfg.concurrency)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, proc.stop()) }()
+	obs, err := startObserver(ctx, env.Config)
+	if err != nil {
+		return err
+	}
+	h := &harness{c: env.Client, obs: obs, ctrl: proc, shape: cfg.fleetShape, wait: cfg.wait}
+	res := &results{cfg: cfg, started: started, failing: failing}
+	if err := createProject(ctx, env.Client); err != nil {
+		return err
+	}
+	idle, err := h.quiesce(ctx)
+	if err != nil {
+		return err
+	}
+	res.idle = writesOf(idle)
+
+	logf("phase A: expanding a FleetStage of %d targets", cfg.targets)
+	if res.setup, err = h.setup(ctx, targets); err != nil {
+		return err
+	}
+	logf("  Ready after %s, Stages initialised after %s, %.0f writes, peak RSS %.0f MiB",
+		ms(res.setup.ready), ms(res.setup.settled), res.setup.writes.total(), float64(res.setup.peak)/mib)
+	logf("phase A: rolling out %s", goodFreight)
+	if res.good, err = h.rolloutGood(ctx); err != nil {
+		return err
+	}
+	logf("  %s %s in %s, %.0f writes, peak RSS %.0f MiB", res.good.name, res.good.phase, ms(res.good.rolloutWall),
+		res.good.writes.total(), float64(res.good.peak)/mib)
+	logf("phase B: rolling out %s, which breaks %d canary targets", badFreight, failing)
+	if res.breach, err = h.rolloutBad(ctx); err != nil {
+		return err
+	}
+	logf("  %s %s, rollback %s %s, %.0f writes", res.breach.bad.name, res.breach.bad.phase, res.breach.rollback.name,
+		res.breach.rollback.phase, res.breach.writes.total())
+
+	if res.sizes, err = h.largestObjects(ctx); err != nil {
+		return err
+	}
+	if res.events, res.eventTotal, err = h.eventCounts(ctx); err != nil {
+		return err
+	}
+	final, err := scrape(proc.metricsURL)
+	if err != nil {
+		return err
+	}
+	res.metrics = fleetMetrics(final)
+	res.heapBytes = gauge(final, "go_memstats_heap_alloc_bytes")
+	res.peakRSS, res.hwm, res.finalRSS = proc.rss.peaks()
+	res.total = time.Since(started)
+
+	f, err := os.Create(cfg.report)
+	if err != nil {
+		return err
+	}
+	res.write(os.Stdout)
+	res.write(f)
+	if err := f.Close(); err != nil {
+		return err
+	}
+	logf("report written to %s", cfg.report)
+	return nil
+}

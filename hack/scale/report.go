@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
+)
+
+// results is everything a run measured.
+type results struct {
+	cfg        config
+	started    time.Time
+	total      time.Duration
+	idle       writeCounts
+	setup      *setupResult
+	good       *rolloutResult
+	breach     *breachResult
+	sizes      []objSize
+	events     map[string]int
+	eventTotal int
+	peakRSS    int64
+	hwm        int64
+	finalRSS   int64
+	heapBytes  float64
+	metrics    []string
+	failing    int
+}
+
+const mib = 1 << 20
+
+func ms(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + ms(-d)
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.3f s", d.Seconds())
+	default:
+		return d.Round(100 * time.Millisecond).String()
+	}
+}
+
+func perTarget(w writeCounts, n int) string {
+	return fmt.Sprintf("%.0f (%.2f per target; %s)", w.total(), w.total()/float64(n), w)
+}
+
+func goal(ok bool, text string) string {
+	if ok {
+		return text + " ✓"
+	}
+	return text + " ✗"
+}
+
+// write renders the report as Markdown.
+func (r *results) write(w io.Writer) {
+	n := r.cfg.targets
+	b := r.breach
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("# Scale run: %d targets\n\n", n)
+	p("%s, %d CPUs (shared), %s; kube-apiserver and etcd from test/envtest, the Kargo simulator (%d Promotion and %d Stage workers, 200 ms poll floor) in the harness process, "+
+		"`kargo-fleet controller` as its own process (user %s, the chart's ClusterRole, --kube-api-qps 500, --kube-api-burst 1000, --max-concurrent-reconciles %d). "+
+		"Simulated steps succeed at once unless a fault is injected. Total run %s.\n\n",
+		r.started.UTC().Format(time.DateTime+" UTC"), runtime.NumCPU(), runtime.Version(), r.cfg.simWorkers, r.cfg.simStages, fleetenv.ControllerUser, r.cfg.concurrency, ms(r.total))
+
+	writesAll := r.setup.writes.total() + r.good.writes.total()
+	p("| Measure | Value | Goal |\n|---|---|---|\n")
+	p("| Targets and waves | %d: %s | |\n", n, waveSizes(r.good.waves))
+	p("| FleetStage created → Ready (every Stage created) | %s | |\n", ms(r.setup.ready))
+	p("| FleetStage created → every target Stage initialised by the simulator | %s | |\n", ms(r.setup.settled))
+	p("| Controller writes to expand the fleet | %s | |\n", perTarget(r.setup.writes, n))
+	p("| Rollout wall time, first wave Promotion → FleetRollout Succeeded | %s | |\n", ms(r.good.rolloutWall))
+	p("| Controller writes during the rollout | %s | |\n", perTarget(r.good.writes, n))
+	p("| Controller writes per target, expansion + rollout | %.2f | %s |\n", writesAll/float64(n), goal(writesAll/float64(n) <= 2, "≤ 2"))
+	p("| Controller CPU: expansion / rollout / breach and rollback | %.1f s / %.1f s / %.1f s | |\n", r.setup.cpu, r.good.cpu, b.cpu)
+	p("| Peak controller RSS (VmHWM; highest 200 ms sample) | %.0f MiB (%.0f MiB); expansion %.0f, rollout %.0f, breach %.0f MiB; Go heap at end %.0f MiB | %s |\n",
+		float64(r.hwm)/mib, float64(r.peakRSS)/mib, float64(r.setup.peak)/mib, float64(r.good.peak)/mib, float64(b.peak)/mib, r.heapBytes/mib,
+		goal(r.hwm <= 300*mib, "≤ 300 MiB"))
+	if len(r.sizes) > 0 {
+		s := r.sizes[0]
+		for _, x := range r.sizes {
+			if x.kind != "FleetStage" && x.kind != "Freight" {
+				s = x
+				break
+			}
+		}
+		p("| Largest object the controller writes | %s %s: %.1f KiB (status %.1f KiB) | < 1.5 MiB |\n", s.kind, s.name, float64(s.bytes)/1024, float64(s.statusBytes)/1024)
+	}
+	p("| Bad Freight: canary targets that break / canary maxFailures | %d / %d | |\n", r.failing, r.cfg.canaryMaxFailures)
+	p("| Breach (threshold-crossing failure seen) → ThresholdBreached seen | %s (condition lastTransitionTime %s) | |\n",
+		ms(b.breachSeen.Sub(b.crossing)), b.breachCondition.UTC().Format(time.TimeOnly))
+	halt := b.lastBad.Sub(b.crossing)
+	haltText := fmt.Sprintf("%s; %d created after the breach, %d after ThresholdBreached", ms(max(halt, 0)), b.afterCrossing, b.afterSeen)
+	if halt < 0 {
+		haltText = fmt.Sprintf("0 s: none created after the breach (the last %s before it)", ms(-halt))
+	}
+	p("| Breach → last new Promotion of the bad rollout | %s | %s |\n", haltText, goal(halt <= time.Second, "≤ 1 s"))
+	rb := b.firstRollback.Sub(b.crossing)
+	p("| Breach → first rollback Promotion | %s | %s |\n", ms(rb), goal(!b.firstRollback.IsZero() && rb <= 2*time.Second, "≤ 2 s"))
+	p("| Bad rollout: target Promotions by wave / canary failures | %s / %d | |\n", byWave(b.badByWave), b.canaryFailed)
+	p("| Rollback: targets, wall time (created → Succeeded) | %d, %s (%s) | |\n", b.rollback.promotions, ms(b.rollback.rolloutWall), b.rollback.phase)
+	p("| Controller writes, bad rollout + rollback | %s | |\n", perTarget(b.writes, max(1, b.bad.promotions+b.rollback.promotions)))
+	p("| Controller writes before any FleetStage (token minter, start-up) | %.0f (%s) | |\n", r.idle.total(), r.idle)
+	p("| Events emitted by the controller | %d | |\n", r.eventTotal)
+	p("| Kargo simulator reconciles (Stage / Promotion): expansion, rollout, breach and rollback | %.0f / %.0f, %.0f / %.0f, %.0f / %.0f | |\n",
+		r.setup.sim.stages, r.setup.sim.promotions, r.good.sim.stages, r.good.sim.promotions, b.sim.stages, b.sim.promotions)
+
+	p("\n## Waves of the successful rollout\n\n| Wave | Targets | Succeeded | Started → finished |\n|---|---|---|---|\n")
+	for _, wv := range r.good.waves {
+		d := ""
+		if wv.StartedAt != nil && wv.FinishedAt != nil {
+			d = ms(wv.FinishedAt.Sub(wv.StartedAt.Time)) + " (1 s resolution)"
+		}
+		p("| %s | %d | %d | %s |\n", wv.Name, wv.Total, wv.Succeeded, d)
+	}
+	p("\n## Objects (JSON as served, managedFields included)\n\n| Kind | Name | Size | Status | Written by |\n|---|---|---|---|---|\n")
+	for _, s := range r.sizes {
+		p("| %s | %s | %.1f KiB | %.1f KiB | %s |\n", s.kind, s.name, float64(s.bytes)/1024, float64(s.statusBytes)/1024, s.who)
+	}
+	p("\n## Events by reason\n\n")
+	for _, k := range sortedKeys(r.events) {
+		p("- %s: %d\n", k, r.events[k])
+	}
+	p("\n## kargo_fleet_* metrics at the end\n\n```\n%s\n```\n", strings.Join(r.metrics, "\n"))
+}
+
+func waveSizes(waves []fleetv1alpha1.WaveProgress) string {
+	parts := make([]string, 0, len(waves))
+	for _, w := range waves {
+		parts = append(parts, fmt.Sprintf("%s %d", w.Name, w.Total))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func byWave(m map[string]int) string {
+	parts := []string{}
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
