@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ func run() int {
 		logFile string
 		verbose bool
 		color   string
+		profile string
 	)
 	flag.IntVar(&opts.Scenario.Targets, "targets", 200, "Number of targets in the fleet.")
 	flag.DurationVar(&opts.Scenario.StepDelay, "step-delay", 300*time.Millisecond,
@@ -46,7 +48,22 @@ func run() int {
 	flag.BoolVar(&verbose, "v", false, "Log in detail (V(2)).")
 	flag.BoolVar(&opts.ASCII, "ascii", false, "Draw progress bars with ASCII characters.")
 	flag.StringVar(&color, "color", "auto", "Colour: auto, always or never.")
+	flag.StringVar(&profile, "cpuprofile", "", "Write a CPU profile of the controller and the Kargo simulator to this file.")
 	flag.Parse()
+
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "error creating the CPU profile: %v\n", err)
+			return 2
+		}
+		defer func() { _ = f.Close() }()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "error starting the CPU profile: %v\n", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "error creating the log folder: %v\n", err)
