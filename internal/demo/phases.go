@@ -249,9 +249,10 @@ func (s *story) checkContained(ctx context.Context) (string, error) {
 		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: FleetStageName}); err != nil {
 		return "", err
 	}
-	waveOf := map[string]string{}
+	waveOf, isTarget := map[string]string{}, map[string]bool{}
 	for _, st := range stages.Items {
 		waveOf[st.Name] = st.Labels[fleetv1alpha1.WaveLabel]
+		isTarget[st.Name] = st.Labels[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget
 	}
 	later := map[string]bool{WaveGeneral: true, WaveCritical: true}
 	perWave := map[string]int{}
@@ -260,7 +261,9 @@ func (s *story) checkContained(ctx context.Context) (string, error) {
 			continue
 		}
 		w := waveOf[p.Spec.Stage]
-		perWave[w]++
+		if isTarget[p.Spec.Stage] {
+			perWave[w]++
+		}
 		if later[w] {
 			return "", fmt.Errorf("promotion %s put %s on Stage %s of wave %s (phase %s)", p.Name, BadAlias, p.Spec.Stage, w,
 				p.Status.Phase)
@@ -283,7 +286,7 @@ func (s *story) checkContained(ctx context.Context) (string, error) {
 	if f.IsVerifiedIn(s.waveStage(WaveCanary)) {
 		return "", fmt.Errorf("freight %s is verified in %s: general could take it", BadAlias, s.waveStage(WaveCanary))
 	}
-	return fmt.Sprintf("Promotions of %s: pilot %d, canary %d, general 0, critical 0; not verified in %s",
+	return fmt.Sprintf("target Promotions of %s: pilot %d, canary %d, general 0, critical 0; not verified in %s",
 		BadAlias, perWave[WavePilot], perWave[WaveCanary], s.waveStage(WaveCanary)), nil
 }
 
@@ -297,7 +300,7 @@ func (s *story) checkRolledBack(ctx context.Context) (string, error) {
 	if counts[s.good] != s.o.Scenario.Targets {
 		return detail, fmt.Errorf("not every target runs %s: %s", GoodAlias, detail)
 	}
-	return fmt.Sprintf("%s; the rollback moved %d targets back", detail, s.movedBack), nil
+	return fmt.Sprintf("%s; the rollback promoted %s to %d targets", detail, GoodAlias, s.movedBack), nil
 }
 
 // promote creates a Promotion of freight into the pilot wave Stage, as

@@ -19,7 +19,7 @@ const (
 	// RoleActive is another rollout that has not reached a final phase
 	// (e.g. a rollback running beside a halted forward rollout).
 	RoleActive = "active"
-	// RoleRolledBack is the rollout a shown rollback returns.
+	// RoleRolledBack is a rollout a shown rollback returns.
 	RoleRolledBack = "rolled back"
 	// RoleOther is any other rollout passed in.
 	RoleOther = "other"
@@ -149,7 +149,7 @@ func Build(in Input) Report {
 	rollouts := slices.Clone(in.Rollouts)
 	shownRollback := map[string]bool{}
 	for i := range rollouts {
-		if rollouts[i].Spec.Direction == fleetv1alpha1.DirectionRollback && !rollouts[i].Status.Phase.IsFinal() {
+		if rollouts[i].Spec.Direction == fleetv1alpha1.DirectionRollback {
 			shownRollback[rollouts[i].Spec.RollbackOf] = true
 		}
 	}
