@@ -25,6 +25,8 @@ type view struct {
 	// waiting records when a wave was first seen waiting for approval.
 	waiting map[string]time.Time
 	notes   []string
+	// since is when the phase began: only rollouts created since are drawn.
+	since time.Time
 }
 
 // forward returns the forward rollout of freight, the newest if several.
@@ -51,8 +53,8 @@ func (v *view) rollbackOf(name string) *fleetv1alpha1.FleetRollout {
 	return nil
 }
 
-// since says how long a wave has been seen waiting for approval.
-func (v *view) since(wave string) time.Duration {
+// waitedFor says how long a wave has been seen waiting for approval.
+func (v *view) waitedFor(wave string) time.Duration {
 	t, ok := v.waiting[wave]
 	if !ok {
 		return 0
@@ -91,7 +93,7 @@ func (s *story) poll(ctx context.Context, check func(context.Context) (bool, err
 func (s *story) follow(ctx context.Context, title string, check func(context.Context, *view) (bool, error)) error {
 	live := report.NewLive(s.out, s.o.TTY)
 	begin := s.o.Clock.Now()
-	v := &view{waiting: map[string]time.Time{}}
+	v := &view{waiting: map[string]time.Time{}, since: begin.Add(-time.Second)}
 	var lastSnapshot time.Time
 	lastSignature := ""
 	draw := func(force bool) {
@@ -163,10 +165,16 @@ func (s *story) frame(title string, elapsed time.Duration, v *view) string {
 	return b.String()
 }
 
-// recent keeps the rollouts worth drawing: unfinished ones, the ones they
-// roll back, and the newest finished one.
+// recent keeps the rollouts of this phase worth drawing: unfinished ones,
+// the ones they roll back, and the newest finished one.
 func recent(v *view) []fleetv1alpha1.FleetRollout {
-	return report.Relevant(v.fs, v.rollouts)
+	var out []fleetv1alpha1.FleetRollout
+	for _, ro := range report.Relevant(v.fs, v.rollouts) {
+		if !ro.CreationTimestamp.Time.Before(v.since.Truncate(time.Second)) {
+			out = append(out, ro)
+		}
+	}
+	return out
 }
 
 // signature sums up what a frame shows, to print a snapshot only when

@@ -111,7 +111,7 @@ func (s *story) phaseGood(ctx context.Context) (string, error) {
 			}
 			s.goodRollout = ro.Name
 			if w := wave(ro, WaveCritical); w != nil && w.Phase == fleetv1alpha1.WaveWaitingForApproval && !approved {
-				if v.since(WaveCritical) < approvalPause {
+				if v.waitedFor(WaveCritical) < approvalPause {
 					return false, nil
 				}
 				if err := kargosim.Approve(ctx, s.c, client.ObjectKey{Namespace: Project, Name: s.good},
