@@ -127,6 +127,11 @@ func (r *FleetRolloutReconciler) ensureRollback(ctx context.Context, ro *fleetv1
 		}
 		return nil
 	}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: RollbackName(ro.Name)}, &fleetv1alpha1.FleetRollout{}); err == nil {
+		return nil
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("error getting rollback FleetRollout %q: %w", RollbackName(ro.Name), err)
+	}
 	rb := &fleetv1alpha1.FleetRollout{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ro.Namespace, Name: RollbackName(ro.Name),

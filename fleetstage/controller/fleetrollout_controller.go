@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
@@ -92,8 +93,11 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ro.Status.Phase.IsFinal() {
+		// A final rollout may still owe its follow-ups if the controller died
+		// right after recording the final phase: both are idempotent and
+		// write nothing once done.
 		r.metrics.observe(ro)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.settle(ctx, ro, fs)
 	}
 	if waiting, err := r.waitTurn(ctx, ro, fs); err != nil || waiting {
 		return ctrl.Result{}, err
@@ -202,6 +206,19 @@ func (r *FleetRolloutReconciler) waitTurn(ctx context.Context, ro *fleetv1alpha1
 		return true, fmt.Errorf("error patching status of FleetRollout %q: %w", ro.Name, err)
 	}
 	return true, nil
+}
+
+// settle completes what follows a final phase: the FleetStage's record of
+// the rollout and, for a breached rollout under an automatic rollback policy,
+// the rollback.
+func (r *FleetRolloutReconciler) settle(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) error {
+	var errs []error
+	if ro.Spec.Direction == fleetv1alpha1.DirectionForward && fs.Spec.Policy.Rollback.Mode == fleetv1alpha1.RollbackAutomatic &&
+		meta.IsStatusConditionTrue(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition) {
+		errs = append(errs, r.ensureRollback(ctx, ro, fs))
+	}
+	errs = append(errs, r.recordOnFleetStage(ctx, ro, fs))
+	return errors.Join(errs...)
 }
 
 // fail ends a rollout that cannot go on.

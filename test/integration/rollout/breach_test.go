@@ -43,11 +43,11 @@ func ringedFleet(t *testing.T, ns string, policy fleetv1alpha1.FleetPolicy) *fle
 func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 	dumpPromotions(t, "breach-auto")
 	f := ringedFleet(t, "breach-auto", fleetv1alpha1.FleetPolicy{Rollback: fleetv1alpha1.RollbackPolicy{Mode: fleetv1alpha1.RollbackAutomatic}})
-	f.promote(f.good, "pilot")
+	f.ship(f.good)
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed).Status.Phase)
 	require.Equal(t, f.good, f.lastGood())
 
-	f.promote(f.bad, "pilot")
+	f.ship(f.bad)
 	bad := f.rollout(f.bad, fleetv1alpha1.RolloutFailed, fleetv1alpha1.RolloutSucceeded)
 	require.Equal(t, fleetv1alpha1.RolloutFailed, bad.Status.Phase, bad.Status.Message)
 	breach := meta.FindStatusCondition(bad.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition)
@@ -96,9 +96,9 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 func TestHeldBackFreightIsRefusedUntilRetriedDeliberately(t *testing.T) {
 	dumpPromotions(t, "held-back")
 	f := ringedFleet(t, "held-back", fleetv1alpha1.FleetPolicy{})
-	f.promote(f.good, "pilot")
+	f.ship(f.good)
 	f.rollout(f.good, fleetv1alpha1.RolloutSucceeded)
-	f.promote(f.bad, "pilot")
+	f.ship(f.bad)
 	bad := f.rollout(f.bad, fleetv1alpha1.RolloutFailed)
 	require.True(t, meta.IsStatusConditionTrue(bad.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition))
 

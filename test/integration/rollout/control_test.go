@@ -4,6 +4,7 @@ package rollout_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestPauseResumeAndAbort(t *testing.T) {
 		targets: inline("c", 8, nil, slow(time.Second)),
 		waves:   []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(2)}},
 	})
-	f.promote(f.good, "all")
+	f.ship(f.good)
 	ro := f.rollout(f.good, fleetv1alpha1.RolloutProgressing)
 	require.Eventually(t, func() bool { return countPromotions(t, f, ro.Name) >= 2 }, wait, tick)
 
@@ -62,7 +63,7 @@ func TestPauseResumeAndAbort(t *testing.T) {
 
 	// Abort: the bad Freight's rollout is aborted mid-wave; its in-flight
 	// target Promotions are aborted through Kargo.
-	f.promote(f.bad, "all")
+	f.ship(f.bad)
 	ro = f.rollout(f.bad, fleetv1alpha1.RolloutProgressing)
 	require.Eventually(t, func() bool { return countPromotions(t, f, ro.Name) >= 2 }, wait, tick)
 	setIntent(t, ro, fleetv1alpha1.IntentAbort)
@@ -93,7 +94,7 @@ func TestApprovalGateWaitsForKargoApprove(t *testing.T) {
 		},
 		autoPromote: true,
 	})
-	f.promote(f.good, "pilot")
+	f.ship(f.good)
 	ro := f.rollout(f.good, fleetv1alpha1.RolloutWaitingForApproval)
 	require.Contains(t, ro.Status.Message, "kargo approve --freight f1-good --stage fleet-rest")
 	time.Sleep(time.Second)
@@ -112,11 +113,11 @@ func TestChangeWindowHoldsNewPromotions(t *testing.T) {
 		waves:   []fleetv1alpha1.Wave{{Name: "all"}},
 		policy:  fleetv1alpha1.FleetPolicy{Windows: []fleetv1alpha1.ChangeWindow{deny}},
 	})
-	f.promote(f.good, "all")
+	f.ship(f.good)
 	require.Eventually(t, func() bool {
 		ro := f.findRollout(f.good, fleetv1alpha1.DirectionForward)
-		return ro != nil && len(ro.Status.Waves) == 1 && ro.Status.Waves[0].Waiting != ""
-	}, wait, tick)
+		return ro != nil && len(ro.Status.Waves) == 1 && strings.Contains(ro.Status.Waves[0].Waiting, "freeze")
+	}, wait, tick, "the wave says it waits for the freeze window")
 	ro := f.findRollout(f.good, fleetv1alpha1.DirectionForward)
 	require.Contains(t, ro.Status.Waves[0].Waiting, "freeze")
 	time.Sleep(time.Second)
@@ -133,9 +134,9 @@ func TestChangeWindowHoldsNewPromotions(t *testing.T) {
 
 func TestManualRollbackRestoresExactlyTheMovedTargets(t *testing.T) {
 	f := ringedFleet(t, "manual-rollback", fleetv1alpha1.FleetPolicy{})
-	f.promote(f.good, "pilot")
+	f.ship(f.good)
 	f.rollout(f.good, fleetv1alpha1.RolloutSucceeded)
-	f.promote(f.bad, "pilot")
+	f.ship(f.bad)
 	bad := f.rollout(f.bad, fleetv1alpha1.RolloutFailed)
 	time.Sleep(time.Second)
 	require.Nil(t, f.findRollout(f.good, fleetv1alpha1.DirectionRollback), "rollback is Manual: nothing rolls back by itself")

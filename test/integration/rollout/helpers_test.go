@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,11 +30,13 @@ const (
 // fleet is one Project with an adopted "prod" Stage, two Freight (good and
 // bad) and a FleetStage "fleet" over inline targets.
 type fleet struct {
-	t        *testing.T
-	ns       string
-	good     string
-	bad      string
-	fleetKey client.ObjectKey
+	t           *testing.T
+	ns          string
+	good        string
+	bad         string
+	fleetKey    client.ObjectKey
+	autoPromote bool
+	firstWave   string
 }
 
 type fleetSpec struct {
@@ -71,14 +74,8 @@ func newFleet(t *testing.T, ns string, spec fleetSpec) *fleet {
 			}}}},
 		},
 	}))
-	f := &fleet{t: t, ns: ns, good: "f1-good", bad: "f2-bad", fleetKey: client.ObjectKey{Namespace: ns, Name: "fleet"}}
-	for i, name := range []string{f.good, f.bad} {
-		require.NoError(t, c.Create(ctx, &kargo.Freight{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Origin:     origin,
-			Images:     []apiextensionsv1.JSON{{Raw: fmt.Appendf(nil, `{"repoURL":"example.com/guestbook","tag":"v%d"}`, i+1)}},
-		}))
-	}
+	f := &fleet{t: t, ns: ns, good: "f1-good", bad: "f2-bad", fleetKey: client.ObjectKey{Namespace: ns, Name: "fleet"},
+		autoPromote: spec.autoPromote, firstWave: spec.waves[0].Name}
 	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").InlineTargets(spec.targets...).Waves(spec.waves...).Policy(spec.policy).Obj()
 	require.NoError(t, c.Create(ctx, fs))
 	require.Eventually(t, func() bool {
@@ -97,9 +94,35 @@ func inline(prefix string, n int, labels, params map[string]string) []fleetv1alp
 	return out
 }
 
+// ship makes a new Freight appear, as a Warehouse would, and lets it enter
+// the fleet: through Kargo's auto-promotion of the first wave Stage when the
+// Project enables it, else by promoting it there as `kargo promote` does.
+// Freight appears only when shipped because Kargo auto-promotes the NEWEST
+// Freight: a Freight created early would enter the fleet at once.
+func (f *fleet) ship(freight string) {
+	f.t.Helper()
+	f.ensureFreight(freight)
+	if !f.autoPromote {
+		f.promote(freight, f.firstWave)
+	}
+}
+
+func (f *fleet) ensureFreight(freight string) {
+	f.t.Helper()
+	err := env.Client.Create(context.Background(), &kargo.Freight{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: freight},
+		Origin:     kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"},
+		Images:     []apiextensionsv1.JSON{{Raw: fmt.Appendf(nil, `{"repoURL":"example.com/guestbook","tag":%q}`, freight)}},
+	})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(f.t, err)
+	}
+}
+
 // promote promotes freight to the wave Stage of wave, as `kargo promote` does.
 func (f *fleet) promote(freight, wave string) {
 	f.t.Helper()
+	f.ensureFreight(freight)
 	p := kargo.NewPromotion(f.ns, render.WaveStageName("fleet", wave), freight, nil, nil)
 	require.NoError(f.t, env.Client.Create(context.Background(), p))
 }

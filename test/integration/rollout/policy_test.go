@@ -92,7 +92,7 @@ func TestOneCriticalRegionAtATime(t *testing.T) {
 		}
 	}()
 
-	f.promote(f.good, "all")
+	f.ship(f.good)
 	ro := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, ro.Status.Phase, ro.Status.Message)
 	w.Stop()
@@ -120,7 +120,7 @@ func TestNewerFreightQueuesOrSupersedes(t *testing.T) {
 				waves:   []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(1)}},
 				policy:  fleetv1alpha1.FleetPolicy{NewerFreight: tc.policy},
 			})
-			f.promote(f.good, "all")
+			f.ship(f.good)
 			first := f.rollout(f.good, fleetv1alpha1.RolloutProgressing)
 			require.Eventually(t, func() bool { return countPromotions(t, f, first.Name) >= 1 }, wait, tick)
 
@@ -128,6 +128,7 @@ func TestNewerFreightQueuesOrSupersedes(t *testing.T) {
 			// wave Stage, so the newer Freight enters through a second
 			// FleetRollout only once its own wave Promotion runs: create the
 			// rollout the way the step would, to exercise the policy.
+			f.ensureFreight(f.bad)
 			newer := &fleetv1alpha1.FleetRollout{
 				ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "newer", Labels: map[string]string{fleetv1alpha1.FleetStageLabel: "fleet"},
 					Annotations: map[string]string{"wave.fleet.kargo-fleet.io/all": "manual"}},
@@ -161,7 +162,7 @@ func TestTargetsJoiningOrLeavingMidRollout(t *testing.T) {
 		targets: inline("c", 6, nil, slow(700*time.Millisecond)),
 		waves:   []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(1)}},
 	})
-	f.promote(f.good, "all")
+	f.ship(f.good)
 	ro := f.rollout(f.good, fleetv1alpha1.RolloutProgressing)
 	require.Eventually(t, func() bool { return countPromotions(t, f, ro.Name) >= 1 }, wait, tick)
 

@@ -21,7 +21,7 @@ func threeWaves() []fleetv1alpha1.Wave {
 
 func TestThreeWaveRolloutSucceeds(t *testing.T) {
 	f := newFleet(t, "three-waves", fleetSpec{targets: inline("c", 10, nil, nil), waves: threeWaves(), autoPromote: true})
-	f.promote(f.good, "pilot")
+	f.ship(f.good)
 
 	ro := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, ro.Status.Phase, ro.Status.Message)

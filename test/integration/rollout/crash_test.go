@@ -1,0 +1,148 @@
+//go:build integration
+
+package rollout_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+)
+
+// TestCrashesNeverPromoteATargetTwice stops the orchestrating controller at
+// random moments (seeded; KARGO_FLEET_CRASH_SEED picks another seed) and
+// starts a fresh one, over and over, through a good rollout and a breached
+// one with its automatic rollback. Whatever the moment of the crash, no
+// target gets a second Promotion for the same rollout, no decision is lost,
+// and the fleet ends where it must.
+func TestCrashesNeverPromoteATargetTwice(t *testing.T) {
+	seed := uint64(20261122)
+	if s, err := strconv.ParseUint(os.Getenv("KARGO_FLEET_CRASH_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("crash seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	dumpPromotions(t, "crash")
+
+	step := map[string]string{kargosim.DelayVar: "300ms"}
+	breaks := map[string]string{kargosim.DelayVar: "300ms", kargosim.FaultVar: kargosim.FaultFail, kargosim.FaultFreightVar: "f2-bad"}
+	targets := append(inline("pilot", 2, map[string]string{"ring": "pilot"}, step), inline("canary", 4, map[string]string{"ring": "canary"}, breaks)...)
+	targets = append(targets, inline("general", 8, map[string]string{"ring": "general"}, step)...)
+	ring := func(r string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}} }
+	f := newFleet(t, "crash", fleetSpec{
+		targets: targets,
+		waves: []fleetv1alpha1.Wave{
+			{Name: "pilot", Selector: ring("pilot")},
+			{Name: "canary", Selector: ring("canary"), MaxFailures: testutil.Int(1), MaxConcurrent: testutil.Int(2)},
+			{Name: "general", Selector: ring("general"), MaxConcurrent: testutil.Int(3)},
+		},
+		policy:      fleetv1alpha1.FleetPolicy{Rollback: fleetv1alpha1.RollbackPolicy{Mode: fleetv1alpha1.RollbackAutomatic, MaxConcurrent: testutil.Int(2)}},
+		autoPromote: true,
+	})
+
+	var (
+		wg       sync.WaitGroup
+		restarts int
+	)
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(50+rng.IntN(900)) * time.Millisecond):
+			}
+			if err := env.StopController(); err != nil {
+				t.Errorf("stopping the controller: %v", err)
+				return
+			}
+			time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+			if err := env.StartController(); err != nil {
+				t.Errorf("starting the controller: %v", err)
+				return
+			}
+			restarts++
+		}
+	}()
+
+	t.Cleanup(func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	})
+	f.ship(f.good)
+	good := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
+	require.Equal(t, fleetv1alpha1.RolloutSucceeded, good.Status.Phase, good.Status.Message)
+	f.lastGood()
+	f.ship(f.bad)
+	bad := f.rollout(f.bad, fleetv1alpha1.RolloutFailed, fleetv1alpha1.RolloutSucceeded)
+	require.Equal(t, fleetv1alpha1.RolloutFailed, bad.Status.Phase, bad.Status.Message)
+	var rb *fleetv1alpha1.FleetRollout
+	require.Eventually(t, func() bool {
+		rb = f.findRollout(f.good, fleetv1alpha1.DirectionRollback)
+		return rb != nil && rb.Status.Phase.IsFinal()
+	}, wait, tick)
+	select {
+	case <-stop:
+	default:
+		close(stop)
+	}
+	wg.Wait()
+	t.Logf("controller restarted %d times", restarts)
+	require.GreaterOrEqual(t, restarts, 10, "the test must crash the controller many times")
+	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rb.Status.Phase, rb.Status.Message)
+
+	list := &kargo.PromotionList{}
+	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
+	perTarget := map[string]int{}
+	targetsOf := map[string]map[string]bool{}
+	for _, p := range list.Items {
+		r := p.Labels[fleetv1alpha1.RolloutLabel]
+		if r == "" {
+			continue
+		}
+		id := p.Labels[fleetv1alpha1.TargetLabel]
+		perTarget[r+"/"+id]++
+		if targetsOf[r] == nil {
+			targetsOf[r] = map[string]bool{}
+		}
+		targetsOf[r][id] = true
+	}
+	for key, n := range perTarget {
+		require.Equal(t, 1, n, "rollout/target %s was promoted %d times", key, n)
+	}
+	require.Len(t, targetsOf[good.Name], 14, "the good rollout promoted every target once")
+	for id := range targetsOf[bad.Name] {
+		require.NotContains(t, id, "general", "the bad Freight never reached the general ring")
+	}
+	require.Equal(t, targetsOf[bad.Name], targetsOf[rb.Name], "the rollback returned exactly the targets the bad rollout moved")
+	rollouts := &fleetv1alpha1.FleetRolloutList{}
+	require.NoError(t, env.Client.List(context.Background(), rollouts, client.InNamespace(f.ns)))
+	rollbacks := 0
+	for _, ro := range rollouts.Items {
+		if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
+			rollbacks++
+		}
+	}
+	require.Equal(t, 1, rollbacks, "one rollback, however often the controller died")
+	for id, freight := range f.targetFreight() {
+		require.Equal(t, f.good, freight, id)
+	}
+}
