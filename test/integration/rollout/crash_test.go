@@ -40,7 +40,9 @@ func TestCrashesNeverPromoteATargetTwice(t *testing.T) {
 	breaks := map[string]string{kargosim.DelayVar: "300ms", kargosim.FaultVar: kargosim.FaultFail, kargosim.FaultFreightVar: "f2-bad"}
 	targets := append(inline("pilot", 2, map[string]string{"ring": "pilot"}, step), inline("canary", 4, map[string]string{"ring": "canary"}, breaks)...)
 	targets = append(targets, inline("general", 8, map[string]string{"ring": "general"}, step)...)
-	ring := func(r string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}} }
+	ring := func(r string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}}
+	}
 	f := newFleet(t, "crash", fleetSpec{
 		targets: targets,
 		waves: []fleetv1alpha1.Wave{
