@@ -271,16 +271,6 @@ func (r *FleetRolloutReconciler) markWrite(ro *fleetv1alpha1.FleetRollout) {
 	r.lastWrite[ro.UID] = r.clock.Now()
 }
 
-// afterStatus does what follows a recorded decision: it hands finished waves
-// back to Kargo and keeps the FleetStage's rollout record.
-func (r *FleetRolloutReconciler) afterStatus(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage,
-	obs *observed, d *rollout.Decision, written bool) error {
-	if !written {
-		return nil
-	}
-	return r.recordOnFleetStage(ctx, ro, fs)
-}
-
 // recordOnFleetStage keeps FleetStage.status.currentRollout, lastRollout and
 // lastGoodFreight in step with the rollout.
 func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) error {

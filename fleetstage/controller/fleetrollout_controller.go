@@ -132,8 +132,10 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.afterStatus(ctx, ro, fs, obs, &d, written); err != nil {
-		errs = append(errs, err)
+	if written {
+		if err := r.recordOnFleetStage(ctx, ro, fs); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	r.metrics.observe(ro)
 	if len(errs) > 0 {

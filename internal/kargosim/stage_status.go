@@ -34,7 +34,8 @@ func (s stageStatus) setCondition(typ string, status metav1.ConditionStatus, rea
 	})
 }
 
-func (s stageStatus) deleteCondition(typ string) {
+func (s stageStatus) deletePromotingCondition() {
+	typ := kargo.ConditionPromoting
 	apimeta.RemoveStatusCondition(&s.Conditions, typ)
 }
 
@@ -88,7 +89,7 @@ func (s stageStatus) syncPromotions(stage *kargo.Stage, promos []kargo.Promotion
 		}
 	}
 	if len(promos) == 0 {
-		s.deleteCondition(kargo.ConditionPromoting)
+		s.deletePromotingCondition()
 		s.CurrentPromotion = nil
 		return false
 	}
@@ -98,7 +99,7 @@ func (s stageStatus) syncPromotions(stage *kargo.Stage, promos []kargo.Promotion
 	pending := slices.ContainsFunc(promos, func(p kargo.Promotion) bool { return !p.Status.Phase.IsTerminal() })
 
 	if cur := s.CurrentPromotion; cur != nil && (cur.Name != highest.Name || highest.Status.Phase.IsTerminal()) {
-		s.deleteCondition(kargo.ConditionPromoting)
+		s.deletePromotingCondition()
 		s.CurrentPromotion = nil
 		var finished []kargo.Promotion
 		for _, p := range promos {
@@ -119,16 +120,16 @@ func (s stageStatus) syncPromotions(stage *kargo.Stage, promos []kargo.Promotion
 	if cur := currentCollection(s.StageStatus); cur != nil {
 		last := lastVerification(cur)
 		if last != nil && !verificationTerminal(last.Phase) {
-			s.deleteCondition(kargo.ConditionPromoting)
+			s.deletePromotingCondition()
 			return pending
 		}
 		if (s.Health == nil || s.Health.Status == kargo.HealthHealthy) && last == nil {
-			s.deleteCondition(kargo.ConditionPromoting)
+			s.deletePromotingCondition()
 			return pending
 		}
 	}
 	if s.verifiedInPending {
-		s.deleteCondition(kargo.ConditionPromoting)
+		s.deletePromotingCondition()
 		return pending
 	}
 	if !highest.Status.Phase.IsTerminal() {
@@ -141,7 +142,7 @@ func (s stageStatus) syncPromotions(stage *kargo.Stage, promos []kargo.Promotion
 		}
 		return pending
 	}
-	s.deleteCondition(kargo.ConditionPromoting)
+	s.deletePromotingCondition()
 	return pending
 }
 

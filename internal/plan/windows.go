@@ -1,12 +1,12 @@
 package plan
 
+// Time zones are resolved from data embedded in the binary (time/tzdata), so
+// that a window means the same thing on every machine, including container
+// images without /usr/share/zoneinfo.
 import (
 	"fmt"
 	"strings"
 	"time"
-	// Time zones are resolved from data embedded in the binary, so that a
-	// window means the same thing on every machine, including container images
-	// without /usr/share/zoneinfo.
 	_ "time/tzdata"
 
 	"github.com/robfig/cron/v3"
