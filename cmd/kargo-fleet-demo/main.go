@@ -31,6 +31,9 @@ func main() {
 }
 
 func run() int {
+	// A flag set of its own: controller-runtime registers --kubeconfig on
+	// the global one.
+	flag := flag.NewFlagSet(filepath.Base(os.Args[0]), flag.ExitOnError)
 	var (
 		opts    demo.Options
 		logFile string
@@ -48,8 +51,11 @@ func run() int {
 	flag.BoolVar(&verbose, "v", false, "Log in detail (V(2)).")
 	flag.BoolVar(&opts.ASCII, "ascii", false, "Draw progress bars with ASCII characters.")
 	flag.StringVar(&color, "color", "auto", "Colour: auto, always or never.")
+	flag.StringVar(&opts.Kubeconfig, "kubeconfig", filepath.Join("bin", "demo.kubeconfig"),
+		"Where to write a kubeconfig for the local control plane (for kargo-fleet status beside the demo).")
+	flag.BoolVar(&opts.Keep, "keep", false, "Keep the control plane running after the story, until Ctrl-C.")
 	flag.StringVar(&profile, "cpuprofile", "", "Write a CPU profile of the controller and the Kargo simulator to this file.")
-	flag.Parse()
+	_ = flag.Parse(os.Args[1:])
 
 	if profile != "" {
 		f, err := os.Create(profile)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -54,6 +56,13 @@ type Options struct {
 	PollFloor time.Duration
 	// Clock times the story (default: the real clock).
 	Clock clock.WithTicker
+	// Kubeconfig, when set, is where a kubeconfig for the local control
+	// plane is written, so `kargo-fleet status` can be run beside the demo
+	// (default: a temporary file, used by the last expectation).
+	Kubeconfig string
+	// Keep leaves the control plane running after the story until ctx is
+	// done.
+	Keep bool
 }
 
 func (o Options) withDefaults() Options {
@@ -87,6 +96,11 @@ func Run(ctx context.Context, o Options) error {
 	s.banner()
 	err := s.run(ctx)
 	s.summary(err)
+	if o.Keep && s.env != nil {
+		fmt.Fprintf(s.out, "\nThe control plane keeps running: kargo-fleet status %s -n %s --kubeconfig %s --watch\n"+
+			"Press Ctrl-C to stop it.\n", FleetStageName, Project, s.kubeconfig)
+		<-ctx.Done()
+	}
 	if s.env != nil {
 		if stopErr := s.env.Stop(); stopErr != nil {
 			fmt.Fprintf(s.out, "warning: stopping the local control plane: %v\n", stopErr)
@@ -111,6 +125,8 @@ type story struct {
 	// canaryFailed and canaryMax are the canary wave's failures and allowance.
 	canaryFailed, canaryMax int
 	movedBack               int32
+	// kubeconfig reaches the control plane as its administrator.
+	kubeconfig string
 }
 
 // run runs the expectations in order and stops at the first that fails.
@@ -150,6 +166,7 @@ func (s *story) expectations() []expectation {
 		{fmt.Sprintf("phase 2: %s (bad) halts in canary: the wave breaches its failure threshold", BadAlias), s.phaseBad},
 		{fmt.Sprintf("phase 2: general and critical never received %s", BadAlias), s.checkContained},
 		{fmt.Sprintf("phase 2: the automatic rollback returned every moved target to %s", GoodAlias), s.checkRolledBack},
+		{fmt.Sprintf("kargo-fleet status, through a kubeconfig, shows every target on %s", GoodAlias), s.checkStatusCommand},
 	}
 }
 
@@ -172,6 +189,18 @@ func (s *story) startEnv(ctx context.Context) (string, error) {
 	if s.c, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
 		return "", fmt.Errorf("error creating a client: %w", err)
 	}
-	return fmt.Sprintf("kube-apiserver %s at %s (%s Kargo CRDs), step server %s", envtest.K8sVersion, env.Config.Host,
-		env.KargoCRDs, env.StepServerURL), nil
+	s.kubeconfig = s.o.Kubeconfig
+	if s.kubeconfig == "" {
+		dir, err := os.MkdirTemp("", "kargo-fleet-demo-")
+		if err != nil {
+			return "", err
+		}
+		s.kubeconfig = filepath.Join(dir, "kubeconfig")
+	}
+	if err := fleetenv.WriteKubeconfig(env.Config, s.kubeconfig); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("kube-apiserver %s at %s (%s Kargo CRDs), step server %s\n"+
+		"    watch it from another terminal: kargo-fleet status %s -n %s --kubeconfig %s --watch",
+		envtest.K8sVersion, env.Config.Host, env.KargoCRDs, env.StepServerURL, FleetStageName, Project, s.kubeconfig), nil
 }

@@ -1,7 +1,9 @@
 package demo
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,9 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/cli"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/report"
 	"github.com/kargo-fleet/kargo-fleet/test/envtest"
 )
 
@@ -427,4 +431,43 @@ func maxFailures(fs *fleetv1alpha1.FleetStage, name string, total int) int {
 		}
 	}
 	return 0
+}
+
+// checkStatusCommand runs `kargo-fleet status` as an operator would,
+// through the kubeconfig, and checks what it reports; then shows it.
+func (s *story) checkStatusCommand(ctx context.Context) (string, error) {
+	run := func(args ...string) ([]byte, error) {
+		var out, errOut bytes.Buffer
+		cmd := cli.NewRootCommand(&out, &errOut)
+		cmd.SetArgs(append([]string{"status", FleetStageName, "-n", Project, "--kubeconfig", s.kubeconfig}, args...))
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			return nil, fmt.Errorf("kargo-fleet status: %w: %s", err, errOut.String())
+		}
+		return out.Bytes(), nil
+	}
+	raw, err := run("-o", "json")
+	if err != nil {
+		return "", err
+	}
+	var r report.Report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return "", fmt.Errorf("kargo-fleet status -o json printed no report: %w", err)
+	}
+	if len(r.FleetStage.Versions) != 1 || r.FleetStage.Versions[0].Freight.Name != s.good ||
+		int(r.FleetStage.Versions[0].Targets) != s.o.Scenario.Targets {
+		return "", fmt.Errorf("kargo-fleet status reports versions %+v, not %d targets on %s", r.FleetStage.Versions,
+			s.o.Scenario.Targets, GoodAlias)
+	}
+	if r.FleetStage.LastGoodFreight == nil || r.FleetStage.LastGoodFreight.Alias != GoodAlias {
+		return "", fmt.Errorf("kargo-fleet status reports last good Freight %+v, not %s", r.FleetStage.LastGoodFreight, GoodAlias)
+	}
+	text, err := run("--color", map[bool]string{true: "always", false: "never"}[s.o.Color])
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(s.out, "$ kargo-fleet status %s -n %s --kubeconfig %s\n%s", FleetStageName, Project, s.kubeconfig, text)
+	return fmt.Sprintf("%d rollouts shown; versions: %s %d", len(r.Rollouts), GoodAlias, r.FleetStage.Versions[0].Targets), nil
 }

@@ -183,9 +183,9 @@ func roleRank(role string) int {
 		return 0
 	case RoleActive:
 		return 1
-	case RoleRolledBack:
-		return 2
 	case RoleLast:
+		return 2
+	case RoleRolledBack:
 		return 3
 	}
 	return 4
