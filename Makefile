@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 export GOTOOLCHAIN := local
 
 GO            ?= go
-PKGS_PURE     := ./internal/plan/... ./internal/inventory/... ./fleetstage/api/...
+PKGS_PURE     := ./internal/plan/... ./internal/inventory/... ./internal/rollout/... ./internal/render/... ./fleetstage/api/...
 CONTROLLER_GEN = $(GO) tool controller-gen
 GOLANGCI_LINT  = $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 K8S_VERSION   ?= v1.37.1
@@ -60,7 +60,7 @@ test: verify test-unit test-integration ## Run every test: what CI runs.
 .PHONY: test-unit
 test-unit: ## Unit tests (race detector on pure packages) and fuzz seed corpora.
 	$(GO) test -race -count=1 $(PKGS_PURE)
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/ -e /internal/plan -e /internal/inventory -e /fleetstage/api)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/ -e /internal/plan -e /internal/inventory -e /internal/rollout -e /internal/render -e /fleetstage/api -e /hack/)
 
 .PHONY: test-integration
 test-integration: control-plane ## envtest tests against a real kube-apiserver and etcd.
