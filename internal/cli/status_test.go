@@ -80,7 +80,10 @@ func TestStatusCommand(t *testing.T) {
 				require.Len(t, r.Rollouts, 3)
 				require.Equal(t, "prod-bad-rb", r.Rollouts[0].Name)
 				require.Equal(t, "v1.4.0", r.Rollouts[0].Freight.Alias)
-				require.Equal(t, report.Totals{Total: 22, Succeeded: 10, Failed: 10, InFlight: 2}, r.Rollouts[1].Totals)
+				require.Equal(t, []string{report.RoleCurrent, report.RoleLast, report.RoleRolledBack},
+					[]string{r.Rollouts[0].Role, r.Rollouts[1].Role, r.Rollouts[2].Role})
+				require.Equal(t, "prod-bad", r.Rollouts[2].Name)
+				require.Equal(t, report.Totals{Total: 22, Succeeded: 10, Failed: 10, InFlight: 2}, r.Rollouts[2].Totals)
 			},
 		},
 		{
