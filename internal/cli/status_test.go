@@ -2,7 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,4 +156,44 @@ func TestStatusCommand(t *testing.T) {
 			tt.assertions(t, got, err)
 		})
 	}
+}
+
+func TestStatusCommand_watch(t *testing.T) {
+	t.Parallel()
+	c := newFakeClient("", fleetStage("", "", goodFreight))
+	clk := clocktesting.NewFakeClock(t0)
+	out := &syncBuffer{}
+	cmd := newStatusCommand(out, kubeOptions{client: c}, clk)
+	cmd.SetArgs([]string{"prod", "-n", "shop", "--watch", "--interval", "1s"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	require.Eventually(t, func() bool { return strings.Count(out.String(), "FleetStage shop/prod") == 1 },
+		5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, clk.HasWaiters, 5*time.Second, 5*time.Millisecond)
+	clk.Step(time.Second)
+	require.Eventually(t, func() bool { return strings.Count(out.String(), "FleetStage shop/prod") == 2 },
+		5*time.Second, 5*time.Millisecond, "a second snapshot after one interval")
+	cancel()
+	require.NoError(t, <-done)
+	require.NotContains(t, out.String(), "\x1b[", "snapshots, not redraws, when not on a terminal")
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
