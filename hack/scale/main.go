@@ -17,10 +17,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	_ "net/http/pprof" // served only with -pprof
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,6 +47,15 @@ type config struct {
 	report      string
 	binary      string
 	build       bool
+	ctrlFlags   string
+	pprofAddr   string
+	phases      string
+	probe       bool
+}
+
+// has reports whether the run includes the named phase.
+func (c config) has(phase string) bool {
+	return slices.Contains(strings.Split(c.phases, ","), phase)
 }
 
 func main() {
@@ -58,6 +71,10 @@ func main() {
 	flag.DurationVar(&cfg.wait, "wait", 30*time.Minute, "Longest wait for any one phase.")
 	flag.StringVar(&cfg.report, "report", filepath.Join(envtest.RepoRoot(), "bin", "scale-report.md"), "Where to write the Markdown report.")
 	flag.StringVar(&cfg.binary, "binary", filepath.Join(envtest.RepoRoot(), "bin", "kargo-fleet"), "The kargo-fleet binary to run as the controller.")
+	flag.StringVar(&cfg.ctrlFlags, "controller-flags", "", "More flags for the controller, space-separated.")
+	flag.StringVar(&cfg.pprofAddr, "pprof", "", "Serve net/http/pprof of this process (the simulator and the harness) here, e.g. 127.0.0.1:6060.")
+	flag.StringVar(&cfg.phases, "phases", "rollout,breach", "Phases after expanding the FleetStage, in order: rollout (a good Freight), breach (a bad one: halt and rollback); empty: expansion only.")
+	flag.BoolVar(&cfg.probe, "freight-probe", true, "Check whether the API server stores a Freight whose status names every target Stage, as Kargo would write it.")
 	flag.BoolVar(&cfg.build, "build", true, "Build the binary first (go build -o <binary> ./cmd/kargo-fleet).")
 	flag.Parse()
 
@@ -75,6 +92,9 @@ func logf(format string, args ...any) {
 
 func run(ctx context.Context, cfg config) (err error) {
 	started := time.Now()
+	if cfg.pprofAddr != "" {
+		go func() { _ = http.ListenAndServe(cfg.pprofAddr, nil) }()
+	}
 	dir := filepath.Dir(cfg.report)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -112,7 +132,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	logf("starting the controller process (log: %s)", filepath.Join(dir, "scale-controller.log"))
-	proc, err := startController(ctx, env, cfg.binary, dir, cfg.concurrency)
+	proc, err := startController(ctx, env, cfg.binary, dir, cfg.concurrency, strings.Fields(cfg.ctrlFlags))
 	if err != nil {
 		return err
 	}
@@ -138,18 +158,28 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 	logf("  Ready after %s, Stages initialised after %s, %.0f writes, peak RSS %.0f MiB",
 		ms(res.setup.ready), ms(res.setup.settled), res.setup.writes.total(), float64(res.setup.peak)/mib)
-	logf("phase A: rolling out %s", goodFreight)
-	if res.good, err = h.rolloutGood(ctx); err != nil {
-		return err
+	if cfg.has("rollout") {
+		logf("phase A: rolling out %s", goodFreight)
+		if res.good, err = h.rolloutGood(ctx); err != nil {
+			return err
+		}
+		logf("  %s %s in %s, %.0f writes, peak RSS %.0f MiB", res.good.name, res.good.phase, ms(res.good.rolloutWall),
+			res.good.writes.total(), float64(res.good.peak)/mib)
 	}
-	logf("  %s %s in %s, %.0f writes, peak RSS %.0f MiB", res.good.name, res.good.phase, ms(res.good.rolloutWall),
-		res.good.writes.total(), float64(res.good.peak)/mib)
-	logf("phase B: rolling out %s, which breaks %d canary targets", badFreight, failing)
-	if res.breach, err = h.rolloutBad(ctx); err != nil {
-		return err
+	if cfg.has("rollout") && cfg.has("breach") {
+		logf("phase B: rolling out %s, which breaks %d canary targets", badFreight, failing)
+		if res.breach, err = h.rolloutBad(ctx); err != nil {
+			return err
+		}
+		logf("  %s %s, rollback %s %s, %.0f writes", res.breach.bad.name, res.breach.bad.phase, res.breach.rollback.name,
+			res.breach.rollback.phase, res.breach.writes.total())
 	}
-	logf("  %s %s, rollback %s %s, %.0f writes", res.breach.bad.name, res.breach.bad.phase, res.breach.rollback.name,
-		res.breach.rollback.phase, res.breach.writes.total())
+	if cfg.probe {
+		logf("probing a Freight whose status names %d target Stages", cfg.targets)
+		if res.probe, err = probeFreight(ctx, env.Client, cfg.targets); err != nil {
+			return err
+		}
+	}
 
 	if res.sizes, err = h.largestObjects(ctx); err != nil {
 		return err

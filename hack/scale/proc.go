@@ -41,7 +41,7 @@ func freePort() (string, error) {
 
 // startController runs `kargo-fleet controller` as the controller user and
 // waits until it is ready and its step server listens.
-func startController(ctx context.Context, env *fleetenv.Env, bin, dir string, concurrency int) (*controllerProc, error) {
+func startController(ctx context.Context, env *fleetenv.Env, bin, dir string, concurrency int, extra []string) (*controllerProc, error) {
 	kubeconfig := filepath.Join(dir, "controller.kubeconfig")
 	if err := fleetenv.WriteKubeconfig(env.ControllerConfig(), kubeconfig); err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func startController(ctx context.Context, env *fleetenv.Env, bin, dir string, co
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "controller",
+	args := []string{"controller",
 		"--kubeconfig", kubeconfig,
 		"--leader-elect=false", "--webhooks=false",
 		"--metrics-bind-address", metricsAddr,
@@ -66,7 +66,8 @@ func startController(ctx context.Context, env *fleetenv.Env, bin, dir string, co
 		"--step-server-url", env.StepServerURL,
 		"--kube-api-qps", "500", "--kube-api-burst", "1000",
 		"--max-concurrent-reconciles", strconv.Itoa(concurrency),
-	)
+	}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), env.StepServerEnv()...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group: an interrupt of the harness reaches it only

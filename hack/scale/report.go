@@ -12,7 +12,8 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 )
 
-// results is everything a run measured.
+// results is everything a run measured; good, breach and probe are nil
+// when their phase did not run.
 type results struct {
 	cfg        config
 	started    time.Time
@@ -21,6 +22,7 @@ type results struct {
 	setup      *setupResult
 	good       *rolloutResult
 	breach     *breachResult
+	probe      *freightProbe
 	sizes      []objSize
 	events     map[string]int
 	eventTotal int
@@ -46,7 +48,7 @@ func ms(d time.Duration) string {
 }
 
 func perTarget(w writeCounts, n int) string {
-	return fmt.Sprintf("%.0f (%.2f per target; %s)", w.total(), w.total()/float64(n), w)
+	return fmt.Sprintf("%.0f (%.2f per target; %s)", w.total(), w.total()/float64(max(n, 1)), w)
 }
 
 func goal(ok bool, text string) string {
@@ -58,64 +60,110 @@ func goal(ok bool, text string) string {
 
 // write renders the report as Markdown.
 func (r *results) write(w io.Writer) {
-	n := r.cfg.targets
-	b := r.breach
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("# Scale run: %d targets\n\n", n)
+	p("# Scale run: %d targets\n\n", r.cfg.targets)
 	p("%s, %d CPUs (shared), %s; kube-apiserver and etcd from test/envtest, the Kargo simulator (%d Promotion and %d Stage workers, 200 ms poll floor) in the harness process, "+
 		"`kargo-fleet controller` as its own process (user %s, the chart's ClusterRole, --kube-api-qps 500, --kube-api-burst 1000, --max-concurrent-reconciles %d). "+
 		"Simulated steps succeed at once unless a fault is injected. Total run %s.\n\n",
-		r.started.UTC().Format(time.DateTime+" UTC"), runtime.NumCPU(), runtime.Version(), r.cfg.simWorkers, r.cfg.simStages, fleetenv.ControllerUser, r.cfg.concurrency, ms(r.total))
-
-	writesAll := r.setup.writes.total() + r.good.writes.total()
+		r.started.UTC().Format(time.DateTime+" UTC"), runtime.NumCPU(), runtime.Version(), r.cfg.simWorkers, r.cfg.simStages,
+		fleetenv.ControllerUser, r.cfg.concurrency, ms(r.total))
 	p("| Measure | Value | Goal |\n|---|---|---|\n")
-	p("| Targets and waves | %d: %s | |\n", n, waveSizes(r.good.waves))
+	r.writeExpansion(p)
+	r.writeRollout(p)
+	r.writeBreach(p)
+	r.writeCommon(p)
+	r.writeDetails(p)
+}
+
+type printer func(format string, args ...any)
+
+func (r *results) writeExpansion(p printer) {
+	n := r.cfg.targets
+	p("| Targets | %d | |\n", n)
 	p("| FleetStage created → Ready (every Stage created) | %s | |\n", ms(r.setup.ready))
 	p("| FleetStage created → every target Stage initialised by the simulator | %s | |\n", ms(r.setup.settled))
 	p("| Controller writes to expand the fleet | %s | |\n", perTarget(r.setup.writes, n))
+}
+
+func (r *results) writeRollout(p printer) {
+	if r.good == nil {
+		return
+	}
+	n := r.cfg.targets
+	p("| Waves | %s | |\n", waveSizes(r.good.waves))
 	p("| Rollout wall time, first wave Promotion → FleetRollout Succeeded | %s | |\n", ms(r.good.rolloutWall))
 	p("| Controller writes during the rollout | %s | |\n", perTarget(r.good.writes, n))
-	p("| Controller writes per target, expansion + rollout | %.2f | %s |\n", writesAll/float64(n), goal(writesAll/float64(n) <= 2, "≤ 2"))
-	p("| Controller CPU: expansion / rollout / breach and rollback | %.1f s / %.1f s / %.1f s | |\n", r.setup.cpu, r.good.cpu, b.cpu)
-	p("| Peak controller RSS (VmHWM; highest 200 ms sample) | %.0f MiB (%.0f MiB); expansion %.0f, rollout %.0f, breach %.0f MiB; Go heap at end %.0f MiB | %s |\n",
-		float64(r.hwm)/mib, float64(r.peakRSS)/mib, float64(r.setup.peak)/mib, float64(r.good.peak)/mib, float64(b.peak)/mib, r.heapBytes/mib,
-		goal(r.hwm <= 300*mib, "≤ 300 MiB"))
-	if len(r.sizes) > 0 {
-		s := r.sizes[0]
-		for _, x := range r.sizes {
-			if x.kind != "FleetStage" && x.kind != "Freight" {
-				s = x
-				break
-			}
-		}
-		p("| Largest object the controller writes | %s %s: %.1f KiB (status %.1f KiB) | < 1.5 MiB |\n", s.kind, s.name, float64(s.bytes)/1024, float64(s.statusBytes)/1024)
+	all := (r.setup.writes.total() + r.good.writes.total()) / float64(n)
+	p("| Controller writes per target, expansion + rollout | %.2f | %s |\n", all, goal(all <= 2, "≤ 2"))
+}
+
+func (r *results) writeBreach(p printer) {
+	b := r.breach
+	if b == nil {
+		return
 	}
 	p("| Bad Freight: canary targets that break / canary maxFailures | %d / %d | |\n", r.failing, r.cfg.canaryMaxFailures)
 	p("| Breach (threshold-crossing failure seen) → ThresholdBreached seen | %s (condition lastTransitionTime %s) | |\n",
 		ms(b.breachSeen.Sub(b.crossing)), b.breachCondition.UTC().Format(time.TimeOnly))
 	halt := b.lastBad.Sub(b.crossing)
-	haltText := fmt.Sprintf("%s; %d created after the breach, %d after ThresholdBreached", ms(max(halt, 0)), b.afterCrossing, b.afterSeen)
+	text := fmt.Sprintf("%s; %d created after the breach, %d after ThresholdBreached", ms(max(halt, 0)), b.afterCrossing, b.afterSeen)
 	if halt < 0 {
-		haltText = fmt.Sprintf("0 s: none created after the breach (the last %s before it)", ms(-halt))
+		text = fmt.Sprintf("0 s: none created after the breach (the last %s before it)", ms(-halt))
 	}
-	p("| Breach → last new Promotion of the bad rollout | %s | %s |\n", haltText, goal(halt <= time.Second, "≤ 1 s"))
+	p("| Breach → last new Promotion of the bad rollout | %s | %s |\n", text, goal(halt <= time.Second, "≤ 1 s"))
 	rb := b.firstRollback.Sub(b.crossing)
 	p("| Breach → first rollback Promotion | %s | %s |\n", ms(rb), goal(!b.firstRollback.IsZero() && rb <= 2*time.Second, "≤ 2 s"))
 	p("| Bad rollout: target Promotions by wave / canary failures | %s / %d | |\n", byWave(b.badByWave), b.canaryFailed)
-	p("| Rollback: targets, wall time (created → Succeeded) | %d, %s (%s) | |\n", b.rollback.promotions, ms(b.rollback.rolloutWall), b.rollback.phase)
-	p("| Controller writes, bad rollout + rollback | %s | |\n", perTarget(b.writes, max(1, b.bad.promotions+b.rollback.promotions)))
+	p("| Rollback: targets, wall time (created → final) | %d, %s (%s) | |\n", b.rollback.promotions, ms(b.rollback.rolloutWall), b.rollback.phase)
+	p("| Controller writes, bad rollout + rollback | %s | |\n", perTarget(b.writes, b.bad.promotions+b.rollback.promotions))
+}
+
+func (r *results) writeCommon(p printer) {
+	cpu := fmt.Sprintf("expansion %.1f s", r.setup.cpu)
+	peaks := fmt.Sprintf("expansion %.0f", float64(r.setup.peak)/mib)
+	sim := fmt.Sprintf("expansion %.0f / %.0f", r.setup.sim.stages, r.setup.sim.promotions)
+	for _, s := range []struct {
+		name string
+		sp   *span
+	}{{"rollout", spanOf(r.good)}, {"breach and rollback", spanOfBreach(r.breach)}} {
+		if s.sp == nil {
+			continue
+		}
+		cpu += fmt.Sprintf(", %s %.1f s", s.name, s.sp.cpu)
+		peaks += fmt.Sprintf(", %s %.0f", s.name, float64(s.sp.peak)/mib)
+		sim += fmt.Sprintf(", %s %.0f / %.0f", s.name, s.sp.sim.stages, s.sp.sim.promotions)
+	}
+	p("| Controller CPU | %s | |\n", cpu)
+	p("| Peak controller RSS (VmHWM; highest 200 ms sample) | %.0f MiB (%.0f MiB); %s MiB; Go heap at end %.0f MiB | %s |\n",
+		float64(r.hwm)/mib, float64(r.peakRSS)/mib, peaks, r.heapBytes/mib, goal(r.hwm <= 300*mib, "≤ 300 MiB"))
+	for _, s := range r.sizes {
+		if s.kind != "FleetStage" && s.kind != "Freight" {
+			p("| Largest object the controller writes | %s %s: %.1f KiB (status %.1f KiB) | < 1.5 MiB |\n", s.kind, s.name, float64(s.bytes)/1024, float64(s.statusBytes)/1024)
+			break
+		}
+	}
+	if pr := r.probe; pr != nil {
+		verdict := fmt.Sprintf("stored, %.0f KiB with managedFields (%s)", float64(pr.bytes)/1024, ms(pr.took))
+		if !pr.accepted {
+			verdict = fmt.Sprintf("REFUSED after %s (status alone %.0f KiB): %s", ms(pr.took), float64(pr.bytes)/1024, truncate(pr.err, 160))
+		}
+		p("| Kargo's Freight status naming all %d target Stages (currentlyIn + verifiedIn) | %s | < 1.5 MiB |\n", pr.targets, verdict)
+	}
 	p("| Controller writes before any FleetStage (token minter, start-up) | %.0f (%s) | |\n", r.idle.total(), r.idle)
 	p("| Events emitted by the controller | %d | |\n", r.eventTotal)
-	p("| Kargo simulator reconciles (Stage / Promotion): expansion, rollout, breach and rollback | %.0f / %.0f, %.0f / %.0f, %.0f / %.0f | |\n",
-		r.setup.sim.stages, r.setup.sim.promotions, r.good.sim.stages, r.good.sim.promotions, b.sim.stages, b.sim.promotions)
+	p("| Kargo simulator reconciles (Stage / Promotion) | %s | |\n", sim)
+}
 
-	p("\n## Waves of the successful rollout\n\n| Wave | Targets | Succeeded | Started → finished |\n|---|---|---|---|\n")
-	for _, wv := range r.good.waves {
-		d := ""
-		if wv.StartedAt != nil && wv.FinishedAt != nil {
-			d = ms(wv.FinishedAt.Sub(wv.StartedAt.Time)) + " (1 s resolution)"
+func (r *results) writeDetails(p printer) {
+	if r.good != nil {
+		p("\n## Waves of the successful rollout\n\n| Wave | Targets | Succeeded | Started → finished |\n|---|---|---|---|\n")
+		for _, wv := range r.good.waves {
+			d := ""
+			if wv.StartedAt != nil && wv.FinishedAt != nil {
+				d = ms(wv.FinishedAt.Sub(wv.StartedAt.Time)) + " (1 s resolution)"
+			}
+			p("| %s | %d | %d | %s |\n", wv.Name, wv.Total, wv.Succeeded, d)
 		}
-		p("| %s | %d | %d | %s |\n", wv.Name, wv.Total, wv.Succeeded, d)
 	}
 	p("\n## Objects (JSON as served, managedFields included)\n\n| Kind | Name | Size | Status | Written by |\n|---|---|---|---|---|\n")
 	for _, s := range r.sizes {
@@ -126,6 +174,27 @@ func (r *results) write(w io.Writer) {
 		p("- %s: %d\n", k, r.events[k])
 	}
 	p("\n## kargo_fleet_* metrics at the end\n\n```\n%s\n```\n", strings.Join(r.metrics, "\n"))
+}
+
+func spanOf(r *rolloutResult) *span {
+	if r == nil {
+		return nil
+	}
+	return &r.span
+}
+
+func spanOfBreach(b *breachResult) *span {
+	if b == nil {
+		return nil
+	}
+	return &b.span
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 func waveSizes(waves []fleetv1alpha1.WaveProgress) string {

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+// probeNamespace holds the probe Freight, away from the fleet's Project so
+// the simulator has no Stage there to react with.
+const probeNamespace = "scale-freight-probe"
+
+// freightProbe is whether the API server stores a Freight whose status
+// names every target Stage, as Kargo writes it once the Freight is current
+// and verified in all of them.
+type freightProbe struct {
+	targets  int
+	bytes    int // serialized size as stored, managedFields included
+	accepted bool
+	err      string
+	took     time.Duration
+}
+
+// probeFreight writes currentlyIn and verifiedIn entries for n target
+// Stages into a fresh Freight's status with a merge patch, as Kargo's
+// controller does one Stage at a time, and reads back its size.
+func probeFreight(ctx context.Context, c client.Client, n int) (*freightProbe, error) {
+	if err := c.Create(ctx, envtest.ProjectNamespace(probeNamespace)); client.IgnoreAlreadyExists(err) != nil {
+		return nil, err
+	}
+	f := &kargo.Freight{
+		ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: fmt.Sprintf("probe-%d", n)},
+		Origin:     kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"},
+		Images:     []apiextensionsv1.JSON{{Raw: []byte(`{"repoURL":"example.com/guestbook","tag":"v9"}`)}},
+	}
+	if err := c.Create(ctx, f); err != nil {
+		return nil, fmt.Errorf("error creating probe Freight: %w", err)
+	}
+	now := metav1.Now()
+	verified, current := map[string]any{}, map[string]any{}
+	for i := range n {
+		stage := render.TargetStageName(fleetName, fmt.Sprintf("t-%05d", i))
+		verified[stage] = map[string]any{"verifiedAt": now}
+		current[stage] = map[string]any{"since": now}
+	}
+	raw, err := json.Marshal(map[string]any{"status": map[string]any{"verifiedIn": verified, "currentlyIn": current}})
+	if err != nil {
+		return nil, err
+	}
+	res := &freightProbe{targets: n}
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	err = c.Status().Patch(pctx, f, client.RawPatch(types.MergePatchType, raw))
+	res.took, res.accepted = time.Since(start), err == nil
+	if err != nil {
+		res.err = err.Error()
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kargo.GroupVersion.WithKind("Freight"))
+	if err := c.Get(ctx, client.ObjectKeyFromObject(f), u); err != nil {
+		return nil, err
+	}
+	stored, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, err
+	}
+	res.bytes = len(stored)
+	if !res.accepted {
+		res.bytes = len(raw) // what Kargo would have had to store, managedFields aside
+	}
+	return res, c.Delete(ctx, f)
+}
