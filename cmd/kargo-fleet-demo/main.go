@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -92,6 +93,11 @@ func run() int {
 	opts.Out = os.Stdout
 	opts.LogFile = logFile
 	opts.TTY = report.IsTerminal(os.Stdout) && os.Getenv("TERM") != "dumb"
+	if opts.TTY {
+		if width, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil {
+			opts.Width = width
+		}
+	}
 	switch color {
 	case "always":
 		opts.Color = true

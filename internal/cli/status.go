@@ -44,12 +44,14 @@ type statusOptions struct {
 
 	out   io.Writer
 	clock clock.WithTicker
-	// tty says whether out is a terminal (colour and in-place redraw).
-	tty bool
+	// tty says whether out is a terminal (colour and in-place redraw);
+	// width is its width (0: unknown).
+	tty   bool
+	width int
 }
 
 func newStatusCommand(out io.Writer, kube kubeOptions, clk clock.WithTicker) *cobra.Command {
-	o := &statusOptions{kube: kube, out: out, clock: clk, tty: report.IsTerminal(out)}
+	o := &statusOptions{kube: kube, out: out, clock: clk, tty: report.IsTerminal(out), width: terminalWidth(out)}
 	cmd := &cobra.Command{
 		Use:   "status [FLEETSTAGE]",
 		Short: "Show a fleet: targets, versions, and each wave's progress",
@@ -121,7 +123,7 @@ func (o *statusOptions) run(ctx context.Context) error {
 		_, err = o.out.Write(frame)
 		return err
 	}
-	live := report.NewLive(o.out, o.tty && o.output == outputText)
+	live := report.NewLive(o.out, o.tty && o.output == outputText).WithWidth(o.width)
 	ticker := o.clock.NewTicker(o.interval)
 	defer ticker.Stop()
 	for {

@@ -45,6 +45,9 @@ type Options struct {
 	Color bool
 	// ASCII draws the progress bars with ASCII characters.
 	ASCII bool
+	// Width is the terminal's width: on a terminal, longer lines are cut so
+	// the picture redraws in place (0: no limit).
+	Width int
 	// Scenario sizes the story.
 	Scenario Scenario
 	// PhaseTimeout bounds each step (default DefaultPhaseTimeout).

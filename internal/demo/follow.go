@@ -91,7 +91,7 @@ func (s *story) poll(ctx context.Context, check func(context.Context) (bool, err
 // follow draws the fleet's progress while check decides whether the phase
 // is over. The last frame stays on screen.
 func (s *story) follow(ctx context.Context, title string, check func(context.Context, *view) (bool, error)) error {
-	live := report.NewLive(s.out, s.o.TTY)
+	live := report.NewLive(s.out, s.o.TTY).WithWidth(s.o.Width)
 	begin := s.o.Clock.Now()
 	v := &view{waiting: map[string]time.Time{}, since: begin.Add(-time.Second)}
 	var lastSnapshot time.Time

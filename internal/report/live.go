@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 )
 
 // Live shows a report that changes: on a terminal it redraws the previous
@@ -13,6 +14,7 @@ import (
 type Live struct {
 	w     io.Writer
 	tty   bool
+	width int
 	lines int
 }
 
@@ -22,10 +24,24 @@ func NewLive(w io.Writer, tty bool) *Live {
 	return &Live{w: w, tty: tty}
 }
 
+// WithWidth makes Draw cut lines to width columns on a terminal, so that no
+// line wraps and the redraw stays in place (0: no limit).
+func (l *Live) WithWidth(width int) *Live {
+	l.width = width
+	return l
+}
+
 // Draw shows frame, replacing the previous one on a terminal.
 func (l *Live) Draw(frame string) error {
 	if !strings.HasSuffix(frame, "\n") {
 		frame += "\n"
+	}
+	if l.tty && l.width > 0 {
+		lines := strings.Split(strings.TrimSuffix(frame, "\n"), "\n")
+		for i, line := range lines {
+			lines[i] = cutVisible(line, l.width)
+		}
+		frame = strings.Join(lines, "\n") + "\n"
 	}
 	var b strings.Builder
 	if l.tty {
@@ -57,4 +73,33 @@ func IsTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// cutVisible cuts s to width visible characters, keeping ANSI colour
+// sequences (which take no room) and resetting colours when it cuts.
+func cutVisible(s string, width int) string {
+	var b strings.Builder
+	visible := 0
+	for i := 0; i < len(s); {
+		if s[i] == '\x1b' {
+			end := strings.IndexByte(s[i:], 'm')
+			if end < 0 {
+				break
+			}
+			b.WriteString(s[i : i+end+1])
+			i += end + 1
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if visible == width {
+			if strings.Contains(s, "\x1b[") {
+				b.WriteString("\x1b[0m")
+			}
+			return b.String()
+		}
+		b.WriteRune(r)
+		visible++
+		i += size
+	}
+	return b.String()
 }

@@ -55,3 +55,31 @@ func TestIsTerminal(t *testing.T) {
 	t.Parallel()
 	require.False(t, IsTerminal(&bytes.Buffer{}))
 }
+
+func TestCutVisible(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		in    string
+		width int
+		want  string
+	}{
+		{name: "short lines stay", in: "abc", width: 5, want: "abc"},
+		{name: "long lines are cut", in: "abcdef", width: 3, want: "abc"},
+		{name: "runes count once", in: "██····", width: 3, want: "██·"},
+		{name: "colours take no room", in: "\x1b[32m██\x1b[0m··", width: 3, want: "\x1b[32m██\x1b[0m·\x1b[0m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, cutVisible(tt.in, tt.width))
+		})
+	}
+}
+
+func TestLive_width(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	require.NoError(t, NewLive(&b, true).WithWidth(4).Draw("abcdef\nxy"))
+	require.Equal(t, "\x1b[Jabcd\x1b[K\nxy\x1b[K\n", b.String())
+}
