@@ -122,9 +122,6 @@ type story struct {
 	start     time.Time
 	steps     []stepResult
 
-	// goodRollout and badRollout are the forward rollouts of both phases;
-	// rollback is the automatic rollback of badRollout.
-	goodRollout, badRollout, rollback string
 	// canaryFailed and canaryMax are the canary wave's failures and allowance.
 	canaryFailed, canaryMax int
 	movedBack               int32

@@ -113,7 +113,6 @@ func (s *story) phaseGood(ctx context.Context) (string, error) {
 			if ro == nil {
 				return false, nil
 			}
-			s.goodRollout = ro.Name
 			if w := wave(ro, WaveCritical); w != nil && w.Phase == fleetv1alpha1.WaveWaitingForApproval && !approved {
 				if v.waitedFor(WaveCritical) < approvalPause {
 					return false, nil
@@ -188,7 +187,6 @@ func (s *story) phaseBad(ctx context.Context) (string, error) {
 			if ro == nil {
 				return false, nil
 			}
-			s.badRollout = ro.Name
 			if ro.Status.Phase == fleetv1alpha1.RolloutSucceeded {
 				return true, fmt.Errorf("FleetRollout %s Succeeded: %s passed every wave, the canary threshold did not halt it",
 					ro.Name, BadAlias)
@@ -197,7 +195,6 @@ func (s *story) phaseBad(ctx context.Context) (string, error) {
 			if rb == nil {
 				return false, nil
 			}
-			s.rollback = rb.Name
 			if !rb.Status.Phase.IsFinal() {
 				return false, nil
 			}
