@@ -14,8 +14,10 @@ import (
 // half of its members done, some in flight in this rollout and in another,
 // three windows and two constraints.
 type scheduleBench struct {
-	idx *ScheduleIndex
-	req ScheduleRequest
+	plan   *WavePlan
+	policy *CompiledPolicy
+	idx    *ScheduleIndex
+	req    ScheduleRequest
 }
 
 func newScheduleBench(b *testing.B, n int, now time.Time) scheduleBench {
@@ -49,8 +51,10 @@ func newScheduleBench(b *testing.B, n int, now time.Time) scheduleBench {
 		}
 	}
 	return scheduleBench{
-		idx: NewScheduleIndex(p, planner.Policy()),
-		req: ScheduleRequest{Wave: "general", Rollout: "r1", InFlight: inFlight, Done: done, Now: now},
+		plan:   p,
+		policy: planner.Policy(),
+		idx:    NewScheduleIndex(p, planner.Policy()),
+		req:    ScheduleRequest{Wave: "general", Rollout: "r1", InFlight: inFlight, Done: done, Now: now},
 	}
 }
 
@@ -91,16 +95,16 @@ func BenchmarkScheduleStart(b *testing.B) {
 	}
 }
 
-// BenchmarkNewScheduleIndex measures building the index, done once per plan.
+// BenchmarkNewScheduleIndex measures building the index, done once per plan,
+// with the windows and constraints of BenchmarkSchedule.
 func BenchmarkNewScheduleIndex(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
-			planner := mustCompile(b, benchSpec())
-			p := planner.Plan(PlanInput{Seed: "fleet/prod", Candidates: syntheticFleet(n)})
+			s := newScheduleBench(b, n, time.Time{})
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				NewScheduleIndex(p, planner.Policy())
+				NewScheduleIndex(s.plan, s.policy)
 			}
 		})
 	}
