@@ -30,7 +30,7 @@ import (
 func NewScheme() *apiruntime.Scheme {
 	s := apiruntime.NewScheme()
 	for _, add := range []func(*apiruntime.Scheme) error{
-		clientgoscheme.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme,
+		clientgoscheme.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme, inventory.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
@@ -50,7 +51,7 @@ type Env struct {
 func NewScheme() *apiruntime.Scheme {
 	s := apiruntime.NewScheme()
 	for _, add := range []func(*apiruntime.Scheme) error{
-		clientgoscheme.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme,
+		clientgoscheme.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme, inventory.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

@@ -288,7 +288,8 @@ type TargetSelector struct {
 	LabelGlobs []LabelGlobSelector `json:"labelGlobs,omitempty"`
 
 	// expression is an expr-lang boolean over the target: name, source,
-	// labels and params, e.g. `labels.tier == "gold" && params.cells > 2`.
+	// labels and params, e.g. `labels.tier == "gold" && int(params.cells) > 2`
+	// (params are strings, as Stage variables are).
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Expression string `json:"expression,omitempty"`
