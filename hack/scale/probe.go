@@ -27,6 +27,8 @@ const probeNamespace = "scale-freight-probe"
 type freightProbe struct {
 	targets  int
 	bytes    int // serialized size as stored, managedFields included
+	status   int // serialized size of the status alone
+	managed  int // serialized size of managedFields (0: the API server dropped them)
 	accepted bool
 	err      string
 	took     time.Duration
@@ -76,9 +78,13 @@ func probeFreight(ctx context.Context, c client.Client, n int) (*freightProbe, e
 	if err != nil {
 		return nil, err
 	}
-	res.bytes = len(stored)
-	if !res.accepted {
-		res.bytes = len(raw) // what Kargo would have had to store, managedFields aside
+	res.bytes, res.status = len(stored), len(raw)
+	if mf := u.GetManagedFields(); len(mf) > 0 {
+		raw, err := json.Marshal(mf)
+		if err != nil {
+			return nil, err
+		}
+		res.managed = len(raw)
 	}
 	return res, c.Delete(ctx, f)
 }

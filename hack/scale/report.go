@@ -143,9 +143,13 @@ func (r *results) writeCommon(p printer) {
 		}
 	}
 	if pr := r.probe; pr != nil {
-		verdict := fmt.Sprintf("stored, %.0f KiB with managedFields (%s)", float64(pr.bytes)/1024, ms(pr.took))
+		verdict := fmt.Sprintf("stored: %.0f KiB, of which status %.0f KiB and managedFields %.0f KiB (%s)",
+			float64(pr.bytes)/1024, float64(pr.status)/1024, float64(pr.managed)/1024, ms(pr.took))
+		if pr.managed == 0 {
+			verdict += "; the API server dropped managedFields to fit the object under its size limit"
+		}
 		if !pr.accepted {
-			verdict = fmt.Sprintf("REFUSED after %s (status alone %.0f KiB): %s", ms(pr.took), float64(pr.bytes)/1024, truncate(pr.err, 160))
+			verdict = fmt.Sprintf("REFUSED after %s (status alone %.0f KiB): %s", ms(pr.took), float64(pr.status)/1024, truncate(pr.err, 160))
 		}
 		p("| Kargo's Freight status naming all %d target Stages (currentlyIn + verifiedIn) | %s | < 1.5 MiB |\n", pr.targets, verdict)
 	}
