@@ -277,7 +277,11 @@ func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fle
 	st := fs.Status.DeepCopy()
 	switch {
 	case !ro.Status.Phase.IsFinal():
-		st.CurrentRollout = ro.Name
+		// A halted rollout whose rollback runs leaves "current" to the
+		// rollback: that is what the fleet is doing now.
+		if st.CurrentRollout != RollbackName(ro.Name) {
+			st.CurrentRollout = ro.Name
+		}
 	default:
 		if st.CurrentRollout == ro.Name {
 			st.CurrentRollout = ""

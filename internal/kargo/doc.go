@@ -8,5 +8,6 @@
 // of Kargo's dependency tree and pins exactly the contract it relies on.
 //
 // +kubebuilder:object:generate=true
+// +versionName=v1alpha1
 // +groupName=kargo.akuity.io
 package kargo

@@ -192,7 +192,8 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 		return d
 	case !rollback && ws.pw.Approval == fleetv1alpha1.ApprovalRequired && !o.ApprovedWaves[ws.pw.Name] && ws.succeeded+ws.failed+ws.inFlight == 0:
 		wp.Phase = fleetv1alpha1.WaveWaitingForApproval
-		wp.Waiting = fmt.Sprintf("waiting for approval: kargo approve --freight %s --stage %s", r.Spec.Freight.Name, o.WaveStage(ws.pw.Name))
+		wp.Waiting = fmt.Sprintf("waiting for approval: kargo approve --project %s --freight %s --stage %s",
+			r.Namespace, r.Spec.Freight.Name, o.WaveStage(ws.pw.Name))
 		d.Phase, d.Message = fleetv1alpha1.RolloutWaitingForApproval, wp.Waiting
 		return d
 	}

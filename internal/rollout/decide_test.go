@@ -37,7 +37,7 @@ func observe(p *plan.WavePlan, opts ...obsOption) Observation {
 	o := Observation{
 		Now:            now,
 		FleetStage:     "prod",
-		Rollout:        &fleetv1alpha1.FleetRollout{ObjectMeta: metav1.ObjectMeta{Name: "r1"}, Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: "prod", Freight: fleetv1alpha1.FreightReference{Name: "f2"}, Direction: fleetv1alpha1.DirectionForward}},
+		Rollout:        &fleetv1alpha1.FleetRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "r1"}, Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: "prod", Freight: fleetv1alpha1.FreightReference{Name: "f2"}, Direction: fleetv1alpha1.DirectionForward}},
 		Plan:           p,
 		Index:          plan.NewScheduleIndex(p, nil),
 		RequestedWaves: map[string]bool{},
@@ -182,7 +182,7 @@ func TestDecide(t *testing.T) {
 			obs:       observe(fleet(), requested("pilot", "canary", "general"), succeeded("pilot-00"), succeeded(canaryDone...)),
 			wantPhase: fleetv1alpha1.RolloutWaitingForApproval,
 			assertions: func(t *testing.T, d Decision) {
-				require.Contains(t, d.Message, "kargo approve --freight f2 --stage prod-general")
+				require.Contains(t, d.Message, "kargo approve --project shop --freight f2 --stage prod-general")
 				require.Equal(t, fleetv1alpha1.WaveWaitingForApproval, d.Waves[2].Phase)
 			},
 		},

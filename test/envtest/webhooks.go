@@ -22,21 +22,3 @@ func ValidatingWebhook(name, group, version, resource, path string) *admissionre
 		}},
 	}
 }
-
-// MutatingWebhook is ValidatingWebhook for a mutating webhook.
-func MutatingWebhook(name, group, version, resource, path string) *admissionregistrationv1.MutatingWebhookConfiguration {
-	fail := admissionregistrationv1.Fail
-	none := admissionregistrationv1.SideEffectClassNone
-	return &admissionregistrationv1.MutatingWebhookConfiguration{
-		TypeMeta:   metaTypeMutating,
-		ObjectMeta: objectMeta(name),
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:                    name,
-			AdmissionReviewVersions: []string{"v1"},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Name: "local", Namespace: "default", Path: &path}},
-			Rules:                   rules(group, version, resource),
-		}},
-	}
-}

@@ -96,7 +96,7 @@ func TestApprovalGateWaitsForKargoApprove(t *testing.T) {
 	})
 	f.ship(f.good)
 	ro := f.rollout(f.good, fleetv1alpha1.RolloutWaitingForApproval)
-	require.Contains(t, ro.Status.Message, "kargo approve --freight f1-good --stage fleet-rest")
+	require.Contains(t, ro.Status.Message, "kargo approve --project approval --freight f1-good --stage fleet-rest")
 	time.Sleep(time.Second)
 	require.Empty(t, f.promotionsOf(f.good, "rest"), "no target of a gated wave starts before the approval")
 
