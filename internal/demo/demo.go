@@ -22,7 +22,7 @@ import (
 // Defaults of Options.
 const (
 	// DefaultPhaseTimeout bounds each step of the story.
-	DefaultPhaseTimeout = 3 * time.Minute
+	DefaultPhaseTimeout = 8 * time.Minute
 	// DefaultRefresh is how often progress is redrawn on a terminal.
 	DefaultRefresh = 250 * time.Millisecond
 	// DefaultSnapshotEvery is how often progress is printed elsewhere.
