@@ -32,6 +32,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/test/envtest"
@@ -73,7 +74,7 @@ func main() {
 	flag.StringVar(&cfg.binary, "binary", filepath.Join(envtest.RepoRoot(), "bin", "kargo-fleet"), "The kargo-fleet binary to run as the controller.")
 	flag.StringVar(&cfg.ctrlFlags, "controller-flags", "", "More flags for the controller, space-separated.")
 	flag.StringVar(&cfg.pprofAddr, "pprof", "", "Serve net/http/pprof of this process (the simulator and the harness) here, e.g. 127.0.0.1:6060.")
-	flag.StringVar(&cfg.phases, "phases", "rollout,breach", "Phases after expanding the FleetStage, in order: rollout (a good Freight), breach (a bad one: halt and rollback); empty: expansion only.")
+	flag.StringVar(&cfg.phases, "phases", "expand,rollout,breach", "Phases, in order: expand (FleetStage to Stages), rollout (a good Freight), breach (a bad one: halt and rollback); each needs the ones before it.")
 	flag.BoolVar(&cfg.probe, "freight-probe", true, "Check whether the API server stores a Freight whose status names every target Stage, as Kargo would write it.")
 	flag.BoolVar(&cfg.build, "build", true, "Build the binary first (go build -o <binary> ./cmd/kargo-fleet).")
 	flag.Parse()
@@ -152,27 +153,8 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 	res.idle = writesOf(idle)
 
-	logf("phase A: expanding a FleetStage of %d targets", cfg.targets)
-	if res.setup, err = h.setup(ctx, targets); err != nil {
+	if err := h.phases(ctx, cfg, res, targets); err != nil {
 		return err
-	}
-	logf("  Ready after %s, Stages initialised after %s, %.0f writes, peak RSS %.0f MiB",
-		ms(res.setup.ready), ms(res.setup.settled), res.setup.writes.total(), float64(res.setup.peak)/mib)
-	if cfg.has("rollout") {
-		logf("phase A: rolling out %s", goodFreight)
-		if res.good, err = h.rolloutGood(ctx); err != nil {
-			return err
-		}
-		logf("  %s %s in %s, %.0f writes, peak RSS %.0f MiB", res.good.name, res.good.phase, ms(res.good.rolloutWall),
-			res.good.writes.total(), float64(res.good.peak)/mib)
-	}
-	if cfg.has("rollout") && cfg.has("breach") {
-		logf("phase B: rolling out %s, which breaks %d canary targets", badFreight, failing)
-		if res.breach, err = h.rolloutBad(ctx); err != nil {
-			return err
-		}
-		logf("  %s %s, rollback %s %s, %.0f writes", res.breach.bad.name, res.breach.bad.phase, res.breach.rollback.name,
-			res.breach.rollback.phase, res.breach.writes.total())
 	}
 	if cfg.probe {
 		logf("probing a Freight whose status names %d target Stages", cfg.targets)
@@ -206,5 +188,36 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	logf("report written to %s", cfg.report)
+	return nil
+}
+
+// phases runs the phases the command line asks for.
+func (h *harness) phases(ctx context.Context, cfg config, res *results, targets []fleetv1alpha1.InlineTarget) error {
+	if !cfg.has("expand") {
+		return nil
+	}
+	var err error
+	logf("phase A: expanding a FleetStage of %d targets", cfg.targets)
+	if res.setup, err = h.setup(ctx, targets); err != nil {
+		return err
+	}
+	logf("  Ready after %s, Stages initialised after %s, %.0f writes, peak RSS %.0f MiB",
+		ms(res.setup.ready), ms(res.setup.settled), res.setup.writes.total(), float64(res.setup.peak)/mib)
+	if cfg.has("rollout") {
+		logf("phase A: rolling out %s", goodFreight)
+		if res.good, err = h.rolloutGood(ctx); err != nil {
+			return err
+		}
+		logf("  %s %s in %s, %.0f writes, peak RSS %.0f MiB", res.good.name, res.good.phase, ms(res.good.rolloutWall),
+			res.good.writes.total(), float64(res.good.peak)/mib)
+	}
+	if cfg.has("rollout") && cfg.has("breach") {
+		logf("phase B: rolling out %s, which breaks %d canary targets", badFreight, res.failing)
+		if res.breach, err = h.rolloutBad(ctx); err != nil {
+			return err
+		}
+		logf("  %s %s, rollback %s %s, %.0f writes", res.breach.bad.name, res.breach.bad.phase, res.breach.rollback.name,
+			res.breach.rollback.phase, res.breach.writes.total())
+	}
 	return nil
 }

@@ -32,7 +32,13 @@ type freightProbe struct {
 	accepted bool
 	err      string
 	took     time.Duration
+	// onePatch is the mean latency of a patch adding one Stage's entry to
+	// that full status, as Kargo makes for each target Stage it promotes.
+	onePatch time.Duration
 }
+
+// onePatches is how many single-entry patches the probe times.
+const onePatches = 20
 
 // probeFreight writes currentlyIn and verifiedIn entries for n target
 // Stages into a fresh Freight's status with a merge patch, as Kargo's
@@ -85,6 +91,17 @@ func probeFreight(ctx context.Context, c client.Client, n int) (*freightProbe, e
 			return nil, err
 		}
 		res.managed = len(raw)
+	}
+	if res.accepted {
+		start := time.Now()
+		for i := range onePatches {
+			entry := fmt.Sprintf(`{"status":{"verifiedIn":{%q:{"verifiedAt":%q}}}}`,
+				render.TargetStageName(fleetName, fmt.Sprintf("x-%05d", i)), now.UTC().Format(time.RFC3339))
+			if err := c.Status().Patch(ctx, f, client.RawPatch(types.MergePatchType, []byte(entry))); err != nil {
+				return nil, fmt.Errorf("error patching the probe Freight: %w", err)
+			}
+		}
+		res.onePatch = time.Since(start) / onePatches
 	}
 	return res, c.Delete(ctx, f)
 }

@@ -68,6 +68,10 @@ func (r *results) write(w io.Writer) {
 		r.started.UTC().Format(time.DateTime+" UTC"), runtime.NumCPU(), runtime.Version(), r.cfg.simWorkers, r.cfg.simStages,
 		fleetenv.ControllerUser, r.cfg.concurrency, ms(r.total))
 	p("| Measure | Value | Goal |\n|---|---|---|\n")
+	if r.setup == nil {
+		r.writeProbe(p)
+		return
+	}
 	r.writeExpansion(p)
 	r.writeRollout(p)
 	r.writeBreach(p)
@@ -142,9 +146,17 @@ func (r *results) writeCommon(p printer) {
 			break
 		}
 	}
+	r.writeProbe(p)
+	p("| Controller writes before any FleetStage (token minter, start-up) | %.0f (%s) | |\n", r.idle.total(), r.idle)
+	p("| Events emitted by the controller | %d | |\n", r.eventTotal)
+	p("| Kargo simulator reconciles (Stage / Promotion) | %s | |\n", sim)
+}
+
+func (r *results) writeProbe(p printer) {
 	if pr := r.probe; pr != nil {
 		verdict := fmt.Sprintf("stored: %.0f KiB, of which status %.0f KiB and managedFields %.0f KiB (%s)",
 			float64(pr.bytes)/1024, float64(pr.status)/1024, float64(pr.managed)/1024, ms(pr.took))
+		verdict += fmt.Sprintf("; one more Stage's entry then takes %s per patch", ms(pr.onePatch))
 		if pr.managed == 0 {
 			verdict += "; the API server dropped managedFields to fit the object under its size limit"
 		}
@@ -153,9 +165,6 @@ func (r *results) writeCommon(p printer) {
 		}
 		p("| Kargo's Freight status naming all %d target Stages (currentlyIn + verifiedIn) | %s | < 1.5 MiB |\n", pr.targets, verdict)
 	}
-	p("| Controller writes before any FleetStage (token minter, start-up) | %.0f (%s) | |\n", r.idle.total(), r.idle)
-	p("| Events emitted by the controller | %d | |\n", r.eventTotal)
-	p("| Kargo simulator reconciles (Stage / Promotion) | %s | |\n", sim)
 }
 
 func (r *results) writeDetails(p printer) {
