@@ -64,7 +64,7 @@ func main() {
 	flag.IntVar(&cfg.targets, "targets", 10000, "Number of inline targets.")
 	flag.IntVar(&cfg.criticalEvery, "critical-every", 100, "Every n-th target is tier=critical (the last wave).")
 	flag.IntVar(&cfg.canaryFailEvery, "canary-fail-every", 10, "Every n-th canary target fails with the bad Freight.")
-	flag.IntVar(&cfg.canaryMaxFailures, "canary-max-failures", 10, "maxFailures of the canary wave.")
+	flag.IntVar(&cfg.canaryMaxFailures, "canary-max-failures", -1, "maxFailures of the canary wave (default: a fifth of the canary targets that break, so the breach comes mid-wave).")
 	flag.IntVar(&cfg.generalConcurrent, "general-concurrency", 500, "maxConcurrent of the general wave.")
 	flag.IntVar(&cfg.simWorkers, "sim-workers", 16, "Promotion workers of the Kargo simulator (Kargo's default is 4).")
 	flag.IntVar(&cfg.simStages, "sim-stage-workers", 8, "Stage workers of the Kargo simulator.")
@@ -78,6 +78,11 @@ func main() {
 	flag.BoolVar(&cfg.probe, "freight-probe", true, "Check whether the API server stores a Freight whose status names every target Stage, as Kargo would write it.")
 	flag.BoolVar(&cfg.build, "build", true, "Build the binary first (go build -o <binary> ./cmd/kargo-fleet).")
 	flag.Parse()
+	if cfg.canaryMaxFailures < 0 {
+		// The canary holds 5% of the fleet; every canaryFailEvery-th member breaks.
+		breaking := (cfg.targets*5/100 + cfg.canaryFailEvery - 1) / max(cfg.canaryFailEvery, 1)
+		cfg.canaryMaxFailures = breaking / 5
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
