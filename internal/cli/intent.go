@@ -41,15 +41,7 @@ func newIntentCommand(o *intentOptions, short, long string) *cobra.Command {
 		Long:    long,
 		Example: fmt.Sprintf("  kargo-fleet %[1]s prod -n shop\n  kubectl fleet %[1]s prod -n shop --rollout prod-1a2b3c4d5e", o.verb),
 		Args:    cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.fleetStage = args[0]
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd.Context())
-		},
+		RunE:    fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
 	o.addFlags(cmd)
 	return cmd

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
@@ -152,4 +153,18 @@ func shortFreight(name string) string {
 func describeRollout(ro *fleetv1alpha1.FleetRollout) string {
 	return fmt.Sprintf("%s to %s, %s", cmp.Or(ro.Spec.Direction, fleetv1alpha1.DirectionForward),
 		shortFreight(ro.Spec.Freight.Name), cmp.Or(ro.Status.Phase, fleetv1alpha1.RolloutPending))
+}
+
+// fleetStageRunE is the RunE of verbs taking an optional FLEETSTAGE argument:
+// it records the argument, validates the options, then runs.
+func fleetStageRunE(fleetStage *string, validate func() error, run func(context.Context) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			*fleetStage = args[0]
+		}
+		if err := validate(); err != nil {
+			return err
+		}
+		return run(cmd.Context())
+	}
 }

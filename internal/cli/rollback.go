@@ -45,15 +45,7 @@ func newRollbackCommand(out io.Writer, kube kubeOptions) *cobra.Command {
 		Example: "  kargo-fleet rollback prod -n shop\n  kargo-fleet rollback prod -n shop --to v1.4.0\n" +
 			"  kubectl fleet rollback prod -n shop --of prod-9f8e7d6c5b",
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.fleetStage = args[0]
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd.Context())
-		},
+		RunE: fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
 	o.addFlags(cmd)
 	return cmd

@@ -61,15 +61,7 @@ func newStatusCommand(out io.Writer, kube kubeOptions, clk clock.WithTicker) *co
 			"only one.",
 		Example: "  kargo-fleet status prod -n shop\n  kargo-fleet status -n shop -o json\n  kubectl fleet status prod -n shop --watch",
 		Args:    cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.fleetStage = args[0]
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd.Context())
-		},
+		RunE:    fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
 	o.addFlags(cmd)
 	return cmd
