@@ -40,6 +40,7 @@ const (
 // +kubebuilder:printcolumn:name="Last Good",type=string,JSONPath=`.status.lastGoodFreight.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 30 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name: a FleetStage name must be a DNS label of at most 30 characters (it prefixes the names of its Stages)"
 type FleetStage struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

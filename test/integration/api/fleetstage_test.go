@@ -189,6 +189,16 @@ func TestFleetStageRejected(t *testing.T) {
 			wantErr: []string{"spec.policy.rollback.mode", "Unsupported value"},
 		},
 		{
+			name:    "name with a dot",
+			mutate:  func(fs *fleetv1alpha1.FleetStage) { fs.Name = "prod.eu" },
+			wantErr: []string{"metadata.name: a FleetStage name must be a DNS label of at most 30 characters"},
+		},
+		{
+			name:    "name longer than 30 characters",
+			mutate:  func(fs *fleetv1alpha1.FleetStage) { fs.Name = "a-very-long-fleetstage-name-indeed" },
+			wantErr: []string{"metadata.name: a FleetStage name must be a DNS label of at most 30 characters"},
+		},
+		{
 			name: "inline var name not a Kargo variable name",
 			mutate: func(fs *fleetv1alpha1.FleetStage) {
 				fs.Spec.Stage = testutil.MakeFleetStage("x", "y").InlineStage("w", `{"spec":{}}`).Obj().Spec.Stage
@@ -199,8 +209,7 @@ func TestFleetStageRejected(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := testutil.MakeFleetStage("invalid", "fs").Obj()
-			fs.Name = fs.Name + "-" + string(rune('a'+i))
+			fs := testutil.MakeFleetStage("invalid", "fs-"+string(rune('a'+i))).Obj()
 			tt.mutate(fs)
 			err := env.Client.Create(context.Background(), fs)
 			require.Error(t, err, "the apiserver must reject the spec")
