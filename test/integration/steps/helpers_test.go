@@ -22,6 +22,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -250,10 +251,16 @@ func setRolloutStatus(t *testing.T, ro *fleetv1alpha1.FleetRollout, status fleet
 	refresh *kargo.Promotion) {
 	t.Helper()
 	ctx := context.Background()
-	var cur fleetv1alpha1.FleetRollout
-	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(ro), &cur))
-	cur.Status = status
-	require.NoError(t, k8s.Status().Update(ctx, &cur))
+	// The step server may record a wave request on the rollout meanwhile:
+	// retry on a conflict, as the rollout controller's writes would.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur fleetv1alpha1.FleetRollout
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ro), &cur); err != nil {
+			return err
+		}
+		cur.Status = status
+		return k8s.Status().Update(ctx, &cur)
+	}))
 	if refresh != nil {
 		require.NoError(t, steps.RefreshPromotion(ctx, fleetClient, client.ObjectKeyFromObject(refresh)))
 	}
