@@ -16,23 +16,25 @@ import (
 // is already current or on its way, or its newest finished Promotion did
 // not succeed (no retry loops). It returns how long until a soaking Freight
 // may become available, so the Stage is looked at again then.
+//
+// The Stage, its Promotions and the Freight come from the cache; before it
+// creates a Promotion it reads the Stage's Promotions from the apiserver,
+// so a Promotion created a moment ago and not yet in the cache is never
+// created twice.
 func (s *Simulator) autoPromote(ctx context.Context, stage *kargo.Stage, promos []kargo.Promotion,
-	autoEnabled bool) (time.Duration, error) {
+	freight []kargo.Freight, autoEnabled bool) (time.Duration, error) {
 	if !autoEnabled || len(stage.Spec.RequestedFreight) == 0 {
 		return 0, nil
 	}
-	var list kargo.FreightList
-	if err := s.reader.List(ctx, &list, clientInNamespace(stage.Namespace)); err != nil {
-		return 0, fmt.Errorf("error listing available Freight for Stage %q: %w", stage.Name, err)
-	}
 	now := s.opts.Clock.Now()
-	candidates := autoPromotionCandidates(stage, availableFreight(stage, list.Items, now))
+	candidates := autoPromotionCandidates(stage, availableFreight(stage, freight, now))
+	fresh := false
 	cur := currentCollection(&stage.Status)
 	var soak time.Duration
 	for _, req := range stage.Spec.RequestedFreight {
-		for i := range list.Items {
-			if list.Items[i].Origin == req.Origin {
-				if left := soakRemaining(req, &list.Items[i], now); left > 0 && (soak == 0 || left < soak) {
+		for i := range freight {
+			if freight[i].Origin == req.Origin {
+				if left := soakRemaining(req, &freight[i], now); left > 0 && (soak == 0 || left < soak) {
 					soak = left
 				}
 			}
@@ -52,11 +54,18 @@ func (s *Simulator) autoPromote(ctx context.Context, stage *kargo.Stage, promos 
 			cp.Freight.Name == candidate.Name && cp.Freight.Origin.Key() == key {
 			continue
 		}
-		if unprocessedPromotionExists(stage, promos, candidate.Name) {
+		if !promotable(stage, promos, candidate.Name) {
 			continue
 		}
-		if p := newestFinished(promos, candidate.Name); p != nil && p.Status.Phase != kargo.PromotionSucceeded {
-			continue
+		if !fresh {
+			var err error
+			if promos, err = s.stagePromotions(ctx, s.reader, stage); err != nil {
+				return 0, err
+			}
+			fresh = true
+			if !promotable(stage, promos, candidate.Name) {
+				continue
+			}
 		}
 		promo := &kargo.Promotion{
 			ObjectMeta: metav1.ObjectMeta{Namespace: stage.Namespace, GenerateName: stage.Name + "."},
@@ -70,6 +79,17 @@ func (s *Simulator) autoPromote(ctx context.Context, stage *kargo.Stage, promos 
 			"promotion", promo.Name)
 	}
 	return soak, nil
+}
+
+// promotable reports whether auto-promotion may promote the Freight: no
+// Promotion of it is in flight or unrecorded, and its newest finished one
+// did not fail.
+func promotable(stage *kargo.Stage, promos []kargo.Promotion, freight string) bool {
+	if unprocessedPromotionExists(stage, promos, freight) {
+		return false
+	}
+	p := newestFinished(promos, freight)
+	return p == nil || p.Status.Phase == kargo.PromotionSucceeded
 }
 
 // unprocessedPromotionExists reports whether a Promotion of the Freight to

@@ -88,12 +88,19 @@ func (s *Simulator) reconcilePromotion(ctx context.Context, req reconcile.Reques
 	}
 	log = log.WithValues("Stage", promo.Spec.Stage, "freight", promo.Spec.Freight)
 	ctx = ctrl.LoggerInto(ctx, log)
-	freight, err := s.getFreight(ctx, promo.Namespace, promo.Spec.Freight)
+	if abort, ok := parseAbort(promo.Annotations); ok && abort.Action == kargo.AbortTerminate {
+		s.polls.Delete(req.String())
+		return ctrl.Result{}, s.terminate(ctx, promo, abort)
+	}
+	if promo.Status.Phase.IsTerminal() {
+		s.polls.Delete(req.String())
+		return ctrl.Result{}, nil
+	}
+	// The Promotion is read from the apiserver (its status says which step
+	// runs next); its Freight and Stage from the cache, read only.
+	freight, err := s.cachedFreight(ctx, promo.Namespace, promo.Spec.Freight)
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	if abort, ok := parseAbort(promo.Annotations); ok && abort.Action == kargo.AbortTerminate {
-		return ctrl.Result{}, s.terminate(ctx, promo, abort)
 	}
 	if promo.Status.Phase == "" {
 		if err := s.patchPromotionStatus(ctx, promo, func(st *kargo.PromotionStatus) {
@@ -102,7 +109,7 @@ func (s *Simulator) reconcilePromotion(ctx context.Context, req reconcile.Reques
 			return ctrl.Result{}, err
 		}
 	}
-	stage, err := s.getStage(ctx, promo.Namespace, promo.Spec.Stage)
+	stage, err := s.cachedStage(ctx, promo.Namespace, promo.Spec.Stage)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -115,7 +122,17 @@ func (s *Simulator) reconcilePromotion(ctx context.Context, req reconcile.Reques
 		log.V(4).Info("Stage is not awaiting Promotion")
 		return ctrl.Result{}, nil
 	}
-	if promo.Status.Phase != kargo.PromotionRunning {
+	pollKey := req.String()
+	if promo.Status.Phase == kargo.PromotionRunning {
+		// A Running step runs again when its poll interval is up or on a
+		// refresh, not whenever another event brings the Promotion back.
+		if v, ok := s.polls.Load(pollKey); ok {
+			p := v.(nextPoll)
+			if left := p.at.Sub(s.opts.Clock.Now()); left > 0 && p.refresh == promo.Annotations[kargo.RefreshAnnotation] {
+				return ctrl.Result{RequeueAfter: left}, nil
+			}
+		}
+	} else {
 		now := s.opts.Clock.Now()
 		if err := s.patchPromotionStatus(ctx, promo, func(st *kargo.PromotionStatus) {
 			st.Phase = kargo.PromotionRunning
@@ -125,6 +142,7 @@ func (s *Simulator) reconcilePromotion(ctx context.Context, req reconcile.Reques
 		}
 		log.Info("Began promotion")
 	}
+	s.polls.Delete(pollKey)
 	newStatus, retryAfter, stepErr := s.promote(ctx, promo, stage, freight)
 	if newStatus.Phase.IsTerminal() {
 		newStatus.FinishedAt = &metav1.Time{Time: s.opts.Clock.Now()}
@@ -150,7 +168,16 @@ func (s *Simulator) reconcilePromotion(ctx context.Context, req reconcile.Reques
 		// rate limiter, not at the poll interval, as on Kargo.
 		return ctrl.Result{}, stepErr
 	}
-	return ctrl.Result{RequeueAfter: s.requeueInterval(promo, &newStatus, retryAfter)}, nil
+	after := s.requeueInterval(promo, &newStatus, retryAfter)
+	s.polls.Store(pollKey, nextPoll{at: s.opts.Clock.Now().Add(after), refresh: promo.Annotations[kargo.RefreshAnnotation]})
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// nextPoll is when a Running Promotion's step runs again, and the refresh
+// token it last handled.
+type nextPoll struct {
+	at      time.Time
+	refresh string
 }
 
 // promote runs the Promotion's steps and returns its new status.

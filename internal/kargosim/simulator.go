@@ -30,14 +30,21 @@ type Simulator struct {
 	opts   Options
 	client client.Client
 	// reader reads straight from the apiserver where a stale cache would
-	// change a decision (admission, Freight availability).
+	// change a decision (admission, Freight availability). The controllers
+	// read through client's cache: every write they base on a cached read is
+	// either guarded by the object's resourceVersion or idempotent, and the
+	// watch event that makes the cache current reconciles again.
 	reader client.Reader
-	ulids  *ulidSource
-	engine *engine
+	// freightStatus writes the Stage controller's Freight status entries.
+	freightStatus *freightStatusWriter
+	ulids         *ulidSource
+	engine        *engine
 	// recorded remembers when the Stage controller recorded each succeeded
 	// Promotion (namespace/name), to the sub-second: verifiedIn is written
 	// VerifiedInDelay after that, and API timestamps have whole seconds.
 	recorded sync.Map
+	// polls holds each Running Promotion's nextPoll (namespace/name).
+	polls sync.Map
 }
 
 // New returns a simulator that uses the manager's client.
@@ -49,6 +56,7 @@ func New(mgr ctrl.Manager, opts Options) *Simulator {
 		reader: mgr.GetAPIReader(),
 		ulids:  newULIDSource(),
 	}
+	s.freightStatus = newFreightStatusWriter(mgr.GetClient(), freightStatusFlushInterval)
 	s.engine = newEngine(opts)
 	return s
 }
@@ -74,6 +82,12 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePromotionPath, &webhook.Admission{Handler: &mutatingHandler{sim: s, decoder: decoder}})
 	srv.Register(ValidatePromotionPath, &webhook.Admission{Handler: &validatingHandler{sim: s, decoder: decoder}})
+	if err := mgr.Add(s.freightStatus); err != nil {
+		return fmt.Errorf("error adding the simulated Freight status writer: %w", err)
+	}
+	if err := indexPromotionsByStage(mgr); err != nil {
+		return err
+	}
 	if err := s.setupPromotionController(mgr); err != nil {
 		return fmt.Errorf("error setting up the simulated Promotion controller: %w", err)
 	}
@@ -90,33 +104,67 @@ func logger(ctx context.Context) logr.Logger {
 
 // getStage reads a Stage from the apiserver; nil when it does not exist.
 func (s *Simulator) getStage(ctx context.Context, namespace, name string) (*kargo.Stage, error) {
-	var st kargo.Stage
-	if err := s.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &st); err != nil {
+	return getOrNil[kargo.Stage](ctx, s.reader, "Stage", namespace, name)
+}
+
+// cachedStage reads a Stage from the cache; nil when it does not exist.
+func (s *Simulator) cachedStage(ctx context.Context, namespace, name string) (*kargo.Stage, error) {
+	return getOrNil[kargo.Stage](ctx, s.client, "Stage", namespace, name)
+}
+
+// getOrNil reads an object; nil when it does not exist.
+func getOrNil[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, r client.Reader, kind, namespace, name string, opts ...client.GetOption) (*T, error) {
+	obj := PT(new(T))
+	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj, opts...); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("error getting Stage %q in namespace %q: %w", name, namespace, err)
+		return nil, fmt.Errorf("error getting %s %q in namespace %q: %w", kind, name, namespace, err)
 	}
-	return &st, nil
+	return obj, nil
+}
+
+// projectFreight lists the project's Freight from the cache without
+// copying them: a Freight held by thousands of Stages is a large object,
+// read on every Stage reconcile. The result is shared with the cache and
+// must not be modified.
+func (s *Simulator) projectFreight(ctx context.Context, namespace string) ([]kargo.Freight, error) {
+	var list kargo.FreightList
+	if err := s.client.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("error listing Freight in namespace %q: %w", namespace, err)
+	}
+	return list.Items, nil
+}
+
+// cachedFreight reads a Freight from the cache without copying it (read
+// only, as projectFreight); nil when it does not exist.
+func (s *Simulator) cachedFreight(ctx context.Context, namespace, name string) (*kargo.Freight, error) {
+	return getOrNil[kargo.Freight](ctx, s.client, "Freight", namespace, name, client.UnsafeDisableDeepCopy)
+}
+
+// freightNamed finds a Freight by name in a list; nil when absent.
+func freightNamed(list []kargo.Freight, name string) *kargo.Freight {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
 }
 
 // getFreight reads a Freight from the apiserver; nil when it does not exist.
 func (s *Simulator) getFreight(ctx context.Context, namespace, name string) (*kargo.Freight, error) {
-	var f kargo.Freight
-	if err := s.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &f); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("error getting Freight %q in namespace %q: %w", name, namespace, err)
-	}
-	return &f, nil
+	return getOrNil[kargo.Freight](ctx, s.reader, "Freight", namespace, name)
 }
 
 // autoPromotionEnabledFor reads the Project's ProjectConfig and judges the
 // Stage.
 func (s *Simulator) autoPromotionEnabledFor(ctx context.Context, stage *kargo.Stage) (bool, error) {
 	var cfg kargo.ProjectConfig
-	err := s.reader.Get(ctx, types.NamespacedName{Namespace: stage.Namespace, Name: stage.Namespace}, &cfg)
+	err := s.client.Get(ctx, types.NamespacedName{Namespace: stage.Namespace, Name: stage.Namespace}, &cfg)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -190,5 +238,3 @@ func (s *Simulator) configMapData(ctx context.Context, namespace, name string) (
 func keyOf(namespace, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: namespace, Name: name}
 }
-
-func clientInNamespace(ns string) client.InNamespace { return client.InNamespace(ns) }

@@ -31,6 +31,9 @@ func (s *Simulator) setupStageController(mgr ctrl.Manager) error {
 	// changes bring them back. ProjectConfig changes are not watched: as on
 	// Kargo, they take effect at the next resync or refresh.
 	stagePred := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	if err := indexStagesByUpstream(mgr); err != nil {
+		return fmt.Errorf("error indexing Stages by upstream Stage: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kargo_simulator_stages").
 		For(&kargo.Stage{}, builder.WithPredicates(stagePred)).
@@ -42,16 +45,15 @@ func (s *Simulator) setupStageController(mgr ctrl.Manager) error {
 				}
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.Stage}}}
 			})).
-		Watches(&kargo.Freight{}, handler.EnqueueRequestsFromMapFunc(s.stagesInNamespace)).
+		Watches(&kargo.Freight{}, s.freightEventHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: s.opts.MaxConcurrentStageReconciles}).
 		Complete(reconcile.Func(s.reconcileStage))
 }
 
-// stagesInNamespace maps a Freight change to every Stage of its project
-// (approvals and verifications change what is available downstream).
+// stagesInNamespace lists every Stage of an object's project.
 func (s *Simulator) stagesInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
 	var list kargo.StageList
-	if err := s.client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+	if err := s.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		logger(ctx).Error(err, "Error listing Stages", "namespace", o.GetNamespace())
 		return nil
 	}
@@ -66,7 +68,7 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 	log := logger(ctx).WithValues("namespace", req.Namespace, "Stage", req.Name)
 	ctx = ctrl.LoggerInto(ctx, log)
 	start := s.opts.Clock.Now()
-	stage, err := s.getStage(ctx, req.Namespace, req.Name)
+	stage, err := s.cachedStage(ctx, req.Namespace, req.Name)
 	if err != nil || stage == nil || !stage.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, err
 	}
@@ -78,7 +80,11 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	promos, err := s.stagePromotions(ctx, stage)
+	promos, err := s.stagePromotions(ctx, s.client, stage)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	freight, err := s.projectFreight(ctx, stage.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -86,27 +92,20 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 	st := stageStatus{StageStatus: &stage.Status, generation: stage.Generation, now: s.opts.Clock.Now()}
 	f := currentFaults(stage)
 
-	if st.verifiedInPending, err = s.verifiedInPending(ctx, stage); err != nil {
-		return ctrl.Result{}, err
-	}
+	st.verifiedInPending = verifiedInPending(stage, freight)
 	pending := st.syncPromotions(stage, promos, autoEnabled)
 	if lp := stage.Status.LastPromotion; lp != nil && lp.Status != nil && lp.Status.Phase == kargo.PromotionSucceeded {
 		s.recorded.LoadOrStore(stage.Namespace+"/"+lp.Name, s.opts.Clock.Now())
 	}
 	requeue := st.CurrentPromotion == nil && pending
-	if err := s.syncFreight(ctx, stage); err != nil {
-		return ctrl.Result{}, err
-	}
+	s.syncFreight(stage, freight)
 	st.now = s.opts.Clock.Now()
 	st.assessHealth(f)
 	st.verify(f, start, func() string { return string(uuid.NewUUID()) })
-	wait, err := s.markFreightVerified(ctx, stage)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	wait := s.markFreightVerified(ctx, stage, freight)
 	st.EffectiveAutoPromotionHolds = effectiveHolds(stage, promos, autoEnabled)
 	st.AutoPromotionEnabled = autoEnabled
-	soak, err := s.autoPromote(ctx, stage, promos, autoEnabled)
+	soak, err := s.autoPromote(ctx, stage, promos, freight, autoEnabled)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -114,7 +113,9 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 		st.LastHandledRefresh = token
 	}
 	if !reflect.DeepEqual(base.Status, stage.Status) {
-		if err := s.client.Status().Patch(ctx, stage, client.MergeFrom(base)); err != nil {
+		// The Stage came from the cache: a status computed from a stale copy
+		// is refused (conflict) and computed again from the current one.
+		if err := s.client.Status().Patch(ctx, stage, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("error patching status of Stage %q in namespace %q: %w",
 				stage.Name, stage.Namespace, err)
 		}
@@ -131,11 +132,29 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 	return ctrl.Result{RequeueAfter: after}, nil
 }
 
-// stagePromotions lists the Stage's Promotions.
-func (s *Simulator) stagePromotions(ctx context.Context, stage *kargo.Stage) ([]kargo.Promotion, error) {
+// promotionStageIndex indexes Promotions by the Stage they promote to.
+const promotionStageIndex = "kargosim.spec.stage"
+
+func indexPromotionsByStage(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &kargo.Promotion{}, promotionStageIndex,
+		func(o client.Object) []string { return []string{o.(*kargo.Promotion).Spec.Stage} })
+	if err != nil {
+		return fmt.Errorf("error indexing Promotions by Stage: %w", err)
+	}
+	return nil
+}
+
+// stagePromotions lists the Stage's Promotions from the cache (or, with
+// the API reader, from the apiserver).
+func (s *Simulator) stagePromotions(ctx context.Context, r client.Reader, stage *kargo.Stage) ([]kargo.Promotion, error) {
 	var list kargo.PromotionList
-	if err := s.reader.List(ctx, &list, client.InNamespace(stage.Namespace),
-		client.MatchingLabels{kargo.StageLabel: shortLabelValue(stage.Name)}); err != nil {
+	opts := []client.ListOption{client.InNamespace(stage.Namespace)}
+	if r == s.reader {
+		opts = append(opts, client.MatchingLabels{kargo.StageLabel: shortLabelValue(stage.Name)})
+	} else {
+		opts = append(opts, client.MatchingFields{promotionStageIndex: stage.Name})
+	}
+	if err := r.List(ctx, &list, opts...); err != nil {
 		return nil, fmt.Errorf("failed to list Promotions for Stage %q in namespace %q: %w", stage.Name, stage.Namespace, err)
 	}
 	out := list.Items[:0]
@@ -149,11 +168,10 @@ func (s *Simulator) stagePromotions(ctx context.Context, stage *kargo.Stage) ([]
 
 // syncFreight keeps Freight currentlyIn in line with the Stage's current
 // collection, recording the longest completed soak of Freight that leaves.
-func (s *Simulator) syncFreight(ctx context.Context, stage *kargo.Stage) error {
-	var list kargo.FreightList
-	if err := s.reader.List(ctx, &list, client.InNamespace(stage.Namespace)); err != nil {
-		return fmt.Errorf("error listing Freight in namespace %q: %w", stage.Namespace, err)
-	}
+// The Freight are the cache's (read only); the entries go to the Freight
+// status writer, and a stale read only queues an entry that is already
+// there.
+func (s *Simulator) syncFreight(stage *kargo.Stage, freight []kargo.Freight) {
 	current := map[string]bool{}
 	if cur := currentCollection(&stage.Status); cur != nil {
 		for _, ref := range cur.Items {
@@ -161,62 +179,46 @@ func (s *Simulator) syncFreight(ctx context.Context, stage *kargo.Stage) error {
 		}
 	}
 	now := s.opts.Clock.Now()
-	for i := range list.Items {
-		fr := &list.Items[i]
+	for i := range freight {
+		fr := &freight[i]
 		in, wasIn := fr.Status.CurrentlyIn[stage.Name]
 		switch {
 		case wasIn && !current[fr.Name]:
-			err := s.patchFreightStatus(ctx, fr, func(st *kargo.FreightStatus) {
-				if v, ok := st.VerifiedIn[stage.Name]; ok && in.Since != nil {
-					if soak := now.Sub(in.Since.Time); v.LongestSoak == nil || soak > v.LongestSoak.Duration {
-						v.LongestSoak = &metav1.Duration{Duration: soak}
-						st.VerifiedIn[stage.Name] = v
-					}
+			if v, ok := fr.Status.VerifiedIn[stage.Name]; ok && in.Since != nil {
+				if soak := now.Sub(in.Since.Time); v.LongestSoak == nil || soak > v.LongestSoak.Duration {
+					s.freightStatus.set(fr, fieldVerifiedIn, stage.Name, map[string]any{
+						"longestSoak": metav1.Duration{Duration: soak},
+					})
 				}
-				delete(st.CurrentlyIn, stage.Name)
-			})
-			if err != nil {
-				return err
 			}
+			s.freightStatus.leave(fr, stage.Name)
 		case !wasIn && current[fr.Name]:
-			err := s.patchFreightStatus(ctx, fr, func(st *kargo.FreightStatus) {
-				if st.CurrentlyIn == nil {
-					st.CurrentlyIn = map[string]kargo.CurrentStage{}
-				}
-				st.CurrentlyIn[stage.Name] = kargo.CurrentStage{Since: &metav1.Time{Time: now}}
-			})
-			if err != nil {
-				return err
-			}
+			s.freightStatus.set(fr, fieldCurrentlyIn, stage.Name, map[string]any{"since": metav1.Time{Time: now}})
 		}
 	}
-	return nil
 }
 
-// markFreightVerified writes verifiedIn for the current Freight once it is
+// markFreightVerified records verifiedIn for the current Freight once it is
 // verified in a healthy Stage, VerifiedInDelay after its Promotion
 // finished. It returns how long is left to wait, if anything.
-func (s *Simulator) markFreightVerified(ctx context.Context, stage *kargo.Stage) (time.Duration, error) {
+func (s *Simulator) markFreightVerified(ctx context.Context, stage *kargo.Stage, freight []kargo.Freight) time.Duration {
 	st := &stage.Status
 	cur := currentCollection(st)
 	last := lastVerification(cur)
 	if st.Health == nil || st.Health.Status != kargo.HealthHealthy || last == nil ||
 		last.Phase != kargo.VerificationSuccessful {
-		return 0, nil
+		return 0
 	}
 	now := s.opts.Clock.Now()
 	if lp := st.LastPromotion; lp != nil {
 		if at, ok := s.recorded.Load(stage.Namespace + "/" + lp.Name); ok {
 			if left := at.(time.Time).Add(s.opts.VerifiedInDelay).Sub(now); left > 0 {
-				return left, nil
+				return left
 			}
 		}
 	}
 	for _, ref := range cur.Items {
-		fr, err := s.getFreight(ctx, stage.Namespace, ref.Name)
-		if err != nil {
-			return 0, err
-		}
+		fr := freightNamed(freight, ref.Name)
 		if fr == nil || fr.IsVerifiedIn(stage.Name) {
 			continue
 		}
@@ -224,50 +226,28 @@ func (s *Simulator) markFreightVerified(ctx context.Context, stage *kargo.Stage)
 		if last.FinishTime != nil {
 			verifiedAt = last.FinishTime.Time
 		}
-		if err := s.patchFreightStatus(ctx, fr, func(fs *kargo.FreightStatus) {
-			if fs.VerifiedIn == nil {
-				fs.VerifiedIn = map[string]kargo.VerifiedStage{}
-			}
-			fs.VerifiedIn[stage.Name] = kargo.VerifiedStage{VerifiedAt: &metav1.Time{Time: verifiedAt}}
-		}); err != nil {
-			return 0, err
-		}
+		s.freightStatus.set(fr, fieldVerifiedIn, stage.Name, map[string]any{"verifiedAt": metav1.Time{Time: verifiedAt}})
 		logger(ctx).V(2).Info("Marked Freight as verified in Stage", "freight", fr.Name)
 	}
-	return 0, nil
+	return 0
 }
 
 // verifiedInPending reports whether the Stage's current Freight is verified
 // in a healthy Stage but not yet marked verifiedIn.
-func (s *Simulator) verifiedInPending(ctx context.Context, stage *kargo.Stage) (bool, error) {
+func verifiedInPending(stage *kargo.Stage, freight []kargo.Freight) bool {
 	st := &stage.Status
 	cur := currentCollection(st)
 	last := lastVerification(cur)
 	if st.Health == nil || st.Health.Status != kargo.HealthHealthy || last == nil ||
 		last.Phase != kargo.VerificationSuccessful {
-		return false, nil
+		return false
 	}
 	for _, ref := range cur.Items {
-		fr, err := s.getFreight(ctx, stage.Namespace, ref.Name)
-		if err != nil {
-			return false, err
-		}
-		if fr != nil && !fr.IsVerifiedIn(stage.Name) {
-			return true, nil
+		if fr := freightNamed(freight, ref.Name); fr != nil && !fr.IsVerifiedIn(stage.Name) {
+			return true
 		}
 	}
-	return false, nil
-}
-
-// patchFreightStatus applies a change to a Freight's status with a merge
-// patch.
-func (s *Simulator) patchFreightStatus(ctx context.Context, fr *kargo.Freight, change func(*kargo.FreightStatus)) error {
-	base := fr.DeepCopy()
-	change(&fr.Status)
-	if err := s.client.Status().Patch(ctx, fr, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("error patching status of Freight %q in namespace %q: %w", fr.Name, fr.Namespace, err)
-	}
-	return nil
+	return false
 }
 
 // effectiveHolds are the durable holds overlaid with the newest hold or
