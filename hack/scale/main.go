@@ -85,8 +85,9 @@ func main() {
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg); err != nil {
+	err := run(ctx, cfg)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
@@ -113,7 +114,7 @@ func run(ctx context.Context, cfg config) (err error) {
 			return fmt.Errorf("error building the controller: %w", err)
 		}
 	}
-	targets, failing, err := cfg.fleetShape.inlineTargets()
+	targets, failing, err := cfg.inlineTargets()
 	if err != nil {
 		return err
 	}

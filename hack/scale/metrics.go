@@ -42,7 +42,7 @@ func parseMetrics(r io.Reader) ([]sample, error) {
 			continue
 		}
 		s := sample{labels: map[string]string{}}
-		rest := line
+		var rest string
 		if i := strings.IndexByte(line, '{'); i >= 0 {
 			j := strings.LastIndexByte(line, '}')
 			if j < i {

@@ -222,7 +222,7 @@ type breachResult struct {
 	lastBad, firstRollback   time.Time // last bad-rollout / first rollback Promotion seen
 	rollbackDone             time.Time
 	afterCrossing, afterSeen int // bad-rollout Promotions created after crossing / breachSeen
-	canaryFailed, failing    int
+	canaryFailed             int
 	badByWave                map[string]int
 }
 

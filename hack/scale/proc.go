@@ -106,7 +106,7 @@ func startController(ctx context.Context, env *fleetenv.Env, bin, dir string, co
 		}
 		select {
 		case werr := <-p.done:
-			return nil, fmt.Errorf("the controller exited (%v) before it was ready; see %s", werr, logFile.Name())
+			return nil, fmt.Errorf("the controller exited (%w) before it was ready; see %s", werr, logFile.Name())
 		case <-ctx.Done():
 			return nil, errors.Join(ctx.Err(), p.stop())
 		case <-time.After(100 * time.Millisecond):

@@ -34,7 +34,7 @@ func (h *harness) largestObjects(ctx context.Context) ([]objSize, error) {
 		name, who string
 	}
 	var cands []candidate
-	biggest := func(kind, who string, gvk schema.GroupVersionKind, list client.ObjectList, sel client.ListOption) error {
+	biggest := func(who string, gvk schema.GroupVersionKind, list client.ObjectList, sel client.ListOption) error {
 		if err := h.obs.List(ctx, list, sel); err != nil {
 			return err
 		}
@@ -57,15 +57,15 @@ func (h *harness) largestObjects(ctx context.Context) ([]objSize, error) {
 	fgv := fleetv1alpha1.GroupVersion
 	steps := []func() error{
 		func() error {
-			return biggest("Stage", "controller creates; Kargo writes status", kgv.WithKind("Stage"), &kargo.StageList{},
+			return biggest("controller creates; Kargo writes status", kgv.WithKind("Stage"), &kargo.StageList{},
 				client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget})
 		},
 		func() error {
-			return biggest("Stage", "controller creates; Kargo writes status", kgv.WithKind("Stage"), &kargo.StageList{},
+			return biggest("controller creates; Kargo writes status", kgv.WithKind("Stage"), &kargo.StageList{},
 				client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleWave})
 		},
 		func() error {
-			return biggest("Promotion", "controller creates; Kargo writes status", kgv.WithKind("Promotion"), &kargo.PromotionList{},
+			return biggest("controller creates; Kargo writes status", kgv.WithKind("Promotion"), &kargo.PromotionList{},
 				client.HasLabels{fleetv1alpha1.RolloutLabel})
 		},
 	}

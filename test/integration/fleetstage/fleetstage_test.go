@@ -5,6 +5,7 @@ package fleetstage_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -241,7 +242,7 @@ func TestTargetsJoinLeaveAndMove(t *testing.T) {
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(fs), fs))
 	ts := targets(6, critical)
 	ts[3].Labels = map[string]string{"tier": "critical"}
-	fs.Spec.Targets.Sources[0].Inline = append(ts[:4], ts[5])
+	fs.Spec.Targets.Sources[0].Inline = append(slices.Clip(ts[:4]), ts[5])
 	require.NoError(t, env.Client.Update(ctx, fs))
 	waitReady(t, client.ObjectKeyFromObject(fs))
 

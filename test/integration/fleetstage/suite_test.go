@@ -81,7 +81,9 @@ func run(m *testing.M) (int, error) {
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "manager stopped with an error:", err)
+		}
 	}()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		return 0, fmt.Errorf("cache did not sync")

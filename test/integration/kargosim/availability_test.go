@@ -33,7 +33,7 @@ func TestAvailabilityRefusalAndVerifiedInGap(t *testing.T) {
 	require.ErrorContains(t, err, "Freight is not available to this Stage", "created within the verifiedIn gap")
 
 	f := waitFreight(t, ns, "f1", 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("wave-1") })
-	gap := f.Status.VerifiedIn["wave-1"].VerifiedAt.Time.Sub(done.Status.FinishedAt.Time)
+	gap := f.Status.VerifiedIn["wave-1"].VerifiedAt.Sub(done.Status.FinishedAt.Time)
 	require.GreaterOrEqual(t, gap, time.Duration(0))
 	require.Contains(t, f.Status.CurrentlyIn, "wave-1")
 	q, err := promote(ctx, k8s, ns, "wave-2", "f1", nil)

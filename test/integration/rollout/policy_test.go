@@ -184,7 +184,8 @@ func TestTargetsJoiningOrLeavingMidRollout(t *testing.T) {
 		keep = append(keep, tgt)
 	}
 	require.NotEmpty(t, left)
-	fs.Spec.Targets.Sources[0].Inline = append(keep, fleetv1alpha1.InlineTarget{Name: "c-06", Params: map[string]string{kargosim.DelayVar: "0s"}})
+	keep = append(keep, fleetv1alpha1.InlineTarget{Name: "c-06", Params: map[string]string{kargosim.DelayVar: "0s"}})
+	fs.Spec.Targets.Sources[0].Inline = keep
 	require.NoError(t, env.Client.Update(context.Background(), fs))
 
 	done := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
