@@ -20,6 +20,10 @@ import (
 // verifiedIn after a Promotion succeeds.
 const freightStatusFlushInterval = 30 * time.Millisecond
 
+// maxFreightStatusBackoff bounds the wait between attempts while Freight
+// status patches fail (e.g. a Freight grown past the apiserver's limit).
+const maxFreightStatusBackoff = 5 * time.Second
+
 // freightStatusWriter writes the Stage controller's per-Stage Freight
 // status entries (currentlyIn, verifiedIn). Each Stage owns its own key in
 // those maps, so entries queued for one Freight by many Stages are merged
@@ -99,26 +103,34 @@ func (w *freightStatusWriter) queue(fr *kargo.Freight, field, stage string, chan
 // Start runs the flush loop until the context ends; it makes the writer a
 // manager Runnable.
 func (w *freightStatusWriter) Start(ctx context.Context) error {
+	var backoff time.Duration
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-w.wake:
 		}
-		// Let the entries decided together arrive together.
+		// Let the entries decided together arrive together; after failed
+		// patches, back off as a controller's rate limiter would.
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(w.interval):
+		case <-time.After(w.interval + backoff):
 		}
-		w.flush(ctx)
+		if w.flush(ctx) {
+			backoff = 0
+		} else {
+			backoff = min(max(2*backoff, w.interval), maxFreightStatusBackoff)
+		}
 	}
 }
 
-// flush writes everything queued, one patch per Freight. A failed patch is
-// queued again under anything newer and retried at the next flush; a
-// Freight that is gone takes its entries with it.
-func (w *freightStatusWriter) flush(ctx context.Context) {
+// flush writes everything queued, one patch per Freight, and reports
+// whether every patch was taken. A failed patch is queued again under
+// anything newer and retried at the next flush; a Freight that is gone
+// takes its entries with it.
+func (w *freightStatusWriter) flush(ctx context.Context) bool {
+	ok := true
 	w.mu.Lock()
 	batch := w.pending
 	w.pending = map[types.NamespacedName]map[string]map[string]map[string]any{}
@@ -130,8 +142,10 @@ func (w *freightStatusWriter) flush(ctx context.Context) {
 		default:
 			logger(ctx).Error(err, "Error writing Freight status; retrying", "freight", key.Name, "namespace", key.Namespace)
 			w.requeue(key, fields)
+			ok = false
 		}
 	}
+	return ok
 }
 
 func (w *freightStatusWriter) patch(ctx context.Context, key types.NamespacedName, fields map[string]map[string]map[string]any) error {
