@@ -155,11 +155,6 @@ func freightNamed(list []kargo.Freight, name string) *kargo.Freight {
 	return nil
 }
 
-// getFreight reads a Freight from the apiserver; nil when it does not exist.
-func (s *Simulator) getFreight(ctx context.Context, namespace, name string) (*kargo.Freight, error) {
-	return getOrNil[kargo.Freight](ctx, s.reader, "Freight", namespace, name)
-}
-
 // autoPromotionEnabledFor reads the Project's ProjectConfig and judges the
 // Stage.
 func (s *Simulator) autoPromotionEnabledFor(ctx context.Context, stage *kargo.Stage) (bool, error) {
@@ -174,13 +169,14 @@ func (s *Simulator) autoPromotionEnabledFor(ctx context.Context, stage *kargo.St
 	return autoPromotionEnabled(&cfg, stage.ObjectMeta)
 }
 
-// availableFreightFor lists the project's Freight available to the Stage.
+// availableFreightFor lists the project's Freight available to the Stage
+// (from the cache, read only).
 func (s *Simulator) availableFreightFor(ctx context.Context, stage *kargo.Stage) ([]kargo.Freight, error) {
-	var list kargo.FreightList
-	if err := s.reader.List(ctx, &list, client.InNamespace(stage.Namespace)); err != nil {
-		return nil, fmt.Errorf("error listing Freight in namespace %q: %w", stage.Namespace, err)
+	list, err := s.projectFreight(ctx, stage.Namespace)
+	if err != nil {
+		return nil, err
 	}
-	return availableFreight(stage, list.Items, s.opts.Clock.Now()), nil
+	return availableFreight(stage, list, s.opts.Clock.Now()), nil
 }
 
 // getTask fetches a PromotionTask or ClusterPromotionTask for expansion.

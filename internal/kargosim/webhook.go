@@ -208,7 +208,7 @@ func (s *Simulator) setHoldIntent(ctx context.Context, stage *kargo.Stage, promo
 		}
 		return
 	}
-	freight, err := s.getFreight(ctx, stage.Namespace, promo.Spec.Freight)
+	freight, err := s.cachedFreight(ctx, stage.Namespace, promo.Spec.Freight)
 	if err != nil || freight == nil {
 		return
 	}
@@ -277,7 +277,11 @@ func (s *Simulator) validatePromotion(ctx context.Context, req admission.Request
 		if err != nil {
 			return apierrors.NewInternalError(fmt.Errorf("get stage: %w", err))
 		}
-		freight, err := s.getFreight(ctx, req.Namespace, promo.Spec.Freight)
+		// From the cache, as Kargo's webhook reads it: verifiedIn and
+		// approvedFor entries are never removed, so a cache a moment behind
+		// can only refuse what a caller retries, never admit what it should
+		// not.
+		freight, err := s.cachedFreight(ctx, req.Namespace, promo.Spec.Freight)
 		if err != nil {
 			return apierrors.NewInternalError(fmt.Errorf("get freight: %w", err))
 		}
