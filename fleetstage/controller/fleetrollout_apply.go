@@ -32,6 +32,14 @@ import (
 // upstream ~100-150 ms after the upstream Promotion succeeded.
 const notAvailable = "Freight is not available to this Stage"
 
+// maxStartsPerReconcile bounds the target Promotions one reconcile creates.
+// Every outcome is judged in the next reconcile, so the bound is also how
+// many Promotions can start after a breach before the halt is decided: with
+// hundreds of free slots and a busy apiserver, one unbounded batch would
+// take seconds to create. The rest start in the reconciles that follow at
+// once.
+const maxStartsPerReconcile = 40
+
 // startTargets creates the target Promotions of a decision, a few at a time.
 // It returns how many were refused because the Freight was not available yet
 // (the caller looks again shortly).

@@ -118,10 +118,15 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.abort(ctx, ro, d.Abort); err != nil {
 		errs = append(errs, err)
 	}
-	if n, err := r.startTargets(ctx, ro, fs, d.Start); err != nil {
+	starts := d.Start
+	if len(starts) > maxStartsPerReconcile {
+		starts = starts[:maxStartsPerReconcile]
+		retry = time.Millisecond // come back at once for the rest
+	}
+	if n, err := r.startTargets(ctx, ro, fs, starts); err != nil {
 		errs = append(errs, err)
 	} else if n > 0 {
-		retry = 250 * time.Millisecond
+		retry = max(retry, 250*time.Millisecond)
 	}
 	if d.Rollback {
 		if err := r.ensureRollback(ctx, ro, fs); err != nil {

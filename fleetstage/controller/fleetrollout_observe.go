@@ -69,8 +69,12 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 		}
 	}
 
+	// Promotions and Stages are read straight from the cache, not copied:
+	// a rollout reconciles on every target's events, and copying a large
+	// fleet's objects each time would be most of the controller's work
+	// and memory. Nothing here modifies them.
 	promos := &kargo.PromotionList{}
-	if err := r.client.List(ctx, promos, client.InNamespace(ro.Namespace)); err != nil {
+	if err := r.client.List(ctx, promos, client.InNamespace(ro.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("error listing Promotions: %w", err)
 	}
 	busy := map[string]bool{}
@@ -94,7 +98,7 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 	}
 
 	stages := &kargo.StageList{}
-	if err := r.client.List(ctx, stages, client.InNamespace(ro.Namespace),
+	if err := r.client.List(ctx, stages, client.InNamespace(ro.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs.Name, fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}); err != nil {
 		return nil, fmt.Errorf("error listing target Stages: %w", err)
 	}

@@ -137,7 +137,7 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 		return nil, fmt.Errorf("error reading the plan of rolled-back rollout %q: %w", ro.Spec.RollbackOf, err)
 	}
 	promos := &kargo.PromotionList{}
-	if err := r.client.List(ctx, promos, client.InNamespace(ro.Namespace),
+	if err := r.client.List(ctx, promos, client.InNamespace(ro.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels{fleetv1alpha1.RolloutLabel: ro.Spec.RollbackOf}); err != nil {
 		return nil, fmt.Errorf("error listing Promotions of rollout %q: %w", ro.Spec.RollbackOf, err)
 	}

@@ -157,7 +157,7 @@ func (r *FleetStageReconciler) prune(ctx context.Context, s *scope, have map[str
 // neither finished nor aborted.
 func (r *FleetStageReconciler) busyStages(ctx context.Context, namespace string) (map[string]bool, error) {
 	promos := &kargo.PromotionList{}
-	if err := r.client.List(ctx, promos, client.InNamespace(namespace)); err != nil {
+	if err := r.client.List(ctx, promos, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("error listing Promotions: %w", err)
 	}
 	busy := map[string]bool{}

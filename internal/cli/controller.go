@@ -22,6 +22,7 @@ type controllerOptions struct {
 	kubeconfig       string
 	metricsAddr      string
 	probeAddr        string
+	pprofAddr        string
 	leaderElection   bool
 	leaderElectionNS string
 	webhooks         bool
@@ -59,6 +60,7 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig (default: $KUBECONFIG, else the in-cluster config, else ~/.kube/config).")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's net/http/pprof profiles (default: off).")
 	f.BoolVar(&o.leaderElection, "leader-elect", true, "Elect a leader so only one replica orchestrates rollouts.")
 	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's).")
 	f.BoolVar(&o.webhooks, "webhooks", true, "Serve the FleetStage validating webhook.")
@@ -90,6 +92,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		Scheme:                  controller.NewScheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElection,
 		LeaderElectionID:        "kargo-fleet-controller",
 		LeaderElectionNamespace: o.leaderElectionNS,

@@ -66,9 +66,26 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{fscontroller.ArgoCDClusterSecretLabel: "cluster"})},
+			&corev1.Secret{}:    {Label: labels.SelectorFromSet(labels.Set{fscontroller.ArgoCDClusterSecretLabel: "cluster"})},
+			&kargo.Promotion{}: {Transform: slimPromotion},
 		},
 	}
+}
+
+// slimPromotion keeps of a cached Promotion what kargo-fleet reads (its
+// metadata, Stage, Freight, phase and message) and drops the steps, vars,
+// step state and execution records Kargo copies into every one of them: a
+// fleet rollout holds one Promotion per target, and those parts are most
+// of a Promotion's size.
+func slimPromotion(obj any) (any, error) {
+	p, ok := obj.(*kargo.Promotion)
+	if !ok {
+		return obj, nil
+	}
+	p.ManagedFields = nil
+	p.Spec.Steps, p.Spec.Vars = nil, nil
+	p.Status.StepExecutionMetadata, p.Status.State, p.Status.FreightCollection = nil, nil, nil
+	return p, nil
 }
 
 // Setup registers every reconciler and server with the manager.
