@@ -66,7 +66,7 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:    {Label: labels.SelectorFromSet(labels.Set{fscontroller.ArgoCDClusterSecretLabel: "cluster"})},
+			&corev1.Secret{}:   {Label: labels.SelectorFromSet(labels.Set{fscontroller.ArgoCDClusterSecretLabel: "cluster"})},
 			&kargo.Promotion{}: {Transform: slimPromotion},
 		},
 	}
