@@ -4,8 +4,12 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,6 +46,7 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleetv1alpha1.FleetStage{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&kargo.Stage{}, builder.WithPredicates(stageChangedPredicate())).
+		Watches(&kargo.Stage{}, versionChangeHandler{delay: versionRefreshDelay}).
 		Watches(&kargo.Stage{}, handler.EnqueueRequestsFromMapFunc(r.adoptersOf)).
 		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(r.ownerOfPromotedStage),
 			builder.WithPredicates(promotionFinishedPredicate())).
@@ -119,18 +124,43 @@ func requests(list *fleetv1alpha1.FleetStageList) []reconcile.Request {
 }
 
 // stageChangedPredicate passes Stage events that can change what the
-// reconciler decides or reports: creation, deletion, changes of spec, labels
-// or annotations, and a change of the Freight a Stage runs (the version
-// distribution). Bursts coalesce in the work queue, so a wave finishing on
-// many targets costs a few reconciles, not one per target.
+// reconciler decides: creation, deletion, changes of spec, labels or
+// annotations.
 func stageChangedPredicate() predicate.Predicate {
-	freightChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*kargo.Stage), e.ObjectNew.(*kargo.Stage)
-		return !slices.Equal(o.CurrentFreightNames(), n.CurrentFreightNames())
-	}}
 	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
-		predicate.AnnotationChangedPredicate{}, freightChanged)
+		predicate.AnnotationChangedPredicate{})
 }
+
+// versionRefreshDelay is how long a change of the Freight a Stage runs
+// waits before the FleetStage is reconciled for its version distribution.
+const versionRefreshDelay = 2 * time.Second
+
+// versionChangeHandler queues the owning FleetStage, after a delay, when an
+// owned Stage starts running other Freight: only the version distribution
+// in the status changes. During a rollout of thousands of targets such
+// changes arrive all the time; the delay makes them one reconcile (which
+// renders every Stage) every few seconds instead of one after another.
+type versionChangeHandler struct {
+	delay time.Duration
+}
+
+func (h versionChangeHandler) Create(context.Context, event.CreateEvent, requestQueue)   {}
+func (h versionChangeHandler) Delete(context.Context, event.DeleteEvent, requestQueue)   {}
+func (h versionChangeHandler) Generic(context.Context, event.GenericEvent, requestQueue) {}
+
+func (h versionChangeHandler) Update(_ context.Context, e event.UpdateEvent, q requestQueue) {
+	o, n := e.ObjectOld.(*kargo.Stage), e.ObjectNew.(*kargo.Stage)
+	if slices.Equal(o.CurrentFreightNames(), n.CurrentFreightNames()) {
+		return
+	}
+	owner := metav1.GetControllerOf(n)
+	if owner == nil || owner.Kind != "FleetStage" || owner.APIVersion != fleetv1alpha1.GroupVersion.String() {
+		return
+	}
+	q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: n.Namespace, Name: owner.Name}}, h.delay)
+}
+
+type requestQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // promotionFinishedPredicate passes Promotions reaching a final phase: that
 // is when a Stage waiting to be pruned becomes free.

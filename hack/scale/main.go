@@ -49,6 +49,7 @@ type config struct {
 	binary      string
 	build       bool
 	ctrlFlags   string
+	goMemLimit  string
 	pprofAddr   string
 	phases      string
 	probe       bool
@@ -73,6 +74,7 @@ func main() {
 	flag.StringVar(&cfg.report, "report", filepath.Join(envtest.RepoRoot(), "bin", "scale-report.md"), "Where to write the Markdown report.")
 	flag.StringVar(&cfg.binary, "binary", filepath.Join(envtest.RepoRoot(), "bin", "kargo-fleet"), "The kargo-fleet binary to run as the controller.")
 	flag.StringVar(&cfg.ctrlFlags, "controller-flags", "", "More flags for the controller, space-separated.")
+	flag.StringVar(&cfg.goMemLimit, "gomemlimit", "400MiB", "GOMEMLIMIT of the controller process, as the chart sets it (controller.goMemLimit); empty leaves it unset.")
 	flag.StringVar(&cfg.pprofAddr, "pprof", "", "Serve net/http/pprof of this process (the simulator and the harness) here, e.g. 127.0.0.1:6060.")
 	flag.StringVar(&cfg.phases, "phases", "expand,rollout,breach", "Phases, in order: expand (FleetStage to Stages), rollout (a good Freight), breach (a bad one: halt and rollback); each needs the ones before it.")
 	flag.BoolVar(&cfg.probe, "freight-probe", true, "Check whether the API server stores a Freight whose status names every target Stage, as Kargo would write it.")
@@ -139,7 +141,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	logf("starting the controller process (log: %s)", filepath.Join(dir, "scale-controller.log"))
-	proc, err := startController(ctx, env, cfg.binary, dir, cfg.concurrency, strings.Fields(cfg.ctrlFlags))
+	proc, err := startController(ctx, env, cfg.binary, dir, cfg.concurrency, cfg.goMemLimit, strings.Fields(cfg.ctrlFlags))
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func freePort() (string, error) {
 
 // startController runs `kargo-fleet controller` as the controller user and
 // waits until it is ready and its step server listens.
-func startController(ctx context.Context, env *fleetenv.Env, bin, dir string, concurrency int, extra []string) (*controllerProc, error) {
+func startController(ctx context.Context, env *fleetenv.Env, bin, dir string, concurrency int, goMemLimit string, extra []string) (*controllerProc, error) {
 	kubeconfig := filepath.Join(dir, "controller.kubeconfig")
 	if err := fleetenv.WriteKubeconfig(env.ControllerConfig(), kubeconfig); err != nil {
 		return nil, err
@@ -69,6 +69,9 @@ func startController(ctx context.Context, env *fleetenv.Env, bin, dir string, co
 	}
 	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), env.StepServerEnv()...)
+	if goMemLimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+goMemLimit)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group: an interrupt of the harness reaches it only
 	// through stop, after the harness has read what it needs.

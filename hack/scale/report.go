@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"runtime"
@@ -63,10 +64,10 @@ func (r *results) write(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("# Scale run: %d targets\n\n", r.cfg.targets)
 	p("%s, %d CPUs (shared), %s; kube-apiserver and etcd from test/envtest, the Kargo simulator (%d Promotion and %d Stage workers, 200 ms poll floor) in the harness process, "+
-		"`kargo-fleet controller` as its own process (user %s, the chart's ClusterRole, --kube-api-qps 500, --kube-api-burst 1000, --max-concurrent-reconciles %d). "+
+		"`kargo-fleet controller` as its own process (user %s, the chart's ClusterRole, --kube-api-qps 500, --kube-api-burst 1000, --max-concurrent-reconciles %d, GOMEMLIMIT %s). "+
 		"Simulated steps succeed at once unless a fault is injected. Total run %s.\n\n",
 		r.started.UTC().Format(time.DateTime+" UTC"), runtime.NumCPU(), runtime.Version(), r.cfg.simWorkers, r.cfg.simStages,
-		fleetenv.ControllerUser, r.cfg.concurrency, ms(r.total))
+		fleetenv.ControllerUser, r.cfg.concurrency, cmp.Or(r.cfg.goMemLimit, "unset"), ms(r.total))
 	p("| Measure | Value | Goal |\n|---|---|---|\n")
 	if r.setup == nil {
 		r.writeProbe(p)
