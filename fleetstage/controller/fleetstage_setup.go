@@ -43,10 +43,19 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		}); err != nil {
 		return err
 	}
+	// The version distribution has a controller of its own: during a
+	// rollout it changes all the time, and refreshing it must not mean
+	// rendering and comparing every Stage of the fleet.
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("fleetstage_versions").
+		Watches(&kargo.Stage{}, versionChangeHandler{delay: versionRefreshDelay}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(reconcile.Func(r.refreshVersions)); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleetv1alpha1.FleetStage{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&kargo.Stage{}, builder.WithPredicates(stageChangedPredicate())).
-		Watches(&kargo.Stage{}, versionChangeHandler{delay: versionRefreshDelay}).
 		Watches(&kargo.Stage{}, handler.EnqueueRequestsFromMapFunc(r.adoptersOf)).
 		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(r.ownerOfPromotedStage),
 			builder.WithPredicates(promotionFinishedPredicate())).
@@ -138,8 +147,8 @@ const versionRefreshDelay = 2 * time.Second
 // versionChangeHandler queues the owning FleetStage, after a delay, when an
 // owned Stage starts running other Freight: only the version distribution
 // in the status changes. During a rollout of thousands of targets such
-// changes arrive all the time; the delay makes them one reconcile (which
-// renders every Stage) every few seconds instead of one after another.
+// changes arrive all the time; the delay makes them one refresh every few
+// seconds instead of one after another.
 type versionChangeHandler struct {
 	delay time.Duration
 }

@@ -125,3 +125,42 @@ func TestSetReady(t *testing.T) {
 		})
 	}
 }
+
+func TestFreightStatusCondition(t *testing.T) {
+	t.Parallel()
+	fs := &fleetv1alpha1.FleetStage{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Generation: 3}}
+	names := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("web.cluster-%05d", i) // 17 characters
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		stages  int
+		want    metav1.ConditionStatus
+		reason  string
+		message string
+	}{
+		{name: "a small Project", stages: 10, want: metav1.ConditionFalse, reason: fleetv1alpha1.WithinLimitReason,
+			message: `a Freight in all 10 Stages of Project "shop" would carry about 2 KiB of status; the apiserver refuses objects over 1536 KiB`},
+		{name: "ten thousand targets", stages: 10000, want: metav1.ConditionTrue, reason: fleetv1alpha1.NearObjectLimitReason,
+			message: `a Freight in all 10000 Stages of Project "shop" would carry about 1407 KiB of status; the apiserver refuses objects over 1536 KiB: Kargo records one entry per Stage on each Freight and cannot record more past the limit; split the fleet across Projects`},
+		{name: "just under two thirds of the limit", stages: 7000, want: metav1.ConditionFalse, reason: fleetv1alpha1.WithinLimitReason},
+		{name: "just over", stages: 7300, want: metav1.ConditionTrue, reason: fleetv1alpha1.NearObjectLimitReason},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := freightStatusCondition(fs, names(tt.stages), freightStatusWarnBytes)
+			require.Equal(t, fleetv1alpha1.FreightStatusLargeCondition, c.Type)
+			require.Equal(t, tt.want, c.Status)
+			require.Equal(t, tt.reason, c.Reason)
+			require.EqualValues(t, 3, c.ObservedGeneration)
+			if tt.message != "" {
+				require.Equal(t, tt.message, c.Message)
+			}
+		})
+	}
+}

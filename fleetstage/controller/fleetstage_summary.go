@@ -2,13 +2,20 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 // summarise records the version distribution of the target Stages.
-func (r *FleetStageReconciler) summarise(_ context.Context, s *scope) (bool, error) {
+func (r *FleetStageReconciler) summarise(ctx context.Context, s *scope) (bool, error) {
 	targets := make([]kargo.Stage, 0, len(s.stages))
 	for i := range s.stages {
 		if s.stages[i].Labels[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget {
@@ -17,5 +24,72 @@ func (r *FleetStageReconciler) summarise(_ context.Context, s *scope) (bool, err
 	}
 	setVersions(s.fs, targets)
 	defaultRolloutMetrics.observeVersions(s.fs)
-	return true, nil
+	return true, r.checkFreightStatusSize(ctx, s.fs)
+}
+
+// refreshVersions brings a FleetStage's version distribution (and its
+// metric) up to date from the cached target Stages, writing nothing else.
+func (r *FleetStageReconciler) refreshVersions(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	fs := &fleetv1alpha1.FleetStage{}
+	if err := r.client.Get(ctx, req.NamespacedName, fs); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !fs.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	stages := &kargo.StageList{}
+	if err := r.client.List(ctx, stages, client.InNamespace(fs.Namespace), client.UnsafeDisableDeepCopy,
+		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs.Name, fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("error listing target Stages of FleetStage %q: %w", fs.Name, err)
+	}
+	orig := fs.DeepCopy()
+	setVersions(fs, stages.Items)
+	defaultRolloutMetrics.observeVersions(fs)
+	if reflect.DeepEqual(orig.Status.Versions, fs.Status.Versions) {
+		return reconcile.Result{}, nil
+	}
+	if err := r.client.Status().Patch(ctx, fs, client.MergeFrom(orig)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("error patching the versions of FleetStage %q: %w", fs.Name, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// freightStatusWarnBytes is where FreightStatusLarge turns True: two thirds
+// of the object limit, leaving room for the Freight's own content and for
+// Stage names longer than estimated.
+const freightStatusWarnBytes = kargo.FreightObjectLimitBytes * 2 / 3
+
+// checkFreightStatusSize sets FreightStatusLarge from the names of every
+// Stage of the Project (other FleetStages' and the Project's own count too:
+// they all share its Freight), and warns once when it turns True.
+func (r *FleetStageReconciler) checkFreightStatusSize(ctx context.Context, fs *fleetv1alpha1.FleetStage) error {
+	stages := &kargo.StageList{}
+	if err := r.client.List(ctx, stages, client.InNamespace(fs.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("error listing the Stages of Project %q: %w", fs.Namespace, err)
+	}
+	names := make([]string, len(stages.Items))
+	for i := range stages.Items {
+		names[i] = stages.Items[i].Name
+	}
+	cond := freightStatusCondition(fs, names, freightStatusWarnBytes)
+	if cond.Status == metav1.ConditionTrue && !meta.IsStatusConditionTrue(fs.Status.Conditions, fleetv1alpha1.FreightStatusLargeCondition) {
+		r.event(fs, "Warning", fleetv1alpha1.NearObjectLimitReason, "%s", cond.Message)
+	}
+	meta.SetStatusCondition(&fs.Status.Conditions, cond)
+	return nil
+}
+
+// freightStatusCondition judges the estimated status of a Freight held and
+// verified by every one of the Project's Stages against warnBytes.
+func freightStatusCondition(fs *fleetv1alpha1.FleetStage, stages []string, warnBytes int) metav1.Condition {
+	size := kargo.FreightStatusBytes(stages)
+	cond := metav1.Condition{Type: fleetv1alpha1.FreightStatusLargeCondition, ObservedGeneration: fs.Generation,
+		Status: metav1.ConditionFalse, Reason: fleetv1alpha1.WithinLimitReason}
+	cond.Message = fmt.Sprintf("a Freight in all %d Stages of Project %q would carry about %d KiB of status; the apiserver refuses objects over %d KiB",
+		len(stages), fs.Namespace, (size+1023)/1024, kargo.FreightObjectLimitBytes/1024)
+	if size > warnBytes {
+		cond.Status, cond.Reason = metav1.ConditionTrue, fleetv1alpha1.NearObjectLimitReason
+		cond.Message += ": Kargo records one entry per Stage on each Freight and cannot record more past the limit; split the fleet across Projects"
+	}
+	return cond
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -115,7 +116,11 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 	if !reflect.DeepEqual(base.Status, stage.Status) {
 		// The Stage came from the cache: a status computed from a stale copy
 		// is refused (conflict) and computed again from the current one.
-		if err := s.client.Status().Patch(ctx, stage, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := s.client.Status().Patch(ctx, stage, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); apierrors.IsConflict(err) {
+			// Computed from a copy older than the Stage: look again once the
+			// cache has the current one.
+			return ctrl.Result{RequeueAfter: soonRequeue}, nil
+		} else if err != nil {
 			return ctrl.Result{}, fmt.Errorf("error patching status of Stage %q in namespace %q: %w",
 				stage.Name, stage.Namespace, err)
 		}

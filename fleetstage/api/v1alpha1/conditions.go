@@ -23,6 +23,13 @@ const (
 	// ThresholdBreachedCondition (normal-false) is True once a wave or the fleet
 	// crossed its failure threshold.
 	ThresholdBreachedCondition = "ThresholdBreached"
+
+	// FreightStatusLargeCondition (normal-false) is True when a Freight
+	// promoted to every Stage of the Project would carry a status close to
+	// the apiserver's object size limit: Kargo records one entry per Stage
+	// on the Freight, so past the limit it can no longer record where the
+	// Freight is and was verified.
+	FreightStatusLargeCondition = "FreightStatusLarge"
 )
 
 // Condition reasons.
@@ -53,4 +60,10 @@ const (
 	RolloutSucceededReason = "RolloutSucceeded"
 	// RolloutFailedReason: the rollout stopped without passing every wave.
 	RolloutFailedReason = "RolloutFailed"
+	// WithinLimitReason: the Project's Stages leave a Freight's status well
+	// under the object size limit.
+	WithinLimitReason = "WithinLimit"
+	// NearObjectLimitReason: a Freight's status would come close to the
+	// object size limit.
+	NearObjectLimitReason = "NearObjectLimit"
 )

@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -59,6 +62,13 @@ func TestScaleExpansion(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, n, got.Status.Targets.Selected)
 	require.Len(t, listGenerated(t, ns, "fleet", fleetv1alpha1.RoleWave), 4)
+	var all kargo.StageList
+	require.NoError(t, env.Client.List(ctx, &all, client.InNamespace(ns)))
+	large := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.FreightStatusLargeCondition)
+	require.NotNil(t, large, "the Freight status estimate is reported")
+	require.Equal(t, metav1.ConditionFalse, large.Status)
+	require.Equal(t, fleetv1alpha1.WithinLimitReason, large.Reason)
+	require.Contains(t, large.Message, fmt.Sprintf("a Freight in all %d Stages of Project %q", len(all.Items), ns))
 
 	before = writes.Writes()
 	patch := client.MergeFrom(got.DeepCopy())
