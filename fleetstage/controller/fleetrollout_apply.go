@@ -38,7 +38,7 @@ const notAvailable = "Freight is not available to this Stage"
 // hundreds of free slots and a busy apiserver, one unbounded batch would
 // take seconds to create. The rest start in the reconciles that follow at
 // once.
-const maxStartsPerReconcile = 40
+const maxStartsPerReconcile = 16
 
 // startTargets creates the target Promotions of a decision, a few at a time.
 // It returns how many were refused because the Freight was not available yet

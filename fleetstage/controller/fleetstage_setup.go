@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,16 +79,17 @@ func (r *FleetStageReconciler) adoptersOf(ctx context.Context, o client.Object) 
 	return requests(list)
 }
 
-// ownerOfPromotedStage maps a Promotion of a generated Stage to its FleetStage.
-// Target Stages are named "<fleetstage>.<target>"; wave Stages are found by
-// label through the cache.
+// ownerOfPromotedStage maps a finished Promotion to the FleetStage of its
+// Stage when that Stage waits to be pruned: the Promotion was what kept it.
+// Other Promotions do not concern the FleetStage reconciler; a fleet
+// rollout finishes thousands of them.
 func (r *FleetStageReconciler) ownerOfPromotedStage(ctx context.Context, o client.Object) []reconcile.Request {
 	p := o.(*kargo.Promotion)
-	if fs, _, ok := strings.Cut(p.Spec.Stage, "."); ok {
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: p.Namespace, Name: fs}}}
-	}
 	st := &kargo.Stage{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Stage}, st); err != nil {
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Stage}, st, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	if st.Annotations[fleetv1alpha1.PruneAnnotation] == "" {
 		return nil
 	}
 	if fs := st.Labels[fleetv1alpha1.FleetStageLabel]; fs != "" {
