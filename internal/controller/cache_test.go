@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,4 +43,38 @@ func TestSlimPromotionKeepsWhatIsRead(t *testing.T) {
 	same, err := slimPromotion(other)
 	require.NoError(t, err)
 	require.Same(t, other, same, "other kinds pass through")
+}
+
+func TestSlimStageKeepsWhatIsRead(t *testing.T) {
+	t.Parallel()
+	coll := func(name string, verifications int) kargo.FreightCollection {
+		c := kargo.FreightCollection{ID: name, Items: map[string]kargo.FreightReference{"Warehouse/apps": {Name: name}}}
+		for i := range verifications {
+			c.VerificationHistory = append(c.VerificationHistory, kargo.VerificationInfo{ID: fmt.Sprint(i), Phase: kargo.VerificationSuccessful})
+		}
+		return c
+	}
+	full := &kargo.Stage{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet.c-1", Labels: map[string]string{"l": "v"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kargo"}}},
+		Spec: kargo.StageSpec{Vars: []kargo.ExpressionVariable{{Name: "fleetTarget", Value: "c-1"}}},
+		Status: kargo.StageStatus{
+			Health:         &kargo.Health{Status: kargo.HealthHealthy},
+			FreightHistory: []kargo.FreightCollection{coll("f3", 3), coll("f2", 2), coll("f1", 1)},
+			LastPromotion:  &kargo.PromotionReference{Name: "p", Status: &kargo.PromotionStatus{Phase: kargo.PromotionSucceeded}},
+		},
+	}
+	got, err := slimStage(full.DeepCopy())
+	require.NoError(t, err)
+	st := got.(*kargo.Stage)
+	require.Nil(t, st.ManagedFields)
+	require.Equal(t, full.Spec, st.Spec, "the spec is what the FleetStage controller compares: kept whole")
+	require.Equal(t, full.Labels, st.Labels)
+	require.Equal(t, []string{"f3"}, st.CurrentFreightNames())
+	require.Equal(t, "0", st.LastVerification().ID)
+	require.Len(t, st.Status.FreightHistory, 2)
+	require.Len(t, st.Status.FreightHistory[1].VerificationHistory, 1)
+	require.Equal(t, kargo.HealthHealthy, st.Status.Health.Status)
+	require.Equal(t, "p", st.Status.LastPromotion.Name)
+	require.Nil(t, st.Status.LastPromotion.Status)
 }

@@ -68,8 +68,37 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:   {Label: labels.SelectorFromSet(labels.Set{fscontroller.ArgoCDClusterSecretLabel: "cluster"})},
 			&kargo.Promotion{}: {Transform: slimPromotion},
+			&kargo.Stage{}:     {Transform: slimStage},
 		},
 	}
+}
+
+// slimStage keeps of a cached Stage its metadata, spec and the status
+// kargo-fleet reads (health, conditions, the current and previous Freight
+// with their latest verification), and drops older Freight history and the
+// Promotion statuses Kargo copies into it: a fleet holds one Stage per
+// target, and the FleetStage controller compares only their specs.
+func slimStage(obj any) (any, error) {
+	s, ok := obj.(*kargo.Stage)
+	if !ok {
+		return obj, nil
+	}
+	s.ManagedFields = nil
+	st := &s.Status
+	if len(st.FreightHistory) > 2 {
+		st.FreightHistory = st.FreightHistory[:2]
+	}
+	for i := range st.FreightHistory {
+		if h := st.FreightHistory[i].VerificationHistory; len(h) > 1 {
+			st.FreightHistory[i].VerificationHistory = h[:1]
+		}
+	}
+	for _, p := range []*kargo.PromotionReference{st.LastPromotion, st.CurrentPromotion} {
+		if p != nil {
+			p.Status = nil
+		}
+	}
+	return s, nil
 }
 
 // slimPromotion keeps of a cached Promotion what kargo-fleet reads (its
