@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -430,6 +431,10 @@ func maxFailures(fs *fleetv1alpha1.FleetStage, name string, total int) int {
 	return 0
 }
 
+// statusSettle is how long the status command may take to show what the
+// target Stages already say.
+const statusSettle = 15 * time.Second
+
 // checkStatusCommand runs `kargo-fleet status` as an operator would,
 // through the kubeconfig, and checks what it reports; then shows it.
 func (s *story) checkStatusCommand(ctx context.Context) (string, error) {
@@ -445,18 +450,31 @@ func (s *story) checkStatusCommand(ctx context.Context) (string, error) {
 		}
 		return out.Bytes(), nil
 	}
-	raw, err := run("-o", "json")
-	if err != nil {
-		return "", err
-	}
+	// The FleetStage's version distribution is refreshed a few seconds
+	// after target Stages change Freight: give it that long.
 	var r report.Report
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return "", fmt.Errorf("kargo-fleet status -o json printed no report: %w", err)
-	}
-	if len(r.FleetStage.Versions) != 1 || r.FleetStage.Versions[0].Freight.Name != s.good ||
-		int(r.FleetStage.Versions[0].Targets) != s.o.Scenario.Targets {
-		return "", fmt.Errorf("kargo-fleet status reports versions %+v, not %d targets on %s", r.FleetStage.Versions,
-			s.o.Scenario.Targets, GoodAlias)
+	for deadline := time.Now().Add(statusSettle); ; {
+		raw, err := run("-o", "json")
+		if err != nil {
+			return "", err
+		}
+		r = report.Report{}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return "", fmt.Errorf("kargo-fleet status -o json printed no report: %w", err)
+		}
+		if len(r.FleetStage.Versions) == 1 && r.FleetStage.Versions[0].Freight.Name == s.good &&
+			int(r.FleetStage.Versions[0].Targets) == s.o.Scenario.Targets {
+			break
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("kargo-fleet status reports versions %+v, not %d targets on %s", r.FleetStage.Versions,
+				s.o.Scenario.Targets, GoodAlias)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 	if r.FleetStage.LastGoodFreight == nil || r.FleetStage.LastGoodFreight.Alias != GoodAlias {
 		return "", fmt.Errorf("kargo-fleet status reports last good Freight %+v, not %s", r.FleetStage.LastGoodFreight, GoodAlias)
