@@ -59,7 +59,7 @@ func (s *Simulator) autoPromote(ctx context.Context, stage *kargo.Stage, promos 
 		}
 		if !fresh {
 			var err error
-			if promos, err = s.stagePromotions(ctx, s.reader, stage); err != nil {
+			if promos, err = s.stagePromotions(ctx, stage, true); err != nil {
 				return 0, err
 			}
 			fresh = true

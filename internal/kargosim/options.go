@@ -42,8 +42,8 @@ type Options struct {
 	// MaxConcurrentReconciles is the number of Promotion workers (default 4).
 	MaxConcurrentReconciles int
 	// MaxConcurrentStageReconciles is the number of Stage workers (default
-	// 1). Every Freight change reconciles every Stage of its Project, so a
-	// Project with hundreds of Stages (a large fleet) needs more.
+	// 1). A new Freight reconciles every Stage of its Project, so a Project
+	// with hundreds of Stages (a large fleet) needs more.
 	MaxConcurrentStageReconciles int
 	// StageResync is the Stage controller's periodic resync (default 5 min):
 	// a change of the ProjectConfig takes effect at the next resync unless

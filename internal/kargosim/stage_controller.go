@@ -81,7 +81,7 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	promos, err := s.stagePromotions(ctx, s.client, stage)
+	promos, err := s.stagePromotions(ctx, stage, false)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -149,12 +149,13 @@ func indexPromotionsByStage(mgr ctrl.Manager) error {
 	return nil
 }
 
-// stagePromotions lists the Stage's Promotions from the cache (or, with
-// the API reader, from the apiserver).
-func (s *Simulator) stagePromotions(ctx context.Context, r client.Reader, stage *kargo.Stage) ([]kargo.Promotion, error) {
+// stagePromotions lists the Stage's Promotions from the cache, or with
+// fresh from the apiserver (by Kargo's Stage label; the cache has an index).
+func (s *Simulator) stagePromotions(ctx context.Context, stage *kargo.Stage, fresh bool) ([]kargo.Promotion, error) {
 	var list kargo.PromotionList
-	opts := []client.ListOption{client.InNamespace(stage.Namespace)}
-	if r == s.reader {
+	r, opts := client.Reader(s.client), []client.ListOption{client.InNamespace(stage.Namespace)}
+	if fresh {
+		r = s.reader
 		opts = append(opts, client.MatchingLabels{kargo.StageLabel: shortLabelValue(stage.Name)})
 	} else {
 		opts = append(opts, client.MatchingFields{promotionStageIndex: stage.Name})
