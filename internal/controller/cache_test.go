@@ -78,3 +78,29 @@ func TestSlimStageKeepsWhatIsRead(t *testing.T) {
 	require.Equal(t, "p", st.Status.LastPromotion.Name)
 	require.Nil(t, st.Status.LastPromotion.Status)
 }
+
+func TestSlimFreightKeepsApprovals(t *testing.T) {
+	t.Parallel()
+	full := &kargo.Freight{
+		ObjectMeta: metav1.ObjectMeta{Name: "f1", Namespace: "ns", Labels: map[string]string{"l": "v"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kargo"}}},
+		Origin: kargo.FreightOrigin{Kind: "Warehouse", Name: "apps"},
+		Status: kargo.FreightStatus{
+			ApprovedFor: map[string]kargo.ApprovedStage{"fleet.wave-canary": {}},
+			VerifiedIn:  map[string]kargo.VerifiedStage{"fleet.wave-pilot": {}},
+			CurrentlyIn: map[string]kargo.CurrentStage{"fleet.c-1": {}},
+		},
+	}
+	got, err := slimFreight(full.DeepCopy())
+	require.NoError(t, err)
+	want := full.DeepCopy()
+	want.ManagedFields = nil
+	want.Status.VerifiedIn, want.Status.CurrentlyIn = nil, nil
+	require.Equal(t, want, got)
+	require.True(t, got.(*kargo.Freight).IsApprovedFor("fleet.wave-canary"))
+
+	other := &kargo.Stage{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
+	same, err := slimFreight(other)
+	require.NoError(t, err)
+	require.Same(t, other, same, "other kinds pass through")
+}
