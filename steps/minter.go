@@ -62,8 +62,10 @@ func (m *TokenMinter) SetupWithManager(mgr ctrl.Manager) error {
 func (m *TokenMinter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ns := req.Namespace
 	logger := log.FromContext(ctx).WithValues("namespace", ns)
+	// Only whether one exists matters: the cache's objects, not copies of a
+	// FleetStage that may list ten thousand inline targets.
 	var fleets fleetv1alpha1.FleetStageList
-	if err := m.client.List(ctx, &fleets, client.InNamespace(ns), client.Limit(1)); err != nil {
+	if err := m.client.List(ctx, &fleets, client.InNamespace(ns), client.Limit(1), client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("error listing FleetStages in %q: %w", ns, err)
 	}
 	key := types.NamespacedName{Namespace: ns, Name: fleetv1alpha1.StepTokenSecretName}

@@ -302,9 +302,7 @@ func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fle
 	if reflect.DeepEqual(st, &fs.Status) {
 		return nil
 	}
-	patch := client.MergeFrom(fs.DeepCopy())
-	fs.Status = *st
-	if err := r.client.Status().Patch(ctx, fs, patch); err != nil {
+	if err := patchFleetStageStatus(ctx, r.client, fs, &fs.Status, st); err != nil {
 		return fmt.Errorf("error recording rollout %q on FleetStage %q: %w", ro.Name, fs.Name, err)
 	}
 	return nil

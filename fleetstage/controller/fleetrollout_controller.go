@@ -85,8 +85,11 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.expected.clear(ro.UID)
 		return ctrl.Result{}, nil
 	}
+	// The cache's own FleetStage, not a copy (a rollout reconciles many
+	// times a second, and a fleet of inline targets is megabytes): nothing
+	// below modifies it.
 	fs := &fleetv1alpha1.FleetStage{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ro.Spec.FleetStage}, fs); err != nil {
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ro.Spec.FleetStage}, fs, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) && !ro.Status.Phase.IsFinal() {
 			return ctrl.Result{}, r.fail(ctx, ro, fmt.Sprintf("FleetStage %q does not exist", ro.Spec.FleetStage))
 		}

@@ -190,11 +190,7 @@ func (r *FleetStageReconciler) patchStatus(ctx context.Context, fs *fleetv1alpha
 	if statusEqual(before, &fs.Status) {
 		return nil
 	}
-	after := fs.Status.DeepCopy()
-	orig := fs.DeepCopy()
-	orig.Status = *before
-	fs.Status = *after
-	if err := r.client.Status().Patch(ctx, fs, client.MergeFrom(orig)); err != nil {
+	if err := r.client.Status().Patch(ctx, fs, fleetStageStatusPatch{before: before, after: fs.Status.DeepCopy()}); err != nil {
 		return fmt.Errorf("error patching status of FleetStage %q: %w", fs.Name, err)
 	}
 	return nil

@@ -76,9 +76,15 @@ func setTargetsResolved(fs *fleetv1alpha1.FleetStage, p *plan.WavePlan) {
 	meta.SetStatusCondition(&fs.Status.Conditions, cond)
 }
 
-// setVersions records how many target Stages currently run which Freight,
-// largest groups first, capped at maxVersions entries plus "other".
+// setVersions records in the status how many target Stages currently run
+// which Freight.
 func setVersions(fs *fleetv1alpha1.FleetStage, targets []kargo.Stage) {
+	fs.Status.Versions = countVersions(targets)
+}
+
+// countVersions counts the target Stages per Freight they run, largest
+// groups first, capped at maxVersions entries plus "other".
+func countVersions(targets []kargo.Stage) []fleetv1alpha1.FreightCount {
 	counts := map[string]int32{}
 	for i := range targets {
 		names := targets[i].CurrentFreightNames()
@@ -103,9 +109,9 @@ func setVersions(fs *fleetv1alpha1.FleetStage, targets []kargo.Stage) {
 		versions = append(versions[:maxVersions], fleetv1alpha1.FreightCount{Freight: otherFreight, Targets: other})
 	}
 	if len(versions) == 0 {
-		versions = nil
+		return nil
 	}
-	fs.Status.Versions = versions
+	return versions
 }
 
 // setReady summarises the other conditions into Ready: False with the reason

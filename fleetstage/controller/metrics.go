@@ -86,9 +86,9 @@ func (m *rolloutMetrics) forget(namespace, rollout string) {
 }
 
 // observeVersions publishes a FleetStage's version distribution.
-func (m *rolloutMetrics) observeVersions(fs *fleetv1alpha1.FleetStage) {
-	m.versions.DeletePartialMatch(prometheus.Labels{"namespace": fs.Namespace, "fleetstage": fs.Name})
-	for _, v := range fs.Status.Versions {
-		m.versions.WithLabelValues(fs.Namespace, fs.Name, v.Freight).Set(float64(v.Targets))
+func (m *rolloutMetrics) observeVersions(namespace, fleetStage string, versions []fleetv1alpha1.FreightCount) {
+	m.versions.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "fleetstage": fleetStage})
+	for _, v := range versions {
+		m.versions.WithLabelValues(namespace, fleetStage, v.Freight).Set(float64(v.Targets))
 	}
 }
