@@ -56,6 +56,8 @@ type FleetStageReconciler struct {
 	inventory Inventory
 	recorder  events.EventRecorder
 	clock     clock.PassiveClock
+	// versionWrites paces the version distribution's status writes.
+	versionWrites writeTimes
 }
 
 var _ reconcile.Reconciler = &FleetStageReconciler{}

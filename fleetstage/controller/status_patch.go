@@ -48,8 +48,10 @@ func (p fleetStageStatusPatch) Data(client.Object) ([]byte, error) {
 
 // patchFleetStageStatus writes the change from before to after to the
 // status of fs without touching fs, which may be the informer cache's own
-// object; the apiserver's answer goes to a throw-away object.
+// object. The patch goes through the metadata client, so the apiserver
+// answers with the object's metadata instead of the whole FleetStage.
 func patchFleetStageStatus(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage, before, after *fleetv1alpha1.FleetStageStatus) error {
-	into := &fleetv1alpha1.FleetStage{ObjectMeta: metav1.ObjectMeta{Namespace: fs.Namespace, Name: fs.Name}}
+	into := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: fs.Namespace, Name: fs.Name}}
+	into.SetGroupVersionKind(fleetv1alpha1.GroupVersion.WithKind("FleetStage"))
 	return c.Status().Patch(ctx, into, fleetStageStatusPatch{before: before, after: after})
 }

@@ -31,6 +31,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
@@ -74,7 +75,7 @@ func main() {
 	flag.StringVar(&cfg.report, "report", filepath.Join(envtest.RepoRoot(), "bin", "scale-report.md"), "Where to write the Markdown report.")
 	flag.StringVar(&cfg.binary, "binary", filepath.Join(envtest.RepoRoot(), "bin", "kargo-fleet"), "The kargo-fleet binary to run as the controller.")
 	flag.StringVar(&cfg.ctrlFlags, "controller-flags", "", "More flags for the controller, space-separated.")
-	flag.StringVar(&cfg.goMemLimit, "gomemlimit", "400MiB", "GOMEMLIMIT of the controller process, as the chart sets it (controller.goMemLimit); empty leaves it unset.")
+	flag.StringVar(&cfg.goMemLimit, "gomemlimit", chartGoMemLimit(), "GOMEMLIMIT of the controller process (default: the chart's controller.goMemLimit); empty leaves it unset.")
 	flag.StringVar(&cfg.pprofAddr, "pprof", "", "Serve net/http/pprof of this process (the simulator and the harness) here, e.g. 127.0.0.1:6060.")
 	flag.StringVar(&cfg.phases, "phases", "expand,rollout,breach", "Phases, in order: expand (FleetStage to Stages), rollout (a good Freight), breach (a bad one: halt and rollback); each needs the ones before it.")
 	flag.BoolVar(&cfg.probe, "freight-probe", true, "Check whether the API server stores a Freight whose status names every target Stage, as Kargo would write it.")
@@ -93,6 +94,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
+}
+
+// chartGoMemLimit returns the chart's default controller.goMemLimit, so
+// the run measures the controller as the chart deploys it.
+func chartGoMemLimit() string {
+	raw, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "charts", "kargo-fleet", "values.yaml"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scale: reading the chart's values:", err)
+		os.Exit(1)
+	}
+	var values struct {
+		Controller struct {
+			GoMemLimit string `json:"goMemLimit"`
+		} `json:"controller"`
+	}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		fmt.Fprintln(os.Stderr, "scale: reading the chart's values:", err)
+		os.Exit(1)
+	}
+	return values.Controller.GoMemLimit
 }
 
 func logf(format string, args ...any) {
