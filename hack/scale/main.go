@@ -167,7 +167,11 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, proc.stop()) }()
-	obs, err := startObserver(ctx, env.Config)
+	// The observer's watches end before the control plane stops: the
+	// apiserver would otherwise wait on them past envtest's stop timeout.
+	obsCtx, stopObserver := context.WithCancel(ctx)
+	defer stopObserver()
+	obs, err := startObserver(obsCtx, env.Config)
 	if err != nil {
 		return err
 	}
