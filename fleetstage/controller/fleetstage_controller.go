@@ -192,7 +192,7 @@ func (r *FleetStageReconciler) patchStatus(ctx context.Context, fs *fleetv1alpha
 	if statusEqual(before, &fs.Status) {
 		return nil
 	}
-	if err := r.client.Status().Patch(ctx, fs, fleetStageStatusPatch{before: before, after: fs.Status.DeepCopy()}); err != nil {
+	if err := patchFleetStageStatus(ctx, r.client, fs, before, &fs.Status); err != nil {
 		return fmt.Errorf("error patching status of FleetStage %q: %w", fs.Name, err)
 	}
 	return nil
