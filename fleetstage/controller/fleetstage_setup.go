@@ -2,13 +2,8 @@ package controller
 
 import (
 	"context"
-	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -139,37 +134,6 @@ func stageChangedPredicate() predicate.Predicate {
 	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
 		predicate.AnnotationChangedPredicate{})
 }
-
-// versionRefreshDelay is how long a change of the Freight a Stage runs
-// waits before the FleetStage is reconciled for its version distribution.
-const versionRefreshDelay = 2 * time.Second
-
-// versionChangeHandler queues the owning FleetStage, after a delay, when an
-// owned Stage starts running other Freight: only the version distribution
-// in the status changes. During a rollout of thousands of targets such
-// changes arrive all the time; the delay makes them one refresh every few
-// seconds instead of one after another.
-type versionChangeHandler struct {
-	delay time.Duration
-}
-
-func (h versionChangeHandler) Create(context.Context, event.CreateEvent, requestQueue)   {}
-func (h versionChangeHandler) Delete(context.Context, event.DeleteEvent, requestQueue)   {}
-func (h versionChangeHandler) Generic(context.Context, event.GenericEvent, requestQueue) {}
-
-func (h versionChangeHandler) Update(_ context.Context, e event.UpdateEvent, q requestQueue) {
-	o, n := e.ObjectOld.(*kargo.Stage), e.ObjectNew.(*kargo.Stage)
-	if slices.Equal(o.CurrentFreightNames(), n.CurrentFreightNames()) {
-		return
-	}
-	owner := metav1.GetControllerOf(n)
-	if owner == nil || owner.Kind != "FleetStage" || owner.APIVersion != fleetv1alpha1.GroupVersion.String() {
-		return
-	}
-	q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: n.Namespace, Name: owner.Name}}, h.delay)
-}
-
-type requestQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // promotionFinishedPredicate passes Promotions reaching a final phase: that
 // is when a Stage waiting to be pruned becomes free.
