@@ -2,27 +2,10 @@ package steps
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
-)
-
-// Labels and annotations the steps put on the FleetRollouts they create. The
-// rollout controller reads them to learn what the steps asked for.
-const (
-	// FreightLabel, on a FleetRollout, holds a label-safe form of its Freight's
-	// name (see FreightLabelValue), so the steps find the rollout of a
-	// (FleetStage, Freight) pair with one label-selected list.
-	FreightLabel = "fleet.kargo-fleet.io/freight"
-	// WaveRequestAnnotationPrefix prefixes the annotation recording that a
-	// Promotion of a wave Stage asks the wave to run:
-	// wave.fleet.kargo-fleet.io/<wave>: <promotion name>. The rollout
-	// controller refreshes that Promotion when the wave finishes.
-	WaveRequestAnnotationPrefix = "wave.fleet.kargo-fleet.io/"
-	// ReasonAnnotation, on a rollback FleetRollout, says why it was asked for.
-	ReasonAnnotation = "fleet.kargo-fleet.io/reason"
 )
 
 // RolloutRequest asks for the rollout of a FleetStage to a Freight.
@@ -40,16 +23,24 @@ type RolloutRequest struct {
 	Context StepContext
 	// Reason is recorded on a rollback.
 	Reason string
+	// Wave, for a forward rollout, is the wave the calling Promotion asks
+	// to run: a rollout created by the call records the request in the
+	// same write.
+	Wave string
 }
 
 // Intents records what a step asks the rollout controller to do. Every method
 // is idempotent: calling it again with the same arguments changes nothing.
 type Intents interface {
-	// EnsureRollout returns the non-final FleetRollout of the FleetStage for
-	// the Freight and direction, creating it when there is none. A replay of
-	// the request that created a rollout returns that rollout, even when it
-	// has become final since.
+	// EnsureRollout returns the non-final forward FleetRollout of the
+	// FleetStage for the Freight, creating it when there is none. A replay
+	// of the request that created a rollout returns that rollout, even when
+	// it has become final since.
 	EnsureRollout(ctx context.Context, req RolloutRequest) (*fleetv1alpha1.FleetRollout, error)
+	// EnsureRollback returns the rollback of req.RollbackOf, creating it
+	// when there is none: a rollout has one rollback, whoever asks. A
+	// rollback to other Freight than asked is a *fleetrollout.ConflictError.
+	EnsureRollback(ctx context.Context, req RolloutRequest) (*fleetv1alpha1.FleetRollout, error)
 	// RequestWave records on the rollout that the Promotion asks the wave to
 	// run. It writes only when the record is missing or names another
 	// Promotion, and returns the rollout as stored.
@@ -87,27 +78,6 @@ type WindowStatus struct {
 type WindowChecker interface {
 	// CheckWindows reports whether changes are allowed at now.
 	CheckWindows(fs *fleetv1alpha1.FleetStage, now time.Time) (WindowStatus, error)
-}
-
-// WaveRequestAnnotation returns the annotation key recording a wave request.
-func WaveRequestAnnotation(wave string) string { return WaveRequestAnnotationPrefix + wave }
-
-// WaveRequests returns the wave requests recorded on a rollout: wave name to
-// the name of the Promotion that asked for it.
-func WaveRequests(ro *fleetv1alpha1.FleetRollout) map[string]string {
-	out := map[string]string{}
-	for k, v := range ro.Annotations {
-		if wave, ok := strings.CutPrefix(k, WaveRequestAnnotationPrefix); ok && wave != "" {
-			out[wave] = v
-		}
-	}
-	return out
-}
-
-// ParseStepKey splits the value of the StepKeyAnnotation into the Promotion
-// and the step alias that created a rollout.
-func ParseStepKey(value string) (promotion, alias string, ok bool) {
-	return strings.Cut(value, "/")
 }
 
 // rolloutWave returns the progress of a wave in a rollout, or nil.

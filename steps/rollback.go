@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 )
 
 // RollbackConfig is the config of the fleet-rollback step
@@ -77,7 +79,12 @@ func (s *rollbackStep) run(ctx context.Context, in *Input, cfg RollbackConfig) (
 		}
 		return Result{}, err
 	}
-	ro, err := s.store.EnsureRollout(ctx, *req)
+	ro, err := s.store.EnsureRollback(ctx, *req)
+	var conflict *fleetrollout.ConflictError
+	if errors.As(err, &conflict) {
+		terr := &TerminalError{Err: conflict}
+		return failed(terr.Error(), map[string]any{"fleetStage": in.FleetStage.Name, "rollout": conflict.Existing.Name}), terr
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -110,7 +117,7 @@ func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfi
 	}
 	if target.Spec.Direction == fleetv1alpha1.DirectionRollback {
 		// A rollback is under way or done: ask for the same one, which
-		// EnsureRollout finds instead of stacking a rollback of a rollback.
+		// EnsureRollback finds instead of stacking a rollback of a rollback.
 		of = target.Spec.RollbackOf
 	}
 	freightName := cfg.Freight

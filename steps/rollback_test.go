@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 )
 
 func Test_rollbackStep_convert(t *testing.T) {
@@ -88,8 +89,8 @@ func Test_rollbackStep_run(t *testing.T) {
 
 		ro := rollbackOf(t, c, "prod-bad")
 		require.Equal(t, "good", ro.Spec.Freight.Name)
-		require.Equal(t, "error rate", ro.Annotations[ReasonAnnotation])
-		require.Equal(t, testPromo+"/wave::wait", ro.Annotations[fleetv1alpha1.StepKeyAnnotation])
+		require.Equal(t, "error rate", ro.Annotations[fleetrollout.ReasonAnnotation])
+		require.Equal(t, testPromo+"/wave::wait", ro.Annotations[fleetrollout.StepKeyAnnotation])
 
 		// The controller makes the rollback the current rollout: a replay
 		// must find the same rollback, not roll back the rollback.

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
@@ -81,7 +82,7 @@ type StepContext struct {
 }
 
 // Key returns the idempotency key of a step request: promotion and alias.
-func (c StepContext) Key() string { return c.Promotion + "/" + c.Alias }
+func (c StepContext) Key() string { return fleetrollout.StepKey(c.Promotion, c.Alias) }
 
 // Input is everything a step runs on. The server fills it after it has
 // authenticated the request and checked the Promotion, so a step can rely on

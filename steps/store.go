@@ -1,22 +1,16 @@
 package steps
 
 import (
-	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
@@ -64,7 +58,7 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 	var list fleetv1alpha1.FleetRolloutList
 	if err := s.reader.List(ctx, &list, client.InNamespace(fs.Namespace), client.MatchingLabels{
 		fleetv1alpha1.FleetStageLabel: fs.Name,
-		FreightLabel:                  FreightLabelValue(req.Freight.Name),
+		fleetrollout.FreightLabel:     fleetrollout.FreightLabelValue(req.Freight.Name),
 	}); err != nil {
 		return nil, fmt.Errorf("error listing FleetRollouts of FleetStage %q: %w", fs.Name, err)
 	}
@@ -73,7 +67,7 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 	for i := range list.Items {
 		ro := &list.Items[i]
 		if ro.Spec.FleetStage != fs.Name || ro.Spec.Freight.Name != req.Freight.Name ||
-			ro.Spec.Direction != req.Direction || ro.Spec.RollbackOf != req.RollbackOf || ro.DeletionTimestamp != nil {
+			ro.Spec.Direction != fleetv1alpha1.DirectionForward || ro.DeletionTimestamp != nil {
 			continue
 		}
 		if recordsRequest(ro, req.Context) {
@@ -85,21 +79,22 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 		switch {
 		case !ro.Status.Phase.IsFinal():
 			open = append(open, ro)
-		case ro.Spec.Direction == fleetv1alpha1.DirectionForward && isBreached(ro):
+		case fleetrollout.IsBreached(ro):
 			breached = ro
 		}
 	}
 	if len(open) > 0 {
-		slices.SortFunc(open, func(a, b *fleetv1alpha1.FleetRollout) int {
-			return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
-		})
+		slices.SortFunc(open, fleetrollout.Compare)
 		return open[0], nil
 	}
 	if breached != nil && fs.Annotations[fleetv1alpha1.RetryFreightAnnotation] != req.Freight.Name {
 		return nil, &HeldBackError{FleetStage: fs.Name, Freight: req.Freight.Name, Rollout: breached.Name}
 	}
 
-	ro := newRollout(req)
+	ro := fleetrollout.NewForward(fleetrollout.Forward{
+		Namespace: fs.Namespace, FleetStage: fs.Name, Freight: req.Freight,
+		Promotion: req.Context.Promotion, Alias: req.Context.Alias, Actor: req.Context.Actor, Wave: req.Wave,
+	})
 	err := s.writer.Create(ctx, ro)
 	switch {
 	case err == nil:
@@ -115,11 +110,30 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 	}
 }
 
+// EnsureRollback implements Intents.
+func (s *APIStore) EnsureRollback(ctx context.Context, req RolloutRequest) (*fleetv1alpha1.FleetRollout, error) {
+	of, err := s.GetRollout(ctx, req.FleetStage.Namespace, req.RollbackOf)
+	if err != nil {
+		return nil, err
+	}
+	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: req.Freight, Actor: req.Context.Actor,
+		Reason: req.Reason, StepKey: req.Context.Key()})
+	got, created, err := fleetrollout.EnsureRollback(ctx, s.writer, s.reader, rb)
+	if err != nil {
+		return got, err
+	}
+	if created {
+		log.FromContext(ctx).V(0).Info("Created rollback FleetRollout", "FleetRollout", client.ObjectKeyFromObject(got),
+			"rollbackOf", of.Name, "freight", got.Spec.Freight.Name, "stepKey", req.Context.Key())
+	}
+	return got, nil
+}
+
 // RequestWave implements Intents.
 func (s *APIStore) RequestWave(
 	ctx context.Context, ro *fleetv1alpha1.FleetRollout, wave, promotion string,
 ) (*fleetv1alpha1.FleetRollout, error) {
-	key := WaveRequestAnnotation(wave)
+	key := fleetrollout.WaveRequestAnnotation(wave)
 	if ro.Annotations[key] == promotion {
 		return ro, nil
 	}
@@ -136,86 +150,18 @@ func (s *APIStore) RequestWave(
 	return patched, nil
 }
 
-// newRollout builds the FleetRollout a request asks for. Its name is derived
-// from the FleetStage, the Freight, the direction and the requesting
-// Promotion, so that replaying the request after a crash hits AlreadyExists
-// instead of creating a second rollout, while a new Promotion of the same
-// Freight (after the first rollout failed) gets a new one. The name fits a
-// label value, because target Promotions carry it in RolloutLabel.
-func newRollout(req RolloutRequest) *fleetv1alpha1.FleetRollout {
-	fs := req.FleetStage
-	sum := sha256.Sum256([]byte(strings.Join([]string{
-		fs.Name, req.Freight.Name, string(req.Direction), req.RollbackOf, req.Context.Promotion,
-	}, "\x00")))
-	prefix := fs.Name
-	if req.Direction == fleetv1alpha1.DirectionRollback {
-		prefix += "-rollback"
-	}
-	const hashLen = 10
-	prefix = strings.TrimRight(truncate(prefix, validation.LabelValueMaxLength-hashLen-1), "-.")
-	annotations := map[string]string{fleetv1alpha1.StepKeyAnnotation: req.Context.Key()}
-	if req.Reason != "" {
-		annotations[ReasonAnnotation] = req.Reason
-	}
-	return &fleetv1alpha1.FleetRollout{
-		TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "FleetRollout"},
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: fs.Namespace,
-			Name:      prefix + "-" + hex.EncodeToString(sum[:])[:hashLen],
-			Labels: map[string]string{
-				fleetv1alpha1.FleetStageLabel: fs.Name,
-				FreightLabel:                  FreightLabelValue(req.Freight.Name),
-			},
-			Annotations: annotations,
-		},
-		Spec: fleetv1alpha1.FleetRolloutSpec{
-			FleetStage: fs.Name,
-			Freight:    req.Freight,
-			Direction:  req.Direction,
-			RollbackOf: req.RollbackOf,
-			Intent:     fleetv1alpha1.IntentRun,
-			Actor:      truncate(req.Context.Actor, 253),
-		},
-	}
-}
-
-// FreightLabelValue returns the FreightLabel value for a Freight name: the
-// name itself when it is a valid label value (Kargo's Freight names are 40
-// hex digits), else a hash of it.
-func FreightLabelValue(freight string) string {
-	if len(validation.IsValidLabelValue(freight)) == 0 {
-		return freight
-	}
-	sum := sha256.Sum256([]byte(freight))
-	return "h-" + hex.EncodeToString(sum[:])[:40]
-}
-
-// truncate cuts s to at most n bytes, never inside a UTF-8 sequence.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "")
-}
-
 // recordsRequest reports whether a rollout was created by, or records a wave
 // request of, the calling Promotion.
 func recordsRequest(ro *fleetv1alpha1.FleetRollout, c StepContext) bool {
-	if ro.Annotations[fleetv1alpha1.StepKeyAnnotation] == c.Key() {
+	if ro.Annotations[fleetrollout.StepKeyAnnotation] == c.Key() {
 		return true
 	}
-	for _, promotion := range WaveRequests(ro) {
+	for _, promotion := range fleetrollout.WaveRequests(ro) {
 		if promotion == c.Promotion {
 			return true
 		}
 	}
 	return false
-}
-
-// isBreached reports whether a rollout stopped because a failure threshold
-// was breached.
-func isBreached(ro *fleetv1alpha1.FleetRollout) bool {
-	return meta.IsStatusConditionTrue(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition)
 }
 
 // HeldBackError refuses a Freight that broke a failure threshold of the

@@ -113,6 +113,7 @@ func (s *waveStep) run(ctx context.Context, in *Input, cfg WaveConfig) (Result, 
 		Freight:    freightRef(freight),
 		Direction:  fleetv1alpha1.DirectionForward,
 		Context:    c,
+		Wave:       wave,
 	})
 	var held *HeldBackError
 	if errors.As(err, &held) {

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 )
 
 func Test_waveStep_convert(t *testing.T) {
@@ -214,11 +215,11 @@ func Test_waveStep_run(t *testing.T) {
 		require.Len(t, list.Items, 1)
 		ro := list.Items[0]
 		require.Equal(t, map[string]string{
-			fleetv1alpha1.FleetStageLabel: testFleet, FreightLabel: testFreight,
+			fleetv1alpha1.FleetStageLabel: testFleet, fleetrollout.FreightLabel: testFreight,
 		}, ro.Labels)
-		require.Equal(t, testPromo+"/wave::wait", ro.Annotations[fleetv1alpha1.StepKeyAnnotation])
-		require.Equal(t, testPromo, ro.Annotations[WaveRequestAnnotation("canary")])
-		require.Equal(t, map[string]string{"canary": testPromo}, WaveRequests(&ro))
+		require.Equal(t, testPromo+"/wave::wait", ro.Annotations[fleetrollout.StepKeyAnnotation])
+		require.Equal(t, testPromo, ro.Annotations[fleetrollout.WaveRequestAnnotation("canary")])
+		require.Equal(t, map[string]string{"canary": testPromo}, fleetrollout.WaveRequests(&ro))
 		require.Equal(t, fleetv1alpha1.DirectionForward, ro.Spec.Direction)
 		require.Equal(t, "admin", ro.Spec.Actor)
 		require.Equal(t, "apps", ro.Spec.Freight.Origin.Name)
@@ -258,7 +259,7 @@ func Test_waveStep_run(t *testing.T) {
 		require.NoError(t, c.List(ctx, &list))
 		require.Len(t, list.Items, 1)
 		require.Equal(t, map[string]string{"canary": testPromo, "general": "prod-general.01jxyz.0123456"},
-			WaveRequests(&list.Items[0]))
+			fleetrollout.WaveRequests(&list.Items[0]))
 	})
 
 	t.Run("a new Promotion after a failed rollout starts a new one", func(t *testing.T) {
@@ -302,14 +303,6 @@ func Test_waveStep_run(t *testing.T) {
 		require.ErrorContains(t, err, "not found")
 		require.True(t, IsTerminal(err))
 	})
-}
-
-func TestFreightLabelValue(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, testFreight, FreightLabelValue(testFreight))
-	long := FreightLabelValue("a-very-long-freight-name-that-does-not-fit-a-label-value-because-it-is-long")
-	require.Len(t, long, 42)
-	require.Equal(t, long, FreightLabelValue("a-very-long-freight-name-that-does-not-fit-a-label-value-because-it-is-long"))
 }
 
 var _ client.Object = (*fleetv1alpha1.FleetRollout)(nil)

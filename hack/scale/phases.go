@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
-	fscontroller "github.com/kargo-fleet/kargo-fleet/fleetstage/controller"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 )
@@ -244,7 +244,7 @@ func (h *harness) rolloutBad(ctx context.Context) (*breachResult, error) {
 		if err != nil {
 			return err
 		}
-		if rbName != fscontroller.RollbackName(name) {
+		if rbName != fleetrollout.RollbackName(name) {
 			return fmt.Errorf("rollback %q is not the automatic rollback of %q", rbName, name)
 		}
 		res.rollback = rolloutResult{name: rbName, phase: rbFinal, rolloutWall: rbSeen.phases[rbFinal].Sub(rbSeen.added)}

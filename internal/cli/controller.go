@@ -9,12 +9,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/controller"
+	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 )
 
 // controllerOptions configures `kargo-fleet controller`.
@@ -88,28 +86,19 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		return fmt.Errorf("error loading kubeconfig: %w", err)
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  controller.NewScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+	mgr, err := manager.New(cfg, manager.Options{
+		Webhooks:                o.webhooks,
+		WebhookServer:           webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir},
+		MaxConcurrentReconciles: o.concurrency,
+		StepServerURL:           o.stepServerURL,
+		MetricsBindAddress:      o.metricsAddr,
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElection,
-		LeaderElectionID:        "kargo-fleet-controller",
 		LeaderElectionNamespace: o.leaderElectionNS,
-		Cache:                   controller.CacheOptions(),
-		WebhookServer:           webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
 	})
 	if err != nil {
-		return fmt.Errorf("error creating manager: %w", err)
-	}
-	if err := controller.Setup(mgr, controller.Options{Webhooks: o.webhooks, MaxConcurrentReconciles: o.concurrency, StepServerURL: o.stepServerURL}); err != nil {
 		return err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("error adding health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("error adding readiness check: %w", err)
 	}
 	return mgr.Start(cmd.Context())
 }

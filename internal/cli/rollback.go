@@ -2,25 +2,18 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
-	"github.com/kargo-fleet/kargo-fleet/steps"
 )
-
-// rollbackSuffix ends the name of a rollback the CLI creates.
-const rollbackSuffix = "-rb"
 
 // rollbackOptions configures `kargo-fleet rollback`.
 type rollbackOptions struct {
@@ -40,8 +33,9 @@ func newRollbackCommand(out io.Writer, kube kubeOptions) *cobra.Command {
 		Short: "Return the targets a rollout moved to the last good Freight",
 		Long: "Creates a FleetRollout with direction Rollback: the controller promotes the last good Freight " +
 			"(or --to) to exactly the targets the rolled-back rollout moved, in reverse wave order. The rollout " +
-			"rolled back is the FleetStage's current forward rollout, else its last one (or --of). Running it " +
-			"twice is harmless: an unfinished rollback of the same rollout is reported, not duplicated.",
+			"rolled back is the FleetStage's current forward rollout, else its last one (or --of). A rollout has " +
+			"one rollback, whoever asks for it (this command, the fleet-rollback step, the automatic policy): " +
+			"running it again reports the existing rollback instead of creating another.",
 		Example: "  kargo-fleet rollback prod -n shop\n  kargo-fleet rollback prod -n shop --to v1.4.0\n" +
 			"  kubectl fleet rollback prod -n shop --of prod-9f8e7d6c5b",
 		Args: cobra.MaximumNArgs(1),
@@ -86,13 +80,12 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for i := range all {
-		ro := &all[i]
-		if ro.Spec.Direction == fleetv1alpha1.DirectionRollback && ro.Spec.RollbackOf == of.Name && !ro.Status.Phase.IsFinal() {
-			_, err := fmt.Fprintf(o.out, "FleetRollout %s already rolls back %s (%s): nothing to do.\n",
-				ro.Name, of.Name, describeRollout(ro))
-			return err
-		}
+	if existing, err := fleetrollout.FindRollbackOf(ctx, c, of.Namespace, of.Name); err != nil {
+		return err
+	} else if existing != nil {
+		_, err := fmt.Fprintf(o.out, "FleetRollout %s already rolls back %s (%s): a rollout has one rollback.\n",
+			existing.Name, of.Name, describeRollout(existing))
+		return err
 	}
 	freight, err := o.freight(ctx, c, fs)
 	if err != nil {
@@ -102,37 +95,21 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 		return fmt.Errorf("FleetRollout %q moved the fleet to Freight %s, the Freight to return to: nothing to roll back",
 			of.Name, shortFreight(freight.Name))
 	}
-	name := rollbackName(of.Name, all)
-	ro := &fleetv1alpha1.FleetRollout{
-		TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "FleetRollout"},
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: fs.Namespace,
-			Name:      name,
-			Labels: map[string]string{
-				fleetv1alpha1.FleetStageLabel: fs.Name,
-				steps.FreightLabel:            steps.FreightLabelValue(freight.Name),
-			},
-			Annotations: map[string]string{steps.ReasonAnnotation: "requested with kargo-fleet rollback"},
-		},
-		Spec: fleetv1alpha1.FleetRolloutSpec{
-			FleetStage: fs.Name,
-			Freight:    freight,
-			Direction:  fleetv1alpha1.DirectionRollback,
-			RollbackOf: of.Name,
-			Intent:     fleetv1alpha1.IntentRun,
-			Actor:      whoAmI(ctx, c),
-		},
-	}
+	ro := fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: freight, Actor: whoAmI(ctx, c),
+		Reason: "requested with kargo-fleet rollback"})
 	if o.dryRun {
 		_, err := fmt.Fprintf(o.out, "Would create FleetRollout %s: Rollback of %s to Freight %s, by %s (dry run).\n",
 			ro.Name, of.Name, shortFreight(freight.Name), ro.Spec.Actor)
 		return err
 	}
-	if err := c.Create(ctx, ro); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("FleetRollout %q was created meanwhile: run `kargo-fleet status %s -n %s`", name, fs.Name, fs.Namespace)
-		}
-		return fmt.Errorf("error creating FleetRollout %q: %w", name, err)
+	got, created, err := fleetrollout.EnsureRollback(ctx, c, c, ro)
+	if err != nil {
+		return err
+	}
+	if !created {
+		_, err := fmt.Fprintf(o.out, "FleetRollout %s already rolls back %s (%s): a rollout has one rollback.\n",
+			got.Name, of.Name, describeRollout(got))
+		return err
 	}
 	_, err = fmt.Fprintf(o.out, "Created FleetRollout %s: Rollback of %s (%s) to Freight %s, by %s.\n"+
 		"Follow it with: kargo-fleet status %s -n %s --watch\n",
@@ -208,32 +185,4 @@ func freightByAlias(ctx context.Context, c client.Client, ns, alias string) (*ka
 		}
 	}
 	return nil, fmt.Errorf("no Freight named or aliased %q in namespace %q", alias, ns)
-}
-
-// rollbackName is "<rollbackOf>-rb", the name the controller gives an
-// automatic rollback too, or "-rb-2", "-rb-3", ... when earlier rollbacks of
-// the same rollout took it. It fits a label value (target Promotions carry
-// the rollout's name in a label): a long name is cut and ends with a hash of
-// the full one, as the controller does.
-func rollbackName(of string, all []fleetv1alpha1.FleetRollout) string {
-	taken := map[string]bool{}
-	for i := range all {
-		taken[all[i].Name] = true
-	}
-	sum := sha256.Sum256([]byte(of))
-	hash := hex.EncodeToString(sum[:])[:8]
-	for n := 1; ; n++ {
-		suffix := rollbackSuffix
-		if n > 1 {
-			suffix = fmt.Sprintf("%s-%d", rollbackSuffix, n)
-		}
-		name := of + suffix
-		if len(name) > validation.LabelValueMaxLength {
-			keep := validation.LabelValueMaxLength - len(suffix) - len(hash) - 1
-			name = strings.TrimRight(of[:keep], "-.") + suffix + "-" + hash
-		}
-		if !taken[name] {
-			return name
-		}
-	}
 }

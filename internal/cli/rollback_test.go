@@ -3,16 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/steps"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 )
 
 func TestRollbackCommand(t *testing.T) {
@@ -24,7 +22,7 @@ func TestRollbackCommand(t *testing.T) {
 	good := rollout("prod-good", fwd, goodFreight, fleetv1alpha1.RolloutSucceeded, "", 0)
 	bad := rollout("prod-bad", fwd, badFreight, fleetv1alpha1.RolloutHalted, "", time.Minute)
 	finishedRB := rollout("prod-bad-rb", rb, goodFreight, fleetv1alpha1.RolloutFailed, "", 2*time.Minute)
-	runningRB := rollout("prod-fleet-rollback-0a1b2c3d4e", rb, goodFreight, fleetv1alpha1.RolloutRollingBack, "", 2*time.Minute)
+	runningRB := rollout("prod-bad-rb", rb, goodFreight, fleetv1alpha1.RolloutRollingBack, "", 2*time.Minute)
 	older := rollout("prod-older", fwd, "c0ffee", fleetv1alpha1.RolloutSucceeded, "", -time.Hour)
 
 	tests := []struct {
@@ -47,7 +45,7 @@ func TestRollbackCommand(t *testing.T) {
 					FleetStage: "prod", Freight: fleetv1alpha1.FreightReference{Name: goodFreight},
 					Direction: rb, RollbackOf: "prod-bad", Intent: fleetv1alpha1.IntentRun, Actor: "kubernetes:alice",
 				}, ro.Spec)
-				require.Equal(t, map[string]string{fleetv1alpha1.FleetStageLabel: "prod", steps.FreightLabel: goodFreight}, ro.Labels)
+				require.Equal(t, map[string]string{fleetv1alpha1.FleetStageLabel: "prod", fleetrollout.FreightLabel: goodFreight}, ro.Labels)
 			},
 		},
 		{
@@ -72,23 +70,25 @@ func TestRollbackCommand(t *testing.T) {
 		},
 		{
 			name: "an unfinished rollback of the same rollout: nothing to do",
-			objs: []client.Object{fleetStage("prod-fleet-rollback-0a1b2c3d4e", "prod-bad", goodFreight), bad,
+			objs: []client.Object{fleetStage("prod-bad-rb", "prod-bad", goodFreight), bad,
 				withRollbackOf(runningRB, "prod-bad")},
 			assertions: func(t *testing.T, c client.Client, out string, err error) {
 				require.NoError(t, err)
-				require.Equal(t, "FleetRollout prod-fleet-rollback-0a1b2c3d4e already rolls back prod-bad "+
-					"(Rollback to 1a2b3c4, RollingBack): nothing to do.\n", out)
-				require.Error(t, c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: "prod-bad-rb"},
-					&fleetv1alpha1.FleetRollout{}))
+				require.Equal(t, "FleetRollout prod-bad-rb already rolls back prod-bad "+
+					"(Rollback to 1a2b3c4, RollingBack): a rollout has one rollback.\n", out)
+				list := &fleetv1alpha1.FleetRolloutList{}
+				require.NoError(t, c.List(context.Background(), list))
+				require.Len(t, list.Items, 2, "no second rollback")
 			},
 		},
 		{
-			name: "a finished rollback took the name: the next one is -rb-2",
+			name: "a finished rollback is the rollout's one rollback",
 			objs: []client.Object{fleetStage("", "prod-bad-rb", goodFreight), bad, withRollbackOf(finishedRB, "prod-bad")},
+			args: []string{"--of", "prod-bad"},
 			assertions: func(t *testing.T, c client.Client, out string, err error) {
 				require.NoError(t, err)
-				require.Contains(t, out, "Created FleetRollout prod-bad-rb-2: Rollback of prod-bad")
-				require.Equal(t, "prod-bad", getRollout(t, c, "prod-bad-rb-2").Spec.RollbackOf)
+				require.Equal(t, "FleetRollout prod-bad-rb already rolls back prod-bad (Rollback to 1a2b3c4, Failed): "+
+					"a rollout has one rollback.\n", out)
 			},
 		},
 		{
@@ -149,36 +149,4 @@ func withRollbackOf(ro *fleetv1alpha1.FleetRollout, of string) *fleetv1alpha1.Fl
 	ro = ro.DeepCopy()
 	ro.Spec.RollbackOf = of
 	return ro
-}
-
-func TestRollbackName(t *testing.T) {
-	t.Parallel()
-	long := strings.Repeat("a", 61)
-	tests := []struct {
-		name  string
-		of    string
-		taken []string
-		want  string
-	}{
-		{name: "first", of: "prod-1a2b", want: "prod-1a2b-rb"},
-		{name: "taken", of: "prod-1a2b", taken: []string{"prod-1a2b-rb", "prod-1a2b-rb-2"}, want: "prod-1a2b-rb-3"},
-		{name: "long names fit a label value", of: long},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var all []fleetv1alpha1.FleetRollout
-			for _, n := range tt.taken {
-				all = append(all, fleetv1alpha1.FleetRollout{})
-				all[len(all)-1].Name = n
-			}
-			got := rollbackName(tt.of, all)
-			require.LessOrEqual(t, len(got), validation.LabelValueMaxLength)
-			if tt.name == "long names fit a label value" {
-				require.Regexp(t, `^a{51}-rb-[0-9a-f]{8}$`, got, "the controller's name for an automatic rollback")
-				return
-			}
-			require.Equal(t, tt.want, got)
-		})
-	}
 }

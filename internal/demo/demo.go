@@ -13,9 +13,9 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/controller"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/test/envtest"
 )
 
@@ -175,7 +175,7 @@ func (s *story) startEnv(ctx context.Context) (string, error) {
 	env, err := fleetenv.Start(ctx, fleetenv.Options{
 		Simulator: kargosim.Options{PollFloor: s.o.PollFloor, MaxConcurrentReconciles: 16,
 			MaxConcurrentStageReconciles: 8, Seed: 1},
-		Controller: controller.Options{MaxConcurrentReconciles: 4},
+		Controller: manager.Options{MaxConcurrentReconciles: 4},
 	})
 	if err != nil {
 		return "", err

@@ -37,9 +37,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
-	"github.com/kargo-fleet/kargo-fleet/internal/controller"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 	"github.com/kargo-fleet/kargo-fleet/test/envtest"
 )
@@ -60,7 +60,7 @@ type Options struct {
 	Simulator kargosim.Options
 	// Controller configures kargo-fleet's controller; StepServerURL and
 	// Webhooks are set by Start.
-	Controller controller.Options
+	Controller manager.Options
 	// ExternalController leaves kargo-fleet's controller and step server
 	// out of this process: the caller runs them elsewhere (e.g. the
 	// kargo-fleet binary, to measure it on its own) with ControllerConfig
@@ -256,7 +256,7 @@ func (e *Env) startSimulator() error {
 // replica that is not the leader would: it stays up while the orchestrating
 // controller is stopped and started again.
 func (e *Env) startStepServer() error {
-	stop, done, err := e.startManager(controller.Options{StepServerOnly: true})
+	stop, done, err := e.startManager(manager.Options{Components: manager.StepServer})
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func (e *Env) startStepServer() error {
 // one, rebuilt from the API server alone.
 func (e *Env) StartController() error {
 	opts := e.opts.Controller
-	opts.NoStepServer = true
+	opts.Components = manager.Orchestration
 	stop, done, err := e.startManager(opts)
 	if err != nil {
 		return err
@@ -289,20 +289,12 @@ func (e *Env) StartController() error {
 	return nil
 }
 
-func (e *Env) startManager(opts controller.Options) (context.CancelFunc, chan error, error) {
+func (e *Env) startManager(opts manager.Options) (context.CancelFunc, chan error, error) {
 	cfg := rest.CopyConfig(e.controllerCfg)
 	cfg.QPS, cfg.Burst = 1000, 2000
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     controller.NewScheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      controller.CacheOptions(),
-		Controller: config.Controller{SkipNameValidation: ptr(true)},
-	})
+	opts.Webhooks, opts.StepServerURL, opts.SkipNameValidation = false, e.StepServerURL, true
+	mgr, err := manager.New(cfg, opts)
 	if err != nil {
-		return nil, nil, err
-	}
-	opts.Webhooks, opts.StepServerURL = false, e.StepServerURL
-	if err := controller.Setup(mgr, opts); err != nil {
 		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -24,6 +24,11 @@ const (
 	// crossed its failure threshold.
 	ThresholdBreachedCondition = "ThresholdBreached"
 
+	// RollbackCondition (normal-false), on a forward FleetRollout, is True
+	// once a rollback of it exists (the message names it), and False when an
+	// automatic rollback was due but impossible (the reason says why).
+	RollbackCondition = "Rollback"
+
 	// FreightStatusLargeCondition (normal-false) is True when a Freight
 	// promoted to every Stage of the Project would carry a status close to
 	// the apiserver's object size limit: Kargo records one entry per Stage
@@ -52,14 +57,15 @@ const (
 	PausedReason = "Paused"
 	// WaitingForApprovalReason: a wave waits for `kargo approve`.
 	WaitingForApprovalReason = "WaitingForApproval"
-	// OutsideWindowReason: no change window is open for the next targets.
-	OutsideWindowReason = "OutsideWindow"
-	// MaxFailuresExceededReason: a failure threshold was crossed.
-	MaxFailuresExceededReason = "MaxFailuresExceeded"
 	// RolloutSucceededReason: every wave passed.
 	RolloutSucceededReason = "RolloutSucceeded"
 	// RolloutFailedReason: the rollout stopped without passing every wave.
 	RolloutFailedReason = "RolloutFailed"
+	// RollbackCreatedReason: a rollback of the rollout exists.
+	RollbackCreatedReason = "RollbackCreated"
+	// NoLastGoodFreightReason: an automatic rollback was due, but the
+	// FleetStage records no last good Freight other than the rollout's own.
+	NoLastGoodFreightReason = "NoLastGoodFreight"
 	// WithinLimitReason: the Project's Stages leave a Freight's status well
 	// under the object size limit.
 	WithinLimitReason = "WithinLimit"

@@ -451,6 +451,14 @@ type FleetPolicy struct {
 	// rollback says when and how the fleet returns to its last good Freight.
 	// +optional
 	Rollback RollbackPolicy `json:"rollback,omitempty"`
+
+	// historyLimit is how many finished forward FleetRollouts are kept, each
+	// with its rollback; older ones and their plan snapshots are deleted.
+	// Unfinished rollouts are never deleted. Default 10.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 }
 
 // ConcurrencyConstraint limits targets in flight per value of a label.

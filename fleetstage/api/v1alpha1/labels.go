@@ -25,9 +25,6 @@ const (
 	// failure threshold and may nevertheless be promoted to the fleet again:
 	// held-back Freight is refused by the fleet-wave step otherwise.
 	RetryFreightAnnotation = "fleet.kargo-fleet.io/retry-freight"
-	// StepKeyAnnotation, on a FleetRollout, records the promotion and step
-	// alias that created it, which makes step requests idempotent.
-	StepKeyAnnotation = "fleet.kargo-fleet.io/step-key"
 )
 
 // Generated Stage roles.

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
-	fscontroller "github.com/kargo-fleet/kargo-fleet/fleetstage/controller"
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstages"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
@@ -258,9 +258,9 @@ func TestTargetsJoinLeaveAndMove(t *testing.T) {
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet.cluster-003"}, st))
 	require.Equal(t, []string{"fleet-web"}, st.Spec.RequestedFreight[0].Sources.Stages,
 		"a target moved to the critical wave takes Freight after the web wave")
-	requireEvent(t, ns, fscontroller.TargetsJoinedReason, "cluster-005")
-	requireEvent(t, ns, fscontroller.TargetsLeftReason, "cluster-004")
-	requireEvent(t, ns, fscontroller.TargetsMovedReason, "cluster-003")
+	requireEvent(t, ns, fleetstages.TargetsJoinedReason, "cluster-005")
+	requireEvent(t, ns, fleetstages.TargetsLeftReason, "cluster-004")
+	requireEvent(t, ns, fleetstages.TargetsMovedReason, "cluster-003")
 }
 
 func requireEvent(t *testing.T, ns, reason, contains string) {
@@ -348,7 +348,7 @@ func TestAdoptionRepointsDownstreamStages(t *testing.T) {
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(dr), dr))
 		return dr.Spec.RequestedFreight[0].Sources.Stages[0] == "fleet-general"
 	}, wait, tick, "a Stage downstream of the adopted Stage takes Freight once the last wave verified it")
-	require.Equal(t, "fleet/prod", dr.Annotations[fscontroller.RepointedAnnotation])
+	require.Equal(t, "fleet/prod", dr.Annotations[fleetstages.RepointedAnnotation])
 	prod := &kargo.Stage{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, prod))
 	require.Equal(t, []string{"staging"}, prod.Spec.RequestedFreight[0].Sources.Stages, "the adopted Stage itself is left as it is")
@@ -356,7 +356,7 @@ func TestAdoptionRepointsDownstreamStages(t *testing.T) {
 	require.NoError(t, env.Client.Delete(ctx, fs))
 	require.Eventually(t, func() bool {
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(dr), dr))
-		return dr.Spec.RequestedFreight[0].Sources.Stages[0] == "prod" && dr.Annotations[fscontroller.RepointedAnnotation] == ""
+		return dr.Spec.RequestedFreight[0].Sources.Stages[0] == "prod" && dr.Annotations[fleetstages.RepointedAnnotation] == ""
 	}, wait, tick, "deleting the FleetStage restores the downstream Stage")
 }
 

@@ -14,17 +14,13 @@ import (
 	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	fscontroller "github.com/kargo-fleet/kargo-fleet/fleetstage/controller"
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
-	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 	"github.com/kargo-fleet/kargo-fleet/test/envtest"
 )
@@ -58,22 +54,21 @@ func run(m *testing.M) (int, error) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:        env.Scheme,
-		Metrics:       metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(env.WebhookServerOptions()),
-		Controller:    config.Controller{SkipNameValidation: ptrTo(true)},
+	mgr, err := manager.New(cfg, manager.Options{
+		Components:              manager.FleetStages | manager.Versions,
+		Webhooks:                true,
+		WebhookServer:           env.WebhookServerOptions(),
+		MaxConcurrentReconciles: 2,
+		NewClient: func(config *rest.Config, options client.Options) (client.Client, error) {
+			c, err := client.New(config, options)
+			if err != nil {
+				return nil, err
+			}
+			writes = testutil.NewCountingClient(c)
+			return writes, nil
+		},
 	})
 	if err != nil {
-		return 0, err
-	}
-	writes = testutil.NewCountingClient(mgr.GetClient())
-	rec := fscontroller.NewFleetStageReconciler(writes, inventory.NewReader(mgr.GetClient()),
-		mgr.GetEventRecorder("fleetstage-controller"), clock.RealClock{})
-	if err := rec.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
-		return 0, err
-	}
-	if err := (fswebhook.FleetStageValidator{}).SetupWithManager(mgr); err != nil {
 		return 0, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

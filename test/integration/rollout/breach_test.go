@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
-	fscontroller "github.com/kargo-fleet/kargo-fleet/fleetstage/controller"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
@@ -65,7 +65,7 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 		return rb != nil && rb.Status.Phase.IsFinal()
 	}, wait, tick, "the automatic rollback never finished")
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rb.Status.Phase, rb.Status.Message)
-	require.Equal(t, fscontroller.RollbackName(bad.Name), rb.Name)
+	require.Equal(t, fleetrollout.RollbackName(bad.Name), rb.Name)
 	require.EqualValues(t, 4, rb.Status.Snapshot.Targets, "exactly the targets the bad rollout moved: the pilot and the canary ring")
 	require.Equal(t, []string{"canary", "pilot"}, []string{rb.Status.Waves[0].Name, rb.Status.Waves[1].Name}, "in reverse wave order")
 	for _, p := range f.promotionsOf(f.good, "canary") {

@@ -16,9 +16,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/controller"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/test/envtest"
 )
 
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	var err error
 	env, err = fleetenv.Start(context.Background(), fleetenv.Options{
 		Simulator:  kargosim.Options{Seed: 7},
-		Controller: controller.Options{MaxConcurrentReconciles: 4},
+		Controller: manager.Options{MaxConcurrentReconciles: 4},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

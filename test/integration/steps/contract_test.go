@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/steps"
@@ -60,8 +61,8 @@ func TestContract_wave(t *testing.T) {
 		"config": map[string]any{"mode": "start", "links": ""},
 	}, body, "the exact request the shipped task sends")
 	require.Equal(t, 200, first.Status)
-	require.Equal(t, p.Name+"/fleet::start", ro.Annotations[fleetv1alpha1.StepKeyAnnotation])
-	require.Equal(t, map[string]string{"pilot": p.Name}, steps.WaveRequests(ro))
+	require.Equal(t, p.Name+"/fleet::start", ro.Annotations[fleetrollout.StepKeyAnnotation])
+	require.Equal(t, map[string]string{"pilot": p.Name}, fleetrollout.WaveRequests(ro))
 
 	// The controller plans the rollout and refreshes the Promotion.
 	setRolloutStatus(t, ro, fleetv1alpha1.FleetRolloutStatus{

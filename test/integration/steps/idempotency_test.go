@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
@@ -24,8 +25,8 @@ func TestIdempotency(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, resp.Message)
 	require.Equal(t, steps.StateRunning, resp.State, "the controller has not planned the rollout yet")
 	ro := waitRollout(t, f.ns)
-	require.Equal(t, f.pilot.Name+"/fleet::start", ro.Annotations[fleetv1alpha1.StepKeyAnnotation])
-	require.Equal(t, map[string]string{"pilot": f.pilot.Name}, steps.WaveRequests(ro))
+	require.Equal(t, f.pilot.Name+"/fleet::start", ro.Annotations[fleetrollout.StepKeyAnnotation])
+	require.Equal(t, map[string]string{"pilot": f.pilot.Name}, fleetrollout.WaveRequests(ro))
 
 	start := time.Now()
 	for range 100 {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
@@ -146,7 +147,7 @@ func TestSecurity_refusals(t *testing.T) {
 	list := rollouts(t, f.ns)
 	require.Len(t, list, 1)
 	require.Equal(t, ro.ResourceVersion, list[0].ResourceVersion)
-	require.Equal(t, map[string]string{"pilot": f.pilot.Name}, steps.WaveRequests(&list[0]),
+	require.Equal(t, map[string]string{"pilot": f.pilot.Name}, fleetrollout.WaveRequests(&list[0]),
 		"no wave request was recorded for a refused Promotion")
 }
 

@@ -27,12 +27,12 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 	"github.com/kargo-fleet/kargo-fleet/test/envtest"
 )
@@ -121,20 +121,17 @@ func run(m *testing.M) (int, error) {
 	if fleetClient, err = client.New(fleetCfg, client.Options{Scheme: env.Scheme}); err != nil {
 		return 0, err
 	}
-	fleetMgr, err := ctrl.NewManager(fleetCfg, ctrl.Options{
-		Scheme:     env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Logger:     log,
-		Controller: config.Controller{SkipNameValidation: ptrTo(true)},
+	keySecret := types.NamespacedName{Namespace: controllerNamespace, Name: steps.DefaultSigningKeySecret}
+	fleetMgr, err := manager.New(fleetCfg, manager.Options{
+		Components:         manager.TokenMinter,
+		StepServer:         &steps.ServerOptions{SigningKeySecret: keySecret},
+		Logger:             log,
+		SkipNameValidation: true,
 	})
 	if err != nil {
 		return 0, err
 	}
-	keys = steps.NewSecretKey("", types.NamespacedName{Namespace: controllerNamespace, Name: steps.DefaultSigningKeySecret},
-		fleetClient, fleetClient)
-	if err := steps.NewTokenMinter(fleetMgr.GetClient(), fleetClient, keys).SetupWithManager(fleetMgr); err != nil {
-		return 0, err
-	}
+	keys = steps.NewSecretKey("", keySecret, fleetClient, fleetClient)
 	stepServer = newRecordingServer(newStepServer())
 	defer stepServer.Close()
 

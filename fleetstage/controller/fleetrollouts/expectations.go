@@ -1,0 +1,67 @@
+package fleetrollouts
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// expectationTTL bounds how long a created Promotion may stay invisible in the
+// cache before the controller stops assuming it exists. A create that failed
+// ambiguously (a timeout) is thereby retried, but only after the cache had
+// ample time to show it.
+const expectationTTL = 2 * time.Minute
+
+// expectations remembers target Promotions the controller created that its
+// cache does not show yet, so that a reconcile in between does not create a
+// second Promotion for the same target. They live in memory only: after a
+// restart the cache is filled from the API server before the first reconcile,
+// so every Promotion created before the restart is seen.
+type expectations struct {
+	mu sync.Mutex
+	m  map[types.UID]map[string]time.Time
+}
+
+// expect records that a Promotion was created for a target of a rollout.
+func (e *expectations) expect(rollout types.UID, target string, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		e.m = map[types.UID]map[string]time.Time{}
+	}
+	if e.m[rollout] == nil {
+		e.m[rollout] = map[string]time.Time{}
+	}
+	e.m[rollout][target] = now
+}
+
+// forget drops one expectation (the create certainly failed).
+func (e *expectations) forget(rollout types.UID, target string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m[rollout], target)
+}
+
+// pending returns the targets still expected, dropping those the cache now
+// shows (observed) and those older than the TTL.
+func (e *expectations) pending(rollout types.UID, observed func(target string) bool, now time.Time) map[string]bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]bool{}
+	for target, at := range e.m[rollout] {
+		if observed(target) || now.Sub(at) > expectationTTL {
+			delete(e.m[rollout], target)
+			continue
+		}
+		out[target] = true
+	}
+	return out
+}
+
+// clear drops every expectation of a rollout.
+func (e *expectations) clear(rollout types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, rollout)
+}

@@ -1,0 +1,387 @@
+package fleetrollouts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstatus"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
+)
+
+// notAvailable is the message of Kargo's refusal of a Promotion whose
+// Freight is not (yet) available to the Stage: Kargo marks Freight verified
+// upstream ~100-150 ms after the upstream Promotion succeeded.
+const notAvailable = "Freight is not available to this Stage"
+
+// maxStartsPerReconcile bounds the target Promotions one reconcile creates.
+// Every outcome is judged in the next reconcile, so the bound is also how
+// many Promotions can start after a breach before the halt is decided: with
+// hundreds of free slots and a busy apiserver, one unbounded batch would
+// take seconds to create. The rest start in the reconciles that follow at
+// once.
+const maxStartsPerReconcile = 16
+
+// writeParallelism bounds the target Promotions created at once: enough to
+// keep the apiserver busy, few enough not to crowd out Kargo's own writes.
+const writeParallelism = 8
+
+// startTargets creates the target Promotions of a decision, a few at a time.
+// It returns how many were refused because the Freight was not available yet
+// (the caller looks again shortly).
+func (r *FleetRolloutReconciler) startTargets(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage,
+	starts []rollout.Start) (int, error) {
+	if len(starts) == 0 {
+		return 0, nil
+	}
+	var (
+		mu          sync.Mutex
+		unavailable int
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(writeParallelism)
+	for _, s := range starts {
+		g.Go(func() error {
+			annotations := map[string]string{}
+			if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
+				annotations[kargo.RollbackAnnotation] = "true"
+			}
+			p := kargo.NewPromotion(ro.Namespace, render.TargetStageName(fs.Name, s.Target.ID), ro.Spec.Freight.Name,
+				map[string]string{
+					fleetv1alpha1.FleetStageLabel: fs.Name,
+					fleetv1alpha1.RolloutLabel:    ro.Name,
+					fleetv1alpha1.WaveLabel:       s.Wave,
+					fleetv1alpha1.TargetLabel:     s.Target.ID,
+				}, annotations)
+			r.expected.expect(ro.UID, s.Target.ID, r.clock.Now())
+			err := r.client.Create(gctx, p)
+			switch {
+			case err == nil:
+				r.metrics.promotionsCreated.WithLabelValues(string(ro.Spec.Direction)).Inc()
+				return nil
+			case apierrors.IsInvalid(err) && strings.Contains(err.Error(), notAvailable):
+				r.expected.forget(ro.UID, s.Target.ID)
+				mu.Lock()
+				unavailable++
+				mu.Unlock()
+				return nil
+			case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || !isStatusError(err):
+				// The Promotion may exist: keep expecting it, so it is created
+				// again only if the cache does not show it in time.
+				return fmt.Errorf("error creating Promotion of target %q: %w", s.Target.Name, err)
+			default:
+				r.expected.forget(ro.UID, s.Target.ID)
+				return fmt.Errorf("error creating Promotion of target %q: %w", s.Target.Name, err)
+			}
+		})
+	}
+	err := g.Wait()
+	return unavailable, err
+}
+
+func isStatusError(err error) bool {
+	var se apierrors.APIStatus
+	return errors.As(err, &se)
+}
+
+// abort asks Kargo to abort the named Promotions.
+func (r *FleetRolloutReconciler) abort(ctx context.Context, ro *fleetv1alpha1.FleetRollout, names []string) error {
+	var errs []error
+	for _, name := range names {
+		p := &kargo.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ro.Namespace, Name: name}}
+		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, kargo.AbortAnnotation, kargo.AbortTerminate))
+		if err := r.client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("error aborting Promotion %q: %w", name, err))
+		}
+	}
+	if len(names) > 0 {
+		r.event(ro, corev1.EventTypeNormal, PromotionsAbortedReason, "Asked Kargo to abort %d target Promotion(s): %s", len(names), strutil.Sample(names, 5))
+	}
+	return errors.Join(errs...)
+}
+
+// ensureRollback creates the automatic rollback of a halted rollout, once:
+// fleetrollout derives its name from the rollout's, so a second attempt (or
+// a fleet-rollback step, or the CLI, asking at the same time) finds it. The
+// rollout's Rollback condition records the outcome, which also makes its
+// Event a one-off.
+func (r *FleetRolloutReconciler) ensureRollback(ctx context.Context, s *scope) error {
+	ro, fs := s.ro, s.fs
+	if existing, err := fleetrollout.FindRollbackOf(ctx, r.client, ro.Namespace, ro.Name); err == nil && existing != nil {
+		setRollbackCondition(s.status, ro.Generation, metav1.ConditionTrue, fleetv1alpha1.RollbackCreatedReason,
+			fmt.Sprintf("FleetRollout %s returns the targets this rollout moved to Freight %s", existing.Name, existing.Spec.Freight.Name))
+		return nil
+	}
+	if fs.Status.LastGoodFreight == nil || fs.Status.LastGoodFreight.Name == ro.Spec.Freight.Name {
+		setRollbackCondition(s.status, ro.Generation, metav1.ConditionFalse, fleetv1alpha1.NoLastGoodFreightReason,
+			"no last good Freight is recorded for the FleetStage: nothing to roll back to; roll back with --to or promote a Freight through Kargo")
+		return nil
+	}
+	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: ro, Freight: *fs.Status.LastGoodFreight,
+		Actor: fleetrollout.AutomaticRollbackActor, Reason: "a failure threshold was breached (spec.policy.rollback.mode Automatic)"})
+	got, created, err := fleetrollout.EnsureRollback(ctx, r.client, r.reader, rb)
+	var conflict *fleetrollout.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		// Someone asked first, for other Freight: theirs is the rollback.
+	case err != nil:
+		return err
+	}
+	if created {
+		r.metrics.rollbacks.WithLabelValues(ro.Namespace, fs.Name, "Automatic").Inc()
+	}
+	setRollbackCondition(s.status, ro.Generation, metav1.ConditionTrue, fleetv1alpha1.RollbackCreatedReason,
+		fmt.Sprintf("FleetRollout %s returns the targets this rollout moved to Freight %s", got.Name, got.Spec.Freight.Name))
+	return nil
+}
+
+func setRollbackCondition(st *fleetv1alpha1.FleetRolloutStatus, gen int64, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fleetv1alpha1.RollbackCondition, Status: status,
+		Reason: reason, Message: strutil.Ellipsis(msg, 1024), ObservedGeneration: gen})
+}
+
+// setDecided computes the status from the decision.
+func (r *FleetRolloutReconciler) setDecided(s *scope) {
+	st, d, ro, obs := s.status, s.decision, s.ro, s.obs
+	now := r.now()
+	st.Phase, st.Message = d.Phase, strutil.Ellipsis(d.Message, 1024)
+	st.Waves, st.Failures = d.Waves, d.Failures
+	st.ObservedGeneration = ro.Generation
+	if st.Snapshot == nil {
+		st.Snapshot = &fleetv1alpha1.PlanSnapshot{PlanHash: shortHash(obs.Plan.Hash), Targets: int32(obs.Plan.Members()),
+			ConfigMap: fleetrollout.SnapshotName(ro.Name), TakenAt: &now}
+	}
+	if st.StartedAt == nil && (len(d.Start) > 0 || len(obs.mine) > 0) {
+		st.StartedAt = &now
+	}
+	if st.Phase.IsFinal() && st.FinishedAt == nil {
+		st.FinishedAt = &now
+	}
+	setRolloutConditions(st, d, ro.Generation)
+}
+
+// writeStatus writes the status the reconcile computed, once. A change of
+// phase or of any wave's phase is written at once; a change of counts only
+// is written at most once per statusInterval. It reports whether nothing is
+// left unwritten.
+func (r *FleetRolloutReconciler) writeStatus(ctx context.Context, s *scope) (bool, error) {
+	before := &s.ro.Status
+	if reflect.DeepEqual(before, s.status) {
+		return true, nil
+	}
+	if !phasesChanged(before, s.status) && conditionsEqual(before, s.status) && r.sinceLastWrite(s.ro) < statusInterval {
+		return false, nil
+	}
+	after := s.ro.DeepCopy()
+	after.Status = *s.status
+	if err := r.client.Status().Patch(ctx, after, client.MergeFrom(s.ro)); err != nil {
+		return false, fmt.Errorf("error patching status of FleetRollout %q: %w", s.ro.Name, err)
+	}
+	r.markWrite(s.ro)
+	return true, nil
+}
+
+// afterWrite does what follows a recorded change: Events for transitions,
+// Kargo refreshes of the wave Promotions waiting on them, the FleetStage's
+// record of its rollouts, and the rollout history.
+func (r *FleetRolloutReconciler) afterWrite(ctx context.Context, s *scope) error {
+	before, after := &s.ro.Status, s.status
+	r.recordTransitions(ctx, s, before)
+	if s.fs == nil || s.waiting {
+		return nil
+	}
+	written := s.ro.DeepCopy()
+	written.Status = *after
+	var errs []error
+	errs = append(errs, r.recordOnFleetStage(ctx, written, s.fs))
+	if before.Snapshot == nil && after.Snapshot != nil || !before.Phase.IsFinal() && after.Phase.IsFinal() {
+		errs = append(errs, r.pruneHistory(ctx, s.fs))
+	}
+	return errors.Join(errs...)
+}
+
+func phasesChanged(a, b *fleetv1alpha1.FleetRolloutStatus) bool {
+	if a.Phase != b.Phase || len(a.Waves) != len(b.Waves) || a.Snapshot == nil {
+		return true
+	}
+	for i := range a.Waves {
+		if a.Waves[i].Phase != b.Waves[i].Phase || a.Waves[i].Waiting != b.Waves[i].Waiting {
+			return true
+		}
+	}
+	return false
+}
+
+// conditionsEqual compares the conditions' types, statuses and reasons: a
+// condition turning is a decision and is written at once.
+func conditionsEqual(a, b *fleetv1alpha1.FleetRolloutStatus) bool {
+	if len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for _, c := range a.Conditions {
+		o := meta.FindStatusCondition(b.Conditions, c.Type)
+		if o == nil || o.Status != c.Status || o.Reason != c.Reason {
+			return false
+		}
+	}
+	return true
+}
+
+func setRolloutConditions(st *fleetv1alpha1.FleetRolloutStatus, d *rollout.Decision, gen int64) {
+	prog := metav1.Condition{Type: fleetv1alpha1.ProgressingCondition, Status: metav1.ConditionTrue,
+		Reason: fleetv1alpha1.WaveRunningReason, Message: strutil.Ellipsis(d.Message, 1024), ObservedGeneration: gen}
+	switch d.Phase {
+	case fleetv1alpha1.RolloutPaused:
+		prog.Status, prog.Reason = metav1.ConditionFalse, fleetv1alpha1.PausedReason
+	case fleetv1alpha1.RolloutWaitingForApproval:
+		prog.Status, prog.Reason = metav1.ConditionFalse, fleetv1alpha1.WaitingForApprovalReason
+	case fleetv1alpha1.RolloutSucceeded:
+		prog.Status, prog.Reason = metav1.ConditionFalse, fleetv1alpha1.RolloutSucceededReason
+	case fleetv1alpha1.RolloutFailed, fleetv1alpha1.RolloutAborted, fleetv1alpha1.RolloutHalted:
+		prog.Status, prog.Reason = metav1.ConditionFalse, fleetv1alpha1.RolloutFailedReason
+	}
+	if prog.Message == "" {
+		prog.Message = string(d.Phase)
+	}
+	meta.SetStatusCondition(&st.Conditions, prog)
+	if d.Breach != nil {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fleetv1alpha1.ThresholdBreachedCondition,
+			Status: metav1.ConditionTrue, Reason: string(d.Breach.Reason), Message: strutil.Ellipsis(d.Breach.Message, 1024), ObservedGeneration: gen})
+	}
+}
+
+func (r *FleetRolloutReconciler) sinceLastWrite(ro *fleetv1alpha1.FleetRollout) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.lastWrite[ro.UID]
+	if !ok {
+		return statusInterval
+	}
+	return r.clock.Since(at)
+}
+
+func (r *FleetRolloutReconciler) markWrite(ro *fleetv1alpha1.FleetRollout) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastWrite[ro.UID] = r.clock.Now()
+}
+
+// recordOnFleetStage keeps FleetStage.status.currentRollout, lastRollout and
+// lastGoodFreight in step with the rollout. lastRollout and lastGoodFreight
+// only move forward: a rollout older than the recorded lastRollout (a resync
+// of an old rollout, a replay after a restart) changes neither. A succeeded
+// forward rollout, and a succeeded rollback, make their Freight the last
+// good one: after a rollback the fleet runs the Freight it returned to.
+func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) error {
+	st := fs.Status.DeepCopy()
+	switch {
+	case !ro.Status.Phase.IsFinal():
+		// A halted rollout whose rollback runs leaves "current" to the
+		// rollback: that is what the fleet is doing now.
+		if st.CurrentRollout != fleetrollout.RollbackName(ro.Name) {
+			st.CurrentRollout = ro.Name
+		}
+	default:
+		if st.CurrentRollout == ro.Name {
+			st.CurrentRollout = ""
+		}
+		newer, err := r.newerThanLast(ctx, ro, st.LastRollout)
+		if err != nil {
+			return err
+		}
+		if newer {
+			st.LastRollout = ro.Name
+			if ro.Status.Phase == fleetv1alpha1.RolloutSucceeded {
+				st.LastGoodFreight = ro.Spec.Freight.DeepCopy()
+			}
+		}
+	}
+	if reflect.DeepEqual(st, &fs.Status) {
+		return nil
+	}
+	if err := fleetstatus.Patch(ctx, r.client, fs, &fs.Status, st); err != nil {
+		return fmt.Errorf("error recording rollout %q on FleetStage %q: %w", ro.Name, fs.Name, err)
+	}
+	return nil
+}
+
+// newerThanLast reports whether ro comes after the rollout recorded as the
+// FleetStage's last one (or none is recorded, or it is gone).
+func (r *FleetRolloutReconciler) newerThanLast(ctx context.Context, ro *fleetv1alpha1.FleetRollout, last string) (bool, error) {
+	if last == "" || last == ro.Name {
+		return last == "", nil
+	}
+	prev := &fleetv1alpha1.FleetRollout{}
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: last}, prev); {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("error getting FleetRollout %q: %w", last, err)
+	}
+	return fleetrollout.Compare(prev, ro) < 0, nil
+}
+
+// pruneHistory deletes the rollouts the FleetStage's history limit no longer
+// keeps, with their plan snapshots. Kubernetes' garbage collector would
+// delete a snapshot with its owner; deleting it here does not depend on it.
+func (r *FleetRolloutReconciler) pruneHistory(ctx context.Context, fs *fleetv1alpha1.FleetStage) error {
+	all, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, ro := range fleetrollout.Expired(all, fleetrollout.HistoryLimit(fs)) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ro.Namespace, Name: fleetrollout.SnapshotName(ro.Name)}}
+		if err := r.client.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("error deleting plan snapshot %q: %w", cm.Name, err))
+			continue
+		}
+		if err := r.client.Delete(ctx, ro, client.Preconditions{UID: &ro.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("error deleting FleetRollout %q: %w", ro.Name, err))
+			continue
+		}
+		r.event(fs, corev1.EventTypeNormal, HistoryPrunedReason, "Deleted FleetRollout %s (%s, Freight %s) and its plan snapshot: spec.policy.historyLimit keeps %d finished rollouts",
+			ro.Name, ro.Status.Phase, ro.Spec.Freight.Name, fleetrollout.HistoryLimit(fs))
+	}
+	return errors.Join(errs...)
+}
+
+// refreshAll asks Kargo to poll every wave Promotion of the rollout again.
+func (r *FleetRolloutReconciler) refreshAll(ctx context.Context, ro *fleetv1alpha1.FleetRollout) {
+	for k, v := range ro.Annotations {
+		if strings.HasPrefix(k, fleetrollout.WaveRequestAnnotationPrefix) {
+			r.refreshPromotion(ctx, ro, v)
+		}
+	}
+}
+
+func (r *FleetRolloutReconciler) refreshPromotion(ctx context.Context, ro *fleetv1alpha1.FleetRollout, promotion string) {
+	if r.refresh == nil || promotion == "" {
+		return
+	}
+	if err := r.refresh(ctx, r.client, ro.Namespace, promotion); client.IgnoreNotFound(err) != nil {
+		// Kargo polls on its own within pollInterval: a failed refresh only
+		// costs time.
+		ctrl.LoggerFrom(ctx).Info("Refreshing wave Promotion failed", "Promotion", promotion, "error", err.Error())
+	}
+}
+
+func (r *FleetRolloutReconciler) now() metav1.Time { return metav1.NewTime(r.clock.Now()) }

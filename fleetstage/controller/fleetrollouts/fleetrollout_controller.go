@@ -1,0 +1,295 @@
+package fleetrollouts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetplan"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+)
+
+// +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetrollouts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetrollouts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kargo.akuity.io,resources=promotions,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=kargo.akuity.io,resources=stages,verbs=promote
+// +kubebuilder:rbac:groups=kargo.akuity.io,resources=freights,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;delete
+
+// statusInterval is the least time between two progress-only status writes
+// of one rollout: at 10,000 targets every Promotion finishing would otherwise
+// be a write. Phase and wave changes are written at once.
+const statusInterval = time.Second
+
+// RefreshFunc asks Kargo to run a Promotion's polling step again now.
+type RefreshFunc func(ctx context.Context, c client.Client, namespace, promotion string) error
+
+// FleetRolloutReconciler moves a FleetStage's targets to a Freight wave by
+// wave: it creates target Promotions within concurrency, constraints and
+// windows, judges them, halts on a breached threshold, and rolls back.
+type FleetRolloutReconciler struct {
+	client    client.Client
+	reader    client.Reader // uncached reads (plan snapshots, rollback targets)
+	inventory fleetplan.Inventory
+	recorder  events.EventRecorder
+	clock     clock.Clock
+	refresh   RefreshFunc
+	metrics   *rolloutMetrics
+
+	// In-memory state, rebuilt from the API server after a restart and
+	// dropped when a rollout is deleted.
+	snapshots snapshots
+	expected  expectations
+	mu        sync.Mutex
+	lastWrite map[types.UID]time.Time
+	uids      map[types.NamespacedName]types.UID
+}
+
+var _ reconcile.Reconciler = &FleetRolloutReconciler{}
+
+// NewFleetRolloutReconciler returns a FleetRollout reconciler. reader must
+// not be cached (plan snapshots are read once, through it); refresh may be nil.
+func NewFleetRolloutReconciler(c client.Client, reader client.Reader, inv fleetplan.Inventory, rec events.EventRecorder,
+	clk clock.Clock, refresh RefreshFunc) *FleetRolloutReconciler {
+	return &FleetRolloutReconciler{client: c, reader: reader, inventory: inv, recorder: rec, clock: clk, refresh: refresh,
+		metrics: defaultRolloutMetrics, lastWrite: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{}}
+}
+
+// scope carries what one reconcile learns and decides. status is the
+// status the reconcile computes; it is written once, at the end.
+type scope struct {
+	ro     *fleetv1alpha1.FleetRollout
+	fs     *fleetv1alpha1.FleetStage
+	status *fleetv1alpha1.FleetRolloutStatus
+	// obs and decision are set once the rollout was observed and decided.
+	obs      *observed
+	decision *rollout.Decision
+	// waiting is true while the rollout waits for its turn.
+	waiting bool
+}
+
+// Reconcile moves one FleetRollout forward. Its phases compute the new
+// status into the scope; one deferred write records it, and the follow-ups
+// of a recorded change (Events, Kargo refreshes, the FleetStage's record,
+// the rollout history) happen only once it is recorded.
+func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	start := r.clock.Now()
+	defer func() { r.metrics.reconcileSeconds.Observe(r.clock.Since(start).Seconds()) }()
+	ro := &fleetv1alpha1.FleetRollout{}
+	if err := r.client.Get(ctx, req.NamespacedName, ro); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ro.DeletionTimestamp.IsZero() {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	r.remember(req.NamespacedName, ro.UID)
+	s := &scope{ro: ro, status: ro.Status.DeepCopy()}
+	defer func() {
+		written, err := r.writeStatus(ctx, s)
+		if err != nil {
+			retErr = errors.Join(retErr, err)
+			return
+		}
+		if !written {
+			// A progress-only change was held back to coalesce writes.
+			res.RequeueAfter = minPositive(res.RequeueAfter, statusInterval)
+			return
+		}
+		retErr = errors.Join(retErr, r.afterWrite(ctx, s))
+		r.metrics.observe(s.ro)
+	}()
+
+	// The cache's own FleetStage, not a copy (a rollout reconciles many
+	// times a second, and a fleet of inline targets is megabytes): nothing
+	// below modifies it.
+	s.fs = &fleetv1alpha1.FleetStage{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ro.Spec.FleetStage}, s.fs, client.UnsafeDisableDeepCopy); err != nil {
+		s.fs = nil
+		if apierrors.IsNotFound(err) && !ro.Status.Phase.IsFinal() {
+			r.setFinal(s, fleetv1alpha1.RolloutFailed, fmt.Sprintf("FleetStage %q does not exist", ro.Spec.FleetStage))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ro.Status.Phase.IsFinal() {
+		// A final rollout may still owe its follow-ups if the controller died
+		// right after recording the final phase: they are idempotent and
+		// write nothing once done.
+		return ctrl.Result{}, r.settle(ctx, s)
+	}
+	if err := r.waitTurn(ctx, s); err != nil || s.waiting || s.status.Phase.IsFinal() {
+		return ctrl.Result{}, err
+	}
+	return r.run(ctx, s)
+}
+
+// run observes the rollout, decides and applies the decision.
+func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ro, fs := s.ro, s.fs
+	snap, err := r.ensureSnapshot(ctx, ro, fs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs, err := r.observe(ctx, ro, fs, snap)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d := rollout.Decide(obs.Observation)
+	s.obs, s.decision = obs, &d
+	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "FleetRollout", klog.KObj(ro), "phase", d.Phase, "start", len(d.Start), "abort", len(d.Abort))
+
+	var errs []error
+	retry := time.Duration(0)
+	if err := r.abort(ctx, ro, d.Abort); err != nil {
+		errs = append(errs, err)
+	}
+	starts := d.Start
+	if len(starts) > maxStartsPerReconcile {
+		starts = starts[:maxStartsPerReconcile]
+		retry = time.Millisecond // come back at once for the rest
+	}
+	if n, err := r.startTargets(ctx, ro, fs, starts); err != nil {
+		errs = append(errs, err)
+	} else if n > 0 {
+		retry = max(retry, 250*time.Millisecond)
+	}
+	r.setDecided(s)
+	if d.Rollback {
+		if err := r.ensureRollback(ctx, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return ctrl.Result{}, errors.Join(errs...)
+	}
+	res := ctrl.Result{}
+	if !d.RequeueAt.IsZero() {
+		res.RequeueAfter = max(d.RequeueAt.Sub(r.clock.Now()), 100*time.Millisecond)
+	}
+	res.RequeueAfter = minPositive(res.RequeueAfter, retry)
+	return res, nil
+}
+
+// waitTurn applies the newer-Freight policy. Forward rollouts of one
+// FleetStage run one at a time, oldest first. With policy Queue a newer one
+// waits; with Supersede an older one marks itself Superseded as soon as it
+// sees a newer one (no new target starts for it; its in-flight Promotions
+// finish) and the newest runs. A rollback never waits: it is how the fleet
+// gets out of trouble.
+func (r *FleetRolloutReconciler) waitTurn(ctx context.Context, s *scope) error {
+	ro, fs := s.ro, s.fs
+	if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
+		return nil
+	}
+	open, err := fleetrollout.FindOpen(ctx, r.client, ro.Namespace, fs.Name)
+	if err != nil {
+		return err
+	}
+	var older, newer []*fleetv1alpha1.FleetRollout
+	for _, o := range open {
+		if o.UID == ro.UID || o.Spec.Direction != fleetv1alpha1.DirectionForward {
+			continue
+		}
+		if fleetrollout.Compare(o, ro) < 0 {
+			older = append(older, o)
+		} else {
+			newer = append(newer, o)
+		}
+	}
+	if fs.Spec.Policy.NewerFreight == fleetv1alpha1.SupersedeReplace {
+		if len(newer) > 0 {
+			by := newer[len(newer)-1]
+			r.setFinal(s, fleetv1alpha1.RolloutSuperseded, fmt.Sprintf(
+				"superseded by FleetRollout %s (Freight %s): no new target starts for Freight %s; in-flight Promotions finish",
+				by.Name, by.Spec.Freight.Name, ro.Spec.Freight.Name))
+		}
+		return nil
+	}
+	if len(older) == 0 {
+		return nil
+	}
+	s.waiting = true
+	s.status.Phase = fleetv1alpha1.RolloutPending
+	s.status.Message = fmt.Sprintf("queued behind FleetRollout %s (Freight %s): newer Freight waits for the running rollout (spec.policy.newerFreight: Queue)",
+		older[0].Name, older[0].Spec.Freight.Name)
+	return nil
+}
+
+// settle completes what follows a final phase: for a breached rollout under
+// an automatic rollback policy, the rollback.
+func (r *FleetRolloutReconciler) settle(ctx context.Context, s *scope) error {
+	if s.ro.Spec.Direction == fleetv1alpha1.DirectionForward && s.fs.Spec.Policy.Rollback.Mode == fleetv1alpha1.RollbackAutomatic &&
+		fleetrollout.IsBreached(s.ro) {
+		return r.ensureRollback(ctx, s)
+	}
+	return nil
+}
+
+// setFinal ends the rollout with a phase and a message.
+func (r *FleetRolloutReconciler) setFinal(s *scope, phase fleetv1alpha1.RolloutPhase, msg string) {
+	now := r.now()
+	s.status.Phase, s.status.Message = phase, msg
+	if s.status.FinishedAt == nil {
+		s.status.FinishedAt = &now
+	}
+}
+
+// remember records the UID of a rollout's name, forget drops the in-memory
+// state of a rollout that is gone or going: its plan snapshot, expected
+// Promotions, write times and metric series.
+func (r *FleetRolloutReconciler) remember(key types.NamespacedName, uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.uids[key] = uid
+}
+
+func (r *FleetRolloutReconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	uid, ok := r.uids[key]
+	delete(r.uids, key)
+	delete(r.lastWrite, uid)
+	r.mu.Unlock()
+	r.metrics.forget(key.Namespace, key.Name)
+	if ok {
+		r.snapshots.forget(uid)
+		r.expected.clear(uid)
+	}
+}
+
+// resolvePercent resolves a count or percentage against total, rounding a
+// percentage up and never going below 1.
+func resolvePercent(v *intstr.IntOrString, total int) int {
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, total, true)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}

@@ -1,0 +1,90 @@
+package fleetrollouts
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// SetupWithManager registers the reconciler and its watches. Rollouts react to
+// their target Promotions, the target Stages (health, verification), the
+// Freight (approvals), the FleetStage (policy) and each other (queueing).
+func (r *FleetRolloutReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&fleetv1alpha1.FleetRollout{}).
+		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfPromotion)).
+		Watches(&kargo.Stage{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfStage),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return o.GetLabels()[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget
+			}))).
+		Watches(&kargo.Freight{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFreight)).
+		Watches(&fleetv1alpha1.FleetStage{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFleetStage)).
+		Watches(&fleetv1alpha1.FleetRollout{}, handler.EnqueueRequestsFromMapFunc(r.siblingsOfRollout),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		WithOptions(opts).
+		Named("fleetrollout").
+		Complete(r)
+}
+
+// rolloutsOfPromotion maps a target Promotion to its rollout; a Promotion of
+// another origin on a target Stage (manual, or a queue neighbour) to every
+// open rollout of that FleetStage, since it makes the Stage busy or free.
+func (r *FleetRolloutReconciler) rolloutsOfPromotion(ctx context.Context, o client.Object) []reconcile.Request {
+	if name := o.GetLabels()[fleetv1alpha1.RolloutLabel]; name != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+	}
+	p := o.(*kargo.Promotion)
+	if fs, _, ok := strings.Cut(p.Spec.Stage, "."); ok {
+		return r.openRollouts(ctx, o.GetNamespace(), client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs})
+	}
+	return nil
+}
+
+func (r *FleetRolloutReconciler) rolloutsOfStage(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.openRollouts(ctx, o.GetNamespace(), client.MatchingLabels{fleetv1alpha1.FleetStageLabel: o.GetLabels()[fleetv1alpha1.FleetStageLabel]})
+}
+
+func (r *FleetRolloutReconciler) rolloutsOfFreight(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.openRollouts(ctx, o.GetNamespace(), client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(o.GetName())})
+}
+
+func (r *FleetRolloutReconciler) rolloutsOfFleetStage(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.openRollouts(ctx, o.GetNamespace(), client.MatchingLabels{fleetv1alpha1.FleetStageLabel: o.GetName()})
+}
+
+// siblingsOfRollout maps a new or deleted rollout to the other open
+// rollouts of its FleetStage: a newer rollout supersedes or queues behind
+// them, and a rollout that goes may let a queued one run.
+func (r *FleetRolloutReconciler) siblingsOfRollout(ctx context.Context, o client.Object) []reconcile.Request {
+	out := r.openRollouts(ctx, o.GetNamespace(), client.MatchingLabels{fleetv1alpha1.FleetStageLabel: o.GetLabels()[fleetv1alpha1.FleetStageLabel]})
+	return slices.DeleteFunc(out, func(req reconcile.Request) bool { return req.Name == o.GetName() })
+}
+
+// openRollouts lists the rollouts matching sel that are not final, plus the
+// final ones that might still need their FleetStage record.
+func (r *FleetRolloutReconciler) openRollouts(ctx context.Context, namespace string, sel client.MatchingLabels) []reconcile.Request {
+	list := &fleetv1alpha1.FleetRolloutList{}
+	if err := r.client.List(ctx, list, client.InNamespace(namespace), sel); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if !list.Items[i].Status.Phase.IsFinal() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}

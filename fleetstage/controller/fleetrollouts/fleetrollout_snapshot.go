@@ -1,0 +1,196 @@
+package fleetrollouts
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetplan"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+)
+
+// snapshotKey is the ConfigMap key holding a rollout's plan.
+const snapshotKey = "plan.json.gz"
+
+// snapshots keeps decoded plan snapshots by rollout UID: a snapshot never
+// changes, so it is read from the API server once per process.
+type snapshots struct {
+	mu sync.Mutex
+	m  map[types.UID]*plan.WavePlan
+}
+
+func (s *snapshots) get(uid types.UID) *plan.WavePlan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[uid]
+}
+
+func (s *snapshots) put(uid types.UID, p *plan.WavePlan) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[types.UID]*plan.WavePlan{}
+	}
+	s.m[uid] = p
+}
+
+func (s *snapshots) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, uid)
+}
+
+// ensureSnapshot returns the rollout's plan snapshot, taking it first if it
+// does not exist. A forward rollout snapshots the FleetStage's current plan;
+// a rollback snapshots the targets the rolled-back rollout moved, in reverse
+// wave order. Taking it twice (after a crash) finds the first one.
+func (r *FleetRolloutReconciler) ensureSnapshot(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) (*plan.WavePlan, error) {
+	if p := r.snapshots.get(ro.UID); p != nil {
+		return p, nil
+	}
+	p, err := r.readSnapshot(ctx, ro.Namespace, ro.Name)
+	if apierrors.IsNotFound(err) {
+		p, err = r.takeSnapshot(ctx, ro, fs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.snapshots.put(ro.UID, p)
+	return p, nil
+}
+
+func (r *FleetRolloutReconciler) readSnapshot(ctx context.Context, namespace, rollout string) (*plan.WavePlan, error) {
+	cm := &corev1.ConfigMap{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleetrollout.SnapshotName(rollout)}, cm); err != nil {
+		return nil, err
+	}
+	p, err := decodePlan(cm.BinaryData[snapshotKey])
+	if err != nil {
+		return nil, fmt.Errorf("error decoding plan snapshot %q: %w", cm.Name, err)
+	}
+	return p, nil
+}
+
+func (r *FleetRolloutReconciler) takeSnapshot(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) (*plan.WavePlan, error) {
+	var p *plan.WavePlan
+	if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
+		var err error
+		if p, err = r.rollbackPlan(ctx, ro); err != nil {
+			return nil, err
+		}
+	} else {
+		fp, err := fleetplan.Plan(ctx, r.client, r.inventory, fs)
+		if err != nil {
+			return nil, fmt.Errorf("error planning FleetStage %q for rollout %q: %w", fs.Name, ro.Name, err)
+		}
+		p = fp.Plan
+	}
+	p = &plan.WavePlan{Hash: p.Hash, Waves: p.Waves, FleetMaxFailures: p.FleetMaxFailures}
+	raw, err := encodePlan(p)
+	if err != nil {
+		return nil, err
+	}
+	immutable, controller := true, true
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ro.Namespace, Name: fleetrollout.SnapshotName(ro.Name),
+			Labels: map[string]string{fleetv1alpha1.FleetStageLabel: fs.Name, fleetv1alpha1.RolloutLabel: ro.Name},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "FleetRollout", Name: ro.Name, UID: ro.UID, Controller: &controller,
+			}},
+		},
+		Immutable:  &immutable,
+		BinaryData: map[string][]byte{snapshotKey: raw},
+	}
+	if err := r.client.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+		return r.readSnapshot(ctx, ro.Namespace, ro.Name)
+	} else if err != nil {
+		return nil, fmt.Errorf("error writing plan snapshot of rollout %q: %w", ro.Name, err)
+	}
+	r.event(ro, corev1.EventTypeNormal, SnapshotTakenReason, "Took the plan snapshot: %d target(s) in %d wave(s) (plan %s)",
+		p.Members(), len(p.Waves), shortHash(p.Hash))
+	return p, nil
+}
+
+// rollbackPlan is the plan of a rollback: the waves of the rolled-back
+// rollout in reverse order, each holding only the targets that rollout
+// started a Promotion for — exactly the targets that moved.
+func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1alpha1.FleetRollout) (*plan.WavePlan, error) {
+	orig, err := r.readSnapshot(ctx, ro.Namespace, ro.Spec.RollbackOf)
+	if err != nil {
+		return nil, fmt.Errorf("error reading the plan of rolled-back rollout %q: %w", ro.Spec.RollbackOf, err)
+	}
+	promos := &kargo.PromotionList{}
+	if err := r.client.List(ctx, promos, client.InNamespace(ro.Namespace), client.UnsafeDisableDeepCopy,
+		client.MatchingLabels{fleetv1alpha1.RolloutLabel: ro.Spec.RollbackOf}); err != nil {
+		return nil, fmt.Errorf("error listing Promotions of rollout %q: %w", ro.Spec.RollbackOf, err)
+	}
+	moved := map[string]bool{}
+	for i := range promos.Items {
+		moved[promos.Items[i].Labels[fleetv1alpha1.TargetLabel]] = true
+	}
+	out := &plan.WavePlan{Hash: orig.Hash}
+	for _, w := range slices.Backward(orig.Waves) {
+		rw := w
+		rw.Members = nil
+		rw.Approval = fleetv1alpha1.ApprovalNone
+		for _, t := range w.Members {
+			if moved[t.ID] {
+				rw.Members = append(rw.Members, t)
+			}
+		}
+		if len(rw.Members) > 0 {
+			out.Waves = append(out.Waves, rw)
+		}
+	}
+	return out, nil
+}
+
+func encodePlan(p *plan.WavePlan) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(p); err != nil {
+		return nil, fmt.Errorf("error encoding plan snapshot: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("error compressing plan snapshot: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func decodePlan(raw []byte) (*plan.WavePlan, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan.WavePlan{}
+	if err := json.Unmarshal(data, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

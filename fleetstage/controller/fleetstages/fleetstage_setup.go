@@ -1,0 +1,138 @@
+package fleetstages
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// fromStageIndex indexes FleetStages by the Stage they adopt.
+const fromStageIndex = "spec.stage.fromStage"
+
+// SetupWithManager registers the reconciler and its watches. It reacts to
+// events only: FleetStages, the Stages it owns, the Stage it adopts, the
+// Promotions of its Stages (pruning waits for them), inventory objects and
+// Project namespaces (team scoping).
+func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &fleetv1alpha1.FleetStage{}, fromStageIndex,
+		func(o client.Object) []string {
+			if s := o.(*fleetv1alpha1.FleetStage).Spec.Stage.FromStage; s != "" {
+				return []string{s}
+			}
+			return nil
+		}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&fleetv1alpha1.FleetStage{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&kargo.Stage{}, builder.WithPredicates(stageChangedPredicate())).
+		Watches(&kargo.Stage{}, handler.EnqueueRequestsFromMapFunc(r.adoptersOf)).
+		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(r.ownerOfPromotedStage),
+			builder.WithPredicates(promotionFinishedPredicate())).
+		Watches(&kargo.Target{}, handler.EnqueueRequestsFromMapFunc(r.allInNamespace)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.all),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return o.GetLabels()[inventory.ArgoCDSecretTypeLabel] == inventory.ArgoCDSecretTypeCluster
+			}))).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allInNamespaceObject),
+			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
+		WithOptions(opts).
+		Named("fleetstage").
+		Complete(r)
+}
+
+// adoptersOf maps a Stage to the FleetStages adopting it.
+func (r *FleetStageReconciler) adoptersOf(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &fleetv1alpha1.FleetStageList{}
+	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{fromStageIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	return requests(list)
+}
+
+// ownerOfPromotedStage maps a finished Promotion to the FleetStage of its
+// Stage when that Stage waits to be pruned: the Promotion was what kept it.
+// Other Promotions do not concern the FleetStage reconciler; a fleet
+// rollout finishes thousands of them.
+func (r *FleetStageReconciler) ownerOfPromotedStage(ctx context.Context, o client.Object) []reconcile.Request {
+	p := o.(*kargo.Promotion)
+	st := &kargo.Stage{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Stage}, st, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	if st.Annotations[fleetv1alpha1.PruneAnnotation] == "" {
+		return nil
+	}
+	if fs := st.Labels[fleetv1alpha1.FleetStageLabel]; fs != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: p.Namespace, Name: fs}}}
+	}
+	return nil
+}
+
+func (r *FleetStageReconciler) allInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &fleetv1alpha1.FleetStageList{}
+	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	return requests(list)
+}
+
+func (r *FleetStageReconciler) allInNamespaceObject(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &fleetv1alpha1.FleetStageList{}
+	if err := r.client.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
+		return nil
+	}
+	return requests(list)
+}
+
+// all maps an Argo CD cluster Secret to every FleetStage: Argo CD keeps its
+// Secrets in its own namespace, which any Project may read through a source.
+func (r *FleetStageReconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &fleetv1alpha1.FleetStageList{}
+	if err := r.client.List(ctx, list); err != nil {
+		return nil
+	}
+	return requests(list)
+}
+
+func requests(list *fleetv1alpha1.FleetStageList) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
+}
+
+// stageChangedPredicate passes Stage events that can change what the
+// reconciler decides: creation, deletion, changes of spec, labels or
+// annotations.
+func stageChangedPredicate() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+		predicate.AnnotationChangedPredicate{})
+}
+
+// promotionFinishedPredicate passes Promotions reaching a final phase: that
+// is when a Stage waiting to be pruned becomes free.
+func promotionFinishedPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return false },
+		GenericFunc: func(e event.GenericEvent) bool { return false },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return true },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*kargo.Promotion), e.ObjectNew.(*kargo.Promotion)
+			return !o.Status.Phase.IsTerminal() && n.Status.Phase.IsTerminal()
+		},
+	}
+}

@@ -1,0 +1,190 @@
+package fleetstages
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+)
+
+// writeParallelism bounds concurrent Stage writes of one reconcile: enough to
+// expand 1,000 targets in seconds, few enough to leave the apiserver (and
+// client-side rate limits) room for everything else.
+const writeParallelism = 8
+
+// syncResult says what syncStages did.
+type syncResult struct {
+	created, updated, deleted, unchanged int
+	waitingForPrune                      int
+	conflicts                            []string
+	joined, left, moved                  []string
+}
+
+// syncStages creates, updates and prunes the generated Stages so they match
+// the desired set, writing nothing for a Stage that is already up to date.
+// A Stage whose target left the fleet is deleted only when no Promotion of it
+// is pending or running; until then it is marked with the prune annotation.
+func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, error) {
+	fs := s.fs
+	existing := &kargo.StageList{}
+	if err := r.client.List(ctx, existing, client.InNamespace(fs.Namespace),
+		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs.Name}); err != nil {
+		return false, fmt.Errorf("error listing Stages of FleetStage %q: %w", fs.Name, err)
+	}
+	s.stages = existing.Items
+	have := make(map[string]*kargo.Stage, len(existing.Items))
+	for i := range existing.Items {
+		st := &existing.Items[i]
+		if metav1.IsControlledBy(st, fs) {
+			have[st.Name] = st
+		}
+	}
+	desired := append(slices.Clone(s.desired.Waves), s.desired.Targets...)
+	want := make(map[string]bool, len(desired))
+
+	var mu sync.Mutex
+	res := &s.sync
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(writeParallelism)
+	for i := range desired {
+		d := &desired[i]
+		want[d.Name] = true
+		cur, ok := have[d.Name]
+		switch {
+		case !ok:
+			g.Go(func() error {
+				err := r.client.Create(gctx, d)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case apierrors.IsAlreadyExists(err):
+					res.conflicts = append(res.conflicts, d.Name)
+				case err != nil:
+					return fmt.Errorf("error creating Stage %q: %w", d.Name, err)
+				default:
+					res.created++
+					if d.Labels[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget {
+						res.joined = append(res.joined, d.Annotations[fleetv1alpha1.TargetNameAnnotation])
+					}
+				}
+				return nil
+			})
+		case render.UpToDate(cur, d) && cur.Annotations[fleetv1alpha1.PruneAnnotation] == "":
+			res.unchanged++
+		default:
+			movedFrom := cur.Labels[fleetv1alpha1.WaveLabel]
+			g.Go(func() error {
+				patch := client.MergeFrom(cur.DeepCopy())
+				render.Apply(cur, d)
+				delete(cur.Annotations, fleetv1alpha1.PruneAnnotation)
+				if err := r.client.Patch(gctx, cur, patch); err != nil {
+					return fmt.Errorf("error updating Stage %q: %w", d.Name, err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				res.updated++
+				if movedFrom != "" && movedFrom != d.Labels[fleetv1alpha1.WaveLabel] && d.Labels[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget {
+					res.moved = append(res.moved, d.Annotations[fleetv1alpha1.TargetNameAnnotation])
+				}
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		setNotReady(fs, fleetv1alpha1.StagesSyncedCondition, fleetv1alpha1.SyncFailedReason, err.Error())
+		return false, err
+	}
+	if err := r.prune(ctx, s, have, want); err != nil {
+		setNotReady(fs, fleetv1alpha1.StagesSyncedCondition, fleetv1alpha1.SyncFailedReason, err.Error())
+		return false, err
+	}
+	r.recordMembershipEvents(fs, res)
+	setStagesSynced(fs, res)
+	return true, nil
+}
+
+// prune deletes generated Stages that are no longer desired, unless a
+// Promotion of theirs is in flight.
+func (r *FleetStageReconciler) prune(ctx context.Context, s *scope, have map[string]*kargo.Stage, want map[string]bool) error {
+	var stale []*kargo.Stage
+	for name, st := range have {
+		if !want[name] {
+			stale = append(stale, st)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	busy, err := r.busyStages(ctx, s.fs.Namespace)
+	if err != nil {
+		return err
+	}
+	res := &s.sync
+	for _, st := range stale {
+		if busy[st.Name] {
+			res.waitingForPrune++
+			if st.Annotations[fleetv1alpha1.PruneAnnotation] == "" {
+				patch := client.MergeFrom(st.DeepCopy())
+				metav1.SetMetaDataAnnotation(&st.ObjectMeta, fleetv1alpha1.PruneAnnotation, "true")
+				if err := r.client.Patch(ctx, st, patch); err != nil {
+					return fmt.Errorf("error marking Stage %q for pruning: %w", st.Name, err)
+				}
+			}
+			continue
+		}
+		if err := r.client.Delete(ctx, st, client.Preconditions{UID: &st.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("error deleting Stage %q: %w", st.Name, err)
+		}
+		res.deleted++
+		if st.Labels[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget {
+			res.left = append(res.left, st.Annotations[fleetv1alpha1.TargetNameAnnotation])
+		}
+	}
+	return nil
+}
+
+// busyStages returns the Stages of the namespace with a Promotion that is
+// neither finished nor aborted.
+func (r *FleetStageReconciler) busyStages(ctx context.Context, namespace string) (map[string]bool, error) {
+	promos := &kargo.PromotionList{}
+	if err := r.client.List(ctx, promos, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("error listing Promotions: %w", err)
+	}
+	busy := map[string]bool{}
+	for i := range promos.Items {
+		p := &promos.Items[i]
+		if !p.Status.Phase.IsTerminal() {
+			busy[p.Spec.Stage] = true
+		}
+	}
+	return busy, nil
+}
+
+func setStagesSynced(fs *fleetv1alpha1.FleetStage, res *syncResult) {
+	cond := metav1.Condition{Type: fleetv1alpha1.StagesSyncedCondition, ObservedGeneration: fs.Generation}
+	switch {
+	case len(res.conflicts) > 0:
+		slices.Sort(res.conflicts)
+		cond.Status, cond.Reason = metav1.ConditionFalse, fleetv1alpha1.SyncFailedReason
+		cond.Message = truncate(fmt.Sprintf("%d Stage name(s) are taken by Stages this FleetStage does not own: %s",
+			len(res.conflicts), sample(res.conflicts, 5)))
+	case res.waitingForPrune > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, fleetv1alpha1.PruningReason
+		cond.Message = fmt.Sprintf("%d Stage(s) of departed targets wait for in-flight Promotions before removal", res.waitingForPrune)
+	default:
+		cond.Status, cond.Reason = metav1.ConditionTrue, fleetv1alpha1.ReconciledReason
+		cond.Message = fmt.Sprintf("%d Stage(s) in step (%d created, %d updated, %d removed)",
+			res.created+res.updated+res.unchanged, res.created, res.updated, res.deleted)
+	}
+	meta.SetStatusCondition(&fs.Status.Conditions, cond)
+}

@@ -1,0 +1,14 @@
+// Package fleetstatus holds what every writer of a FleetStage's status
+// shares: the status-only patch and the version distribution.
+//
+// Three writers own disjoint parts of FleetStage.status, and each writes
+// only its own part, through Patch, once per reconcile:
+//   - the FleetStage reconciler (fleetstages): conditions, observedGeneration,
+//     targets, waveCount, waves, and versions while it renders;
+//   - the version refresh (versions): versions, between FleetStage reconciles;
+//   - the FleetRollout reconciler (fleetrollouts): currentRollout,
+//     lastRollout and lastGoodFreight.
+//
+// Patch sends a merge patch of the fields that changed, so writers never
+// overwrite each other's fields with what they read earlier.
+package fleetstatus

@@ -1,0 +1,174 @@
+// Package versions holds the version refresh controller: it keeps a
+// FleetStage's version distribution current while targets change Freight.
+package versions
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstatus"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// Reconciler keeps FleetStage.status.versions and the
+// kargo_fleet_targets_by_freight metric up to date while target Stages
+// change Freight. It has a controller of its own: during a rollout the
+// distribution changes all the time, and refreshing it must not mean
+// rendering and comparing every Stage of the fleet.
+//
+// +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kargo.akuity.io,resources=stages,verbs=get;list;watch
+type Reconciler struct {
+	client client.Client
+	clock  clock.PassiveClock
+	// writes paces the status writes.
+	writes writeTimes
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+// NewReconciler returns a version refresh reconciler reading from the
+// manager's cache through c.
+func NewReconciler(c client.Client, clk clock.PassiveClock) *Reconciler {
+	return &Reconciler{client: c, clock: clk}
+}
+
+// SetupWithManager registers the reconciler: it reacts only to owned target
+// Stages that start running other Freight.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("fleetstage_versions").
+		Watches(&kargo.Stage{}, versionChangeHandler{delay: versionRefreshDelay}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(r)
+}
+
+// versionRefreshDelay is how long a change of the Freight a Stage runs
+// waits before the FleetStage is reconciled for its version distribution.
+const versionRefreshDelay = 2 * time.Second
+
+// versionChangeHandler queues the owning FleetStage, after a delay, when an
+// owned Stage starts running other Freight: only the version distribution
+// in the status changes. During a rollout of thousands of targets such
+// changes arrive all the time; the delay makes them one refresh every few
+// seconds instead of one after another.
+type versionChangeHandler struct {
+	delay time.Duration
+}
+
+func (h versionChangeHandler) Create(context.Context, event.CreateEvent, requestQueue)   {}
+func (h versionChangeHandler) Delete(context.Context, event.DeleteEvent, requestQueue)   {}
+func (h versionChangeHandler) Generic(context.Context, event.GenericEvent, requestQueue) {}
+
+func (h versionChangeHandler) Update(_ context.Context, e event.UpdateEvent, q requestQueue) {
+	o, n := e.ObjectOld.(*kargo.Stage), e.ObjectNew.(*kargo.Stage)
+	if slices.Equal(o.CurrentFreightNames(), n.CurrentFreightNames()) {
+		return
+	}
+	owner := metav1.GetControllerOf(n)
+	if owner == nil || owner.Kind != "FleetStage" || owner.APIVersion != fleetv1alpha1.GroupVersion.String() {
+		return
+	}
+	q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: n.Namespace, Name: owner.Name}}, h.delay)
+}
+
+type requestQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// Reconcile brings a FleetStage's version distribution (and its metric) up
+// to date from the cached target Stages, writing nothing else.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// The cache's own object, read only: copying ten thousand inline
+	// targets every two seconds to count versions would cost more than the
+	// count.
+	fs := &fleetv1alpha1.FleetStage{}
+	if err := r.client.Get(ctx, req.NamespacedName, fs, client.UnsafeDisableDeepCopy); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.forget(req.NamespacedName)
+			fleetstatus.ForgetVersions(req.Namespace, req.Name)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !fs.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	interval := versionRefreshInterval(int(fs.Status.Targets.Selected))
+	if wait := r.writes.wait(req.NamespacedName, interval, r.clock.Now()); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	stages := &kargo.StageList{}
+	if err := r.client.List(ctx, stages, client.InNamespace(fs.Namespace), client.UnsafeDisableDeepCopy,
+		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs.Name, fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("error listing target Stages of FleetStage %q: %w", fs.Name, err)
+	}
+	versions := fleetstatus.CountVersions(stages.Items)
+	fleetstatus.ObserveVersions(fs.Namespace, fs.Name, versions)
+	if reflect.DeepEqual(fs.Status.Versions, versions) {
+		return reconcile.Result{}, nil
+	}
+	after := fs.Status.DeepCopy()
+	after.Versions = versions
+	if err := fleetstatus.Patch(ctx, r.client, fs, &fs.Status, after); err != nil {
+		return reconcile.Result{}, fmt.Errorf("error patching the versions of FleetStage %q: %w", fs.Name, err)
+	}
+	r.writes.wrote(req.NamespacedName, r.clock.Now())
+	return reconcile.Result{}, nil
+}
+
+// versionRefreshInterval is the least time between two writes of a
+// FleetStage's version distribution: 1 ms per target, at least 2 s and at
+// most 10 s (from 10,000 targets). Every status write sends the whole
+// FleetStage to every watcher, and a fleet of inline targets is megabytes.
+func versionRefreshInterval(targets int) time.Duration {
+	return min(max(time.Duration(targets)*time.Millisecond, versionRefreshDelay), 10*time.Second)
+}
+
+// writeTimes remembers when each FleetStage's versions were last written.
+type writeTimes struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]time.Time
+}
+
+// wait returns how long a write to key must still wait to keep interval.
+func (w *writeTimes) wait(key types.NamespacedName, interval time.Duration, now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.last[key]
+	if !ok {
+		return 0
+	}
+	return max(at.Add(interval).Sub(now), 0)
+}
+
+// wrote records a write to key at now.
+func (w *writeTimes) wrote(key types.NamespacedName, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[types.NamespacedName]time.Time{}
+	}
+	w.last[key] = now
+}
+
+// forget drops a deleted FleetStage.
+func (w *writeTimes) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, key)
+}

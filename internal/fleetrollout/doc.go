@@ -1,0 +1,8 @@
+// Package fleetrollout owns the FleetRollout object outside its API types:
+// the labels and annotations kargo-fleet puts on it, how rollouts and their
+// plan snapshots are named, how forward rollouts and rollbacks are built, and
+// how they are found again. The step server, the rollout controller and the
+// CLI all go through it, so a FleetRollout has one shape whoever creates it:
+// in particular a rolled-back rollout has exactly one rollback, because every
+// creator derives the same name from the rollout it undoes.
+package fleetrollout

@@ -1,0 +1,129 @@
+package fleetrollout
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+)
+
+// List returns the rollouts of a FleetStage, oldest first.
+func List(ctx context.Context, r client.Reader, namespace, fleetStage string, opts ...client.ListOption) ([]*fleetv1alpha1.FleetRollout, error) {
+	list := &fleetv1alpha1.FleetRolloutList{}
+	opts = append([]client.ListOption{client.InNamespace(namespace), client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fleetStage}}, opts...)
+	if err := r.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("error listing FleetRollouts of FleetStage %q: %w", fleetStage, err)
+	}
+	out := make([]*fleetv1alpha1.FleetRollout, 0, len(list.Items))
+	for i := range list.Items {
+		if ro := &list.Items[i]; ro.Spec.FleetStage == fleetStage {
+			out = append(out, ro)
+		}
+	}
+	slices.SortFunc(out, Compare)
+	return out, nil
+}
+
+// FindOpen returns the rollouts of a FleetStage that are not final and not
+// being deleted, oldest first.
+func FindOpen(ctx context.Context, r client.Reader, namespace, fleetStage string) ([]*fleetv1alpha1.FleetRollout, error) {
+	all, err := List(ctx, r, namespace, fleetStage)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(ro *fleetv1alpha1.FleetRollout) bool {
+		return ro.Status.Phase.IsFinal() || ro.DeletionTimestamp != nil
+	}), nil
+}
+
+// FindRollbackOf returns the rollback of a rollout, or nil when it has none.
+func FindRollbackOf(ctx context.Context, r client.Reader, namespace, rollout string) (*fleetv1alpha1.FleetRollout, error) {
+	rb := &fleetv1alpha1.FleetRollout{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: RollbackName(rollout)}, rb)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("error getting the rollback of FleetRollout %q: %w", rollout, err)
+	case rb.Spec.RollbackOf != rollout:
+		return nil, fmt.Errorf("FleetRollout %q is named like the rollback of %q but rolls back %q", rb.Name, rollout, rb.Spec.RollbackOf)
+	}
+	return rb, nil
+}
+
+// EnsureRollback creates rb, built by NewRollback, unless the rollout it
+// undoes has a rollback already; it returns the rollback that exists and
+// whether this call created it. Concurrent callers all get the same object.
+// An existing rollback to another Freight is a *ConflictError.
+func EnsureRollback(ctx context.Context, c client.Client, r client.Reader, rb *fleetv1alpha1.FleetRollout) (*fleetv1alpha1.FleetRollout, bool, error) {
+	existing, err := FindRollbackOf(ctx, r, rb.Namespace, rb.Spec.RollbackOf)
+	if err != nil {
+		return nil, false, err
+	}
+	if existing == nil {
+		err := c.Create(ctx, rb)
+		switch {
+		case err == nil:
+			return rb, true, nil
+		case !apierrors.IsAlreadyExists(err):
+			return nil, false, fmt.Errorf("error creating rollback FleetRollout %q: %w", rb.Name, err)
+		}
+		if existing, err = FindRollbackOf(ctx, r, rb.Namespace, rb.Spec.RollbackOf); err != nil {
+			return nil, false, err
+		}
+		if existing == nil {
+			return nil, false, fmt.Errorf("rollback FleetRollout %q exists but cannot be read yet", rb.Name)
+		}
+	}
+	if existing.Spec.Freight.Name != rb.Spec.Freight.Name {
+		return existing, false, &ConflictError{Existing: existing, Freight: rb.Spec.Freight.Name}
+	}
+	return existing, false, nil
+}
+
+// IsBreached reports whether a rollout stopped because a failure threshold
+// was breached.
+func IsBreached(ro *fleetv1alpha1.FleetRollout) bool {
+	return meta.IsStatusConditionTrue(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition)
+}
+
+// ConflictError says a rollout already has a rollback, to other Freight.
+type ConflictError struct {
+	// Existing is the rollback that exists.
+	Existing *fleetv1alpha1.FleetRollout
+	// Freight is the Freight asked for.
+	Freight string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("FleetRollout %q already rolls back %q to Freight %s (%s); a rollout has one rollback: "+
+		"to move the fleet to Freight %s, promote it through Kargo",
+		e.Existing.Name, e.Existing.Spec.RollbackOf, e.Existing.Spec.Freight.Name, phaseOf(e.Existing), e.Freight)
+}
+
+func phaseOf(ro *fleetv1alpha1.FleetRollout) string {
+	if ro.Status.Phase == "" {
+		return string(fleetv1alpha1.RolloutPending)
+	}
+	return string(ro.Status.Phase)
+}
+
+// Compare orders rollouts by creation, oldest first; a rollback comes after
+// the rollout it undoes, and the name breaks remaining ties (creation times
+// have a one-second grain).
+func Compare(a, b *fleetv1alpha1.FleetRollout) int {
+	switch {
+	case a.Spec.RollbackOf != "" && a.Spec.RollbackOf == b.Name:
+		return 1
+	case b.Spec.RollbackOf != "" && b.Spec.RollbackOf == a.Name:
+		return -1
+	}
+	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+}

@@ -1,0 +1,127 @@
+package fleetrollout
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+)
+
+func TestNames(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 60)
+	for _, name := range []string{
+		ForwardName("prod", "f1", "prod-pilot.01abc.f1"), ForwardName(long, "f1", "p"),
+		RollbackName("prod-1234567890"), RollbackName(long),
+	} {
+		require.Empty(t, validation.IsValidLabelValue(name), name)
+		require.Empty(t, validation.IsDNS1123Subdomain(name), name)
+	}
+	require.Equal(t, "prod-1234567890-rb", RollbackName("prod-1234567890"))
+	require.NotEqual(t, RollbackName(long), RollbackName(long+"b"), "long names keep a hash of the full name")
+	require.Equal(t, ForwardName("prod", "f1", "p1"), ForwardName("prod", "f1", "p1"), "deterministic")
+	require.NotEqual(t, ForwardName("prod", "f1", "p1"), ForwardName("prod", "f1", "p2"), "a new Promotion gets a new rollout")
+	require.Equal(t, "prod-x-plan", SnapshotName("prod-x"))
+}
+
+func TestNewRollbackAndForward(t *testing.T) {
+	t.Parallel()
+	of := NewForward(Forward{Namespace: "shop", FleetStage: "prod", Freight: fleetv1alpha1.FreightReference{Name: "f2"},
+		Promotion: "prod-pilot.1.f2", Alias: "fleet::start", Actor: "admin", Wave: "pilot"})
+	require.Equal(t, "prod-pilot.1.f2", of.Annotations[WaveRequestAnnotation("pilot")], "the wave request is in the create")
+	require.Equal(t, map[string]string{"pilot": "prod-pilot.1.f2"}, WaveRequests(of))
+	require.Equal(t, "prod-pilot.1.f2/fleet::start", of.Annotations[StepKeyAnnotation])
+	promotion, alias, ok := ParseStepKey(of.Annotations[StepKeyAnnotation])
+	require.True(t, ok)
+	require.Equal(t, []string{"prod-pilot.1.f2", "fleet::start"}, []string{promotion, alias})
+
+	rb := NewRollback(Rollback{Of: of, Freight: fleetv1alpha1.FreightReference{Name: "f1"}, Actor: AutomaticRollbackActor})
+	require.Equal(t, RollbackName(of.Name), rb.Name)
+	require.Equal(t, fleetv1alpha1.DirectionRollback, rb.Spec.Direction)
+	require.Equal(t, of.Name, rb.Spec.RollbackOf)
+	require.Equal(t, map[string]string{fleetv1alpha1.FleetStageLabel: "prod", FreightLabel: "f1"}, rb.Labels,
+		"every rollback carries the FleetStage and Freight labels")
+}
+
+func TestFreightLabelValue(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "97e5d51fdfb4fc056797ea8d02343f9429619d8d", FreightLabelValue("97e5d51fdfb4fc056797ea8d02343f9429619d8d"))
+	v := FreightLabelValue(strings.Repeat("x", 70))
+	require.Empty(t, validation.IsValidLabelValue(v))
+	require.True(t, strings.HasPrefix(v, "h-"))
+}
+
+// rollouts builds n forward rollouts created a minute apart, all finished
+// unless listed in open.
+func rollouts(n int, open ...int) []*fleetv1alpha1.FleetRollout {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var out []*fleetv1alpha1.FleetRollout
+	for i := 1; i <= n; i++ {
+		ro := &fleetv1alpha1.FleetRollout{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r%02d", i),
+			CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Minute))},
+			Spec:   fleetv1alpha1.FleetRolloutSpec{Direction: fleetv1alpha1.DirectionForward},
+			Status: fleetv1alpha1.FleetRolloutStatus{Phase: fleetv1alpha1.RolloutSucceeded}}
+		for _, o := range open {
+			if o == i {
+				ro.Status.Phase = fleetv1alpha1.RolloutProgressing
+			}
+		}
+		out = append(out, ro)
+	}
+	return out
+}
+
+func rollbackOf(of *fleetv1alpha1.FleetRollout, phase fleetv1alpha1.RolloutPhase) *fleetv1alpha1.FleetRollout {
+	return &fleetv1alpha1.FleetRollout{ObjectMeta: metav1.ObjectMeta{Name: RollbackName(of.Name),
+		CreationTimestamp: metav1.NewTime(of.CreationTimestamp.Add(30 * time.Second))},
+		Spec:   fleetv1alpha1.FleetRolloutSpec{Direction: fleetv1alpha1.DirectionRollback, RollbackOf: of.Name},
+		Status: fleetv1alpha1.FleetRolloutStatus{Phase: phase}}
+}
+
+func names(ros []*fleetv1alpha1.FleetRollout) []string {
+	out := []string{}
+	for _, ro := range ros {
+		out = append(out, ro.Name)
+	}
+	return out
+}
+
+func TestExpired(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		all   func() []*fleetv1alpha1.FleetRollout
+		limit int
+		want  []string
+	}{
+		{name: "within the limit", all: func() []*fleetv1alpha1.FleetRollout { return rollouts(10) }, limit: 10, want: []string{}},
+		{name: "rollout 12 arrives: rollout 1 goes", all: func() []*fleetv1alpha1.FleetRollout { return rollouts(12, 12) },
+			limit: 10, want: []string{"r01"}},
+		{name: "unfinished rollouts never go, nor count", all: func() []*fleetv1alpha1.FleetRollout { return rollouts(12, 1, 2) },
+			limit: 10, want: []string{}},
+		{name: "a rollback goes with its rollout", all: func() []*fleetv1alpha1.FleetRollout {
+			all := rollouts(3)
+			return append(all, rollbackOf(all[0], fleetv1alpha1.RolloutSucceeded), rollbackOf(all[2], fleetv1alpha1.RolloutSucceeded))
+		}, limit: 2, want: []string{"r01", "r01-rb"}},
+		{name: "a running rollback keeps its rollout", all: func() []*fleetv1alpha1.FleetRollout {
+			all := rollouts(3)
+			return append(all, rollbackOf(all[0], fleetv1alpha1.RolloutRollingBack))
+		}, limit: 1, want: []string{"r02"}},
+		{name: "an orphaned finished rollback older than the kept ones goes", all: func() []*fleetv1alpha1.FleetRollout {
+			all := rollouts(3)
+			rb := rollbackOf(all[0], fleetv1alpha1.RolloutFailed)
+			return append(all[1:], rb)
+		}, limit: 2, want: []string{"r01-rb"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, names(Expired(tc.all(), tc.limit)))
+		})
+	}
+}

@@ -1,0 +1,68 @@
+package fleetrollout
+
+import (
+	"slices"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+)
+
+// DefaultHistoryLimit is how many finished forward rollouts of a FleetStage
+// are kept when spec.policy.historyLimit is unset.
+const DefaultHistoryLimit = 10
+
+// HistoryLimit returns the FleetStage's history limit, defaulted.
+func HistoryLimit(fs *fleetv1alpha1.FleetStage) int {
+	if l := fs.Spec.Policy.HistoryLimit; l != nil && *l > 0 {
+		return int(*l)
+	}
+	return DefaultHistoryLimit
+}
+
+// Expired returns the rollouts of one FleetStage that its history limit no
+// longer keeps, oldest first: the finished forward rollouts older than the
+// newest limit of them, each with its rollback. Nothing unfinished expires:
+// a forward rollout whose rollback still runs stays with it, and so does a
+// rollback whose rollout is kept. A finished rollback whose rollout is gone
+// expires with the forward rollouts that are older than it.
+func Expired(all []*fleetv1alpha1.FleetRollout, limit int) []*fleetv1alpha1.FleetRollout {
+	sorted := slices.Clone(all)
+	slices.SortFunc(sorted, Compare)
+	rollbacks := map[string]*fleetv1alpha1.FleetRollout{}
+	forward := map[string]bool{}
+	for _, ro := range sorted {
+		if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
+			rollbacks[ro.Spec.RollbackOf] = ro
+		} else {
+			forward[ro.Name] = true
+		}
+	}
+	var finished []*fleetv1alpha1.FleetRollout
+	for _, ro := range sorted {
+		if ro.Spec.Direction != fleetv1alpha1.DirectionRollback && ro.Status.Phase.IsFinal() {
+			finished = append(finished, ro)
+		}
+	}
+	if len(finished) == 0 {
+		return nil
+	}
+	keepFrom := max(len(finished)-limit, 0)
+	old, oldest := finished[:keepFrom], finished[keepFrom]
+	var out []*fleetv1alpha1.FleetRollout
+	for _, ro := range old {
+		rb := rollbacks[ro.Name]
+		if rb != nil && !rb.Status.Phase.IsFinal() {
+			continue
+		}
+		out = append(out, ro)
+		if rb != nil {
+			out = append(out, rb)
+		}
+	}
+	for of, rb := range rollbacks {
+		if !forward[of] && rb.Status.Phase.IsFinal() && Compare(rb, oldest) < 0 {
+			out = append(out, rb)
+		}
+	}
+	slices.SortFunc(out, Compare)
+	return out
+}

@@ -1,0 +1,73 @@
+package fleetrollout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+)
+
+// Labels and annotations on FleetRollouts. FleetRollouts also carry
+// fleetv1alpha1.FleetStageLabel, which the generated Stages and Promotions
+// share.
+const (
+	// FreightLabel holds a label-safe form of the rollout's Freight name (see
+	// FreightLabelValue), so the rollouts of a (FleetStage, Freight) pair are
+	// one label-selected list away. Every rollout carries it, rollbacks
+	// included.
+	FreightLabel = "fleet.kargo-fleet.io/freight"
+	// StepKeyAnnotation records the Promotion and step alias that created
+	// the rollout ("<promotion>/<alias>"), which makes step requests
+	// idempotent.
+	StepKeyAnnotation = "fleet.kargo-fleet.io/step-key"
+	// ReasonAnnotation, on a rollback, says why it was asked for.
+	ReasonAnnotation = "fleet.kargo-fleet.io/reason"
+	// WaveRequestAnnotationPrefix prefixes the annotation recording that a
+	// Promotion of a wave Stage asks the wave to run:
+	// wave.fleet.kargo-fleet.io/<wave>: <promotion name>. The rollout
+	// controller runs only requested waves and refreshes that Promotion when
+	// the wave finishes.
+	WaveRequestAnnotationPrefix = "wave.fleet.kargo-fleet.io/"
+)
+
+// FreightLabelValue returns the FreightLabel value for a Freight name: the
+// name itself when it is a valid label value (Kargo's Freight names are 40
+// hex digits), else a hash of it.
+func FreightLabelValue(freight string) string {
+	if len(validation.IsValidLabelValue(freight)) == 0 {
+		return freight
+	}
+	return "h-" + hashOf(freight)[:40]
+}
+
+// WaveRequestAnnotation returns the annotation key recording a wave request.
+func WaveRequestAnnotation(wave string) string { return WaveRequestAnnotationPrefix + wave }
+
+// WaveRequests returns the wave requests recorded on a rollout: wave name to
+// the name of the Promotion that asked for it.
+func WaveRequests(ro *fleetv1alpha1.FleetRollout) map[string]string {
+	out := map[string]string{}
+	for k, v := range ro.Annotations {
+		if wave, ok := strings.CutPrefix(k, WaveRequestAnnotationPrefix); ok && wave != "" {
+			out[wave] = v
+		}
+	}
+	return out
+}
+
+// StepKey is the StepKeyAnnotation value of a step call.
+func StepKey(promotion, alias string) string { return promotion + "/" + alias }
+
+// ParseStepKey splits a StepKeyAnnotation value into the Promotion and the
+// step alias that created a rollout.
+func ParseStepKey(value string) (promotion, alias string, ok bool) {
+	return strings.Cut(value, "/")
+}
+
+func hashOf(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:])
+}

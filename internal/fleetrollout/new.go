@@ -1,0 +1,95 @@
+package fleetrollout
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
+)
+
+// maxActorLen bounds spec.actor (its schema's MaxLength).
+const maxActorLen = 253
+
+// AutomaticRollbackActor is the actor of a rollback the rollback policy
+// started.
+const AutomaticRollbackActor = "kargo-fleet: spec.policy.rollback.mode Automatic"
+
+// Forward describes a forward rollout a wave Stage's Promotion asks for.
+type Forward struct {
+	// Namespace is the Project.
+	Namespace string
+	// FleetStage is the fleet promoted.
+	FleetStage string
+	// Freight is the Freight the fleet moves to.
+	Freight fleetv1alpha1.FreightReference
+	// Promotion and Alias are the calling Promotion and step: they name the
+	// rollout and make the call idempotent.
+	Promotion, Alias string
+	// Actor started the Promotion.
+	Actor string
+	// Wave, when set, is recorded as requested by Promotion in the same
+	// write that creates the rollout.
+	Wave string
+}
+
+// NewForward builds the forward rollout f asks for.
+func NewForward(f Forward) *fleetv1alpha1.FleetRollout {
+	ro := base(f.Namespace, ForwardName(f.FleetStage, f.Freight.Name, f.Promotion), f.FleetStage, f.Freight)
+	ro.Annotations[StepKeyAnnotation] = StepKey(f.Promotion, f.Alias)
+	if f.Wave != "" {
+		ro.Annotations[WaveRequestAnnotation(f.Wave)] = f.Promotion
+	}
+	ro.Spec.Direction = fleetv1alpha1.DirectionForward
+	ro.Spec.Actor = strutil.Truncate(f.Actor, maxActorLen)
+	return ro
+}
+
+// Rollback describes the rollback of a rollout.
+type Rollback struct {
+	// Of is the rollout whose targets return.
+	Of *fleetv1alpha1.FleetRollout
+	// Freight is the Freight they return to.
+	Freight fleetv1alpha1.FreightReference
+	// Actor asked for the rollback.
+	Actor string
+	// Reason says why, for people.
+	Reason string
+	// StepKey, when a step asked, is its StepKey.
+	StepKey string
+}
+
+// NewRollback builds the one rollback of r.Of. Its name is RollbackName of
+// the rollout: whoever builds it, the same object.
+func NewRollback(r Rollback) *fleetv1alpha1.FleetRollout {
+	ro := base(r.Of.Namespace, RollbackName(r.Of.Name), r.Of.Spec.FleetStage, r.Freight)
+	if r.StepKey != "" {
+		ro.Annotations[StepKeyAnnotation] = r.StepKey
+	}
+	if r.Reason != "" {
+		ro.Annotations[ReasonAnnotation] = strutil.Truncate(r.Reason, 1024)
+	}
+	ro.Spec.Direction = fleetv1alpha1.DirectionRollback
+	ro.Spec.RollbackOf = r.Of.Name
+	ro.Spec.Actor = strutil.Truncate(r.Actor, maxActorLen)
+	return ro
+}
+
+func base(namespace, name, fleetStage string, freight fleetv1alpha1.FreightReference) *fleetv1alpha1.FleetRollout {
+	return &fleetv1alpha1.FleetRollout{
+		TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "FleetRollout"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace,
+			Name:      name,
+			Labels: map[string]string{
+				fleetv1alpha1.FleetStageLabel: fleetStage,
+				FreightLabel:                  FreightLabelValue(freight.Name),
+			},
+			Annotations: map[string]string{},
+		},
+		Spec: fleetv1alpha1.FleetRolloutSpec{
+			FleetStage: fleetStage,
+			Freight:    *freight.DeepCopy(),
+			Intent:     fleetv1alpha1.IntentRun,
+		},
+	}
+}

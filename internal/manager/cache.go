@@ -1,0 +1,102 @@
+package manager
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// NewScheme returns a scheme with every kind the controller reads or writes.
+func NewScheme() *apiruntime.Scheme {
+	s := apiruntime.NewScheme()
+	for _, add := range []func(*apiruntime.Scheme) error{
+		clientgoscheme.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme, inventory.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+// CacheOptions returns the manager's cache options: Secrets are cached only
+// when they are Argo CD cluster Secrets (the inventory), never the cluster's
+// other Secrets; no cached object keeps its managedFields, which nothing
+// here reads and which make up a third to a half of a Stage, a Promotion or
+// a Freight held by thousands of Stages.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}:   {Label: labels.SelectorFromSet(labels.Set{inventory.ArgoCDSecretTypeLabel: inventory.ArgoCDSecretTypeCluster})},
+			&kargo.Promotion{}: {Transform: slimPromotion},
+			&kargo.Stage{}:     {Transform: slimStage},
+			&kargo.Freight{}:   {Transform: slimFreight},
+		},
+	}
+}
+
+// slimStage keeps of a cached Stage its metadata, spec and the status
+// kargo-fleet reads (health, conditions, the current and previous Freight
+// with their latest verification), and drops older Freight history and the
+// Promotion statuses Kargo copies into it: a fleet holds one Stage per
+// target, and the FleetStage controller compares only their specs.
+func slimStage(obj any) (any, error) {
+	s, ok := obj.(*kargo.Stage)
+	if !ok {
+		return obj, nil
+	}
+	s.ManagedFields = nil
+	st := &s.Status
+	if len(st.FreightHistory) > 2 {
+		st.FreightHistory = st.FreightHistory[:2]
+	}
+	for i := range st.FreightHistory {
+		if h := st.FreightHistory[i].VerificationHistory; len(h) > 1 {
+			st.FreightHistory[i].VerificationHistory = h[:1]
+		}
+	}
+	for _, p := range []*kargo.PromotionReference{st.LastPromotion, st.CurrentPromotion} {
+		if p != nil {
+			p.Status = nil
+		}
+	}
+	return s, nil
+}
+
+// slimFreight keeps of a cached Freight everything but the Stages Kargo
+// records it in and verified in: the cached Freight is read only for its
+// approvals (steps read Freight from the API server), and those two maps hold
+// one entry per Stage of the Project, about 1 MiB at 10,000 target Stages.
+func slimFreight(obj any) (any, error) {
+	f, ok := obj.(*kargo.Freight)
+	if !ok {
+		return obj, nil
+	}
+	f.ManagedFields = nil
+	f.Status.CurrentlyIn, f.Status.VerifiedIn = nil, nil
+	return f, nil
+}
+
+// slimPromotion keeps of a cached Promotion what kargo-fleet reads (its
+// metadata, Stage, Freight, phase and message) and drops the steps, vars,
+// step state and execution records Kargo copies into every one of them: a
+// fleet rollout holds one Promotion per target, and those parts are most
+// of a Promotion's size.
+func slimPromotion(obj any) (any, error) {
+	p, ok := obj.(*kargo.Promotion)
+	if !ok {
+		return obj, nil
+	}
+	p.ManagedFields = nil
+	p.Spec.Steps, p.Spec.Vars = nil, nil
+	p.Status.StepExecutionMetadata, p.Status.State, p.Status.FreightCollection = nil, nil, nil
+	return p, nil
+}

@@ -1,0 +1,213 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetrollouts"
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstages"
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/versions"
+	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/steps"
+)
+
+// Component is a part of kargo-fleet a manager can run.
+type Component uint
+
+// Components. The zero value of Options.Components runs them all, as
+// `kargo-fleet controller` does.
+const (
+	// FleetStages is the FleetStage reconciler.
+	FleetStages Component = 1 << iota
+	// FleetRollouts is the FleetRollout reconciler, the rollout engine.
+	FleetRollouts
+	// Versions is the version refresh of FleetStage status.
+	Versions
+	// StepServer serves Kargo's http steps, on every replica.
+	StepServer
+	// TokenMinter writes each Project's step token Secret.
+	TokenMinter
+
+	// AllComponents is everything.
+	AllComponents = FleetStages | FleetRollouts | Versions | StepServer | TokenMinter
+	// Orchestration is everything but the step server: what the elected
+	// leader does on top of serving steps.
+	Orchestration = AllComponents &^ StepServer
+)
+
+// Options configures New.
+type Options struct {
+	// Components selects what runs; zero means AllComponents.
+	Components Component
+	// Webhooks serves the FleetStage validating webhook from the manager's
+	// webhook server (which needs a serving certificate).
+	Webhooks bool
+	// WebhookServer configures the webhook server (port, certificates).
+	WebhookServer webhook.Options
+	// MaxConcurrentReconciles bounds parallel reconciles per controller.
+	MaxConcurrentReconciles int
+	// StepServerURL, when set, is the step server URL wave Stages pass to
+	// the fleet-wave task (default: the task's in-cluster Service URL).
+	StepServerURL string
+	// StepServer configures the step server; nil reads it from the
+	// environment (steps.ServerOptionsFromEnv).
+	StepServer *steps.ServerOptions
+
+	// MetricsBindAddress serves Prometheus metrics; "" or "0" disables.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "" disables.
+	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's profiles; "" disables.
+	PprofBindAddress string
+	// LeaderElection elects a leader for everything but the step server.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the Lease (default: the pod's).
+	LeaderElectionNamespace string
+	// Logger is the manager's logger (default: controller-runtime's).
+	Logger logr.Logger
+	// NewClient, when set, builds the manager's client (tests wrap it to
+	// count writes).
+	NewClient client.NewClientFunc
+	// SkipNameValidation lets one process build several managers with the
+	// same controller names (test environments restart the controller).
+	SkipNameValidation bool
+}
+
+// LeaderElectionID names the Lease of the leader election.
+const LeaderElectionID = "kargo-fleet-controller"
+
+// New returns a manager with the scheme, cache options and components of
+// kargo-fleet, ready to Start.
+func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if o.Components == 0 {
+		o.Components = AllComponents
+	}
+	metricsAddr := o.MetricsBindAddress
+	if metricsAddr == "" {
+		metricsAddr = "0"
+	}
+	mo := ctrl.Options{
+		Scheme:                  NewScheme(),
+		Cache:                   CacheOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		PprofBindAddress:        o.PprofBindAddress,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		WebhookServer:           webhook.NewServer(o.WebhookServer),
+		NewClient:               o.NewClient,
+	}
+	if o.Logger.GetSink() != nil {
+		mo.Logger = o.Logger
+	}
+	if o.SkipNameValidation {
+		skip := true
+		mo.Controller = config.Controller{SkipNameValidation: &skip}
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return nil, fmt.Errorf("error creating manager: %w", err)
+	}
+	if err := setup(mgr, o); err != nil {
+		return nil, err
+	}
+	if o.HealthProbeBindAddress != "" {
+		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+			return nil, fmt.Errorf("error adding health check: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+			return nil, fmt.Errorf("error adding readiness check: %w", err)
+		}
+	}
+	return mgr, nil
+}
+
+// setup registers the selected components with the manager.
+func setup(mgr ctrl.Manager, o Options) error {
+	copts := controller.Options{MaxConcurrentReconciles: max(1, o.MaxConcurrentReconciles)}
+	if o.Components&FleetStages != 0 {
+		r := fleetstages.NewFleetStageReconciler(mgr.GetClient(), inventory.NewReader(mgr.GetClient()),
+			mgr.GetEventRecorder("kargo-fleet-fleetstage"), clock.RealClock{})
+		r.StepServerURL = o.StepServerURL
+		if err := r.SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("error setting up the FleetStage reconciler: %w", err)
+		}
+	}
+	if o.Components&Versions != 0 {
+		if err := versions.NewReconciler(mgr.GetClient(), clock.RealClock{}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("error setting up the version refresh: %w", err)
+		}
+	}
+	if o.Components&FleetRollouts != 0 {
+		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventory.NewReader(mgr.GetClient()),
+			mgr.GetEventRecorder("kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
+		if err := r.SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
+		}
+	}
+	if o.Webhooks {
+		if err := (fswebhook.FleetStageValidator{}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("error setting up the FleetStage webhook: %w", err)
+		}
+	}
+	return setupSteps(mgr, o)
+}
+
+// refreshPromotion asks Kargo to poll a wave Promotion again at once, so the
+// next wave starts about a second after this one passed instead of up to a
+// pollInterval later.
+func refreshPromotion(ctx context.Context, c client.Client, namespace, promotion string) error {
+	return steps.RefreshPromotion(ctx, c, types.NamespacedName{Namespace: namespace, Name: promotion})
+}
+
+// setupSteps registers the step server, which runs on every replica, and the
+// step token minter, which runs on the leader.
+func setupSteps(mgr ctrl.Manager, o Options) error {
+	if o.Components&(StepServer|TokenMinter) == 0 {
+		return nil
+	}
+	var opts steps.ServerOptions
+	if o.StepServer != nil {
+		opts = *o.StepServer
+	} else {
+		var err error
+		if opts, err = steps.ServerOptionsFromEnv(); err != nil {
+			return fmt.Errorf("error configuring the step server: %w", err)
+		}
+	}
+	keys := steps.NewSecretKey(opts.SigningKeyFile, opts.SigningKeySecret, mgr.GetAPIReader(), mgr.GetClient())
+	if o.Components&StepServer != 0 && opts.Enabled() {
+		store := steps.NewAPIStore(mgr.GetClient(), mgr.GetAPIReader())
+		server := steps.NewServer(opts, steps.ServerDeps{
+			Reader:  mgr.GetAPIReader(),
+			Keys:    keys,
+			Steps:   steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}),
+			Metrics: metrics.Registry,
+			Clock:   clock.RealClock{},
+		})
+		if err := mgr.Add(server); err != nil {
+			return fmt.Errorf("error adding the step server: %w", err)
+		}
+	}
+	if o.Components&TokenMinter != 0 {
+		if err := steps.NewTokenMinter(mgr.GetClient(), mgr.GetAPIReader(), keys).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("error setting up the step token minter: %w", err)
+		}
+	}
+	return nil
+}
