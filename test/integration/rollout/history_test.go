@@ -1,0 +1,123 @@
+//go:build integration
+
+package rollout_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+)
+
+// TestHistoryLimitPrunesOldRollouts keeps a FleetStage's ten newest
+// finished forward rollouts: creating the twelfth deletes the first and its
+// plan snapshot; a rollout whose rollback is unfinished stays, with it.
+func TestHistoryLimitPrunesOldRollouts(t *testing.T) {
+	f := newFleet(t, "history", fleetSpec{targets: inline("c", 2, nil, nil), waves: []fleetv1alpha1.Wave{{Name: "pilot"}}})
+	ctx := context.Background()
+	c := env.Client
+	f.ensureFreight(f.good)
+
+	// Eleven finished forward rollouts, oldest first. Each is created
+	// paused and with no wave requested, so the controller takes its plan
+	// snapshot and goes no further, and then finished by hand. The second
+	// one's rollback is unfinished: it returns a target the second rollout
+	// moved, and is paused.
+	var rb *fleetv1alpha1.FleetRollout
+	for i := 1; i <= 11; i++ {
+		name := fmt.Sprintf("fleet-old-%02d", i)
+		ro := &fleetv1alpha1.FleetRollout{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{fleetv1alpha1.FleetStageLabel: "fleet"}},
+			Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: "fleet", Freight: fleetv1alpha1.FreightReference{Name: f.good},
+				Direction: fleetv1alpha1.DirectionForward, Intent: fleetv1alpha1.IntentPause},
+		}
+		require.NoError(t, c.Create(ctx, ro))
+		waitFor(t, ro, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Snapshot != nil })
+		finish(t, ro, fleetv1alpha1.RolloutSucceeded)
+		if i == 2 {
+			rb = unfinishedRollbackOf(t, f, ro)
+		}
+	}
+	for _, name := range []string{"fleet-old-01", "fleet-old-02", rb.Name} {
+		require.True(t, exists(t, &fleetv1alpha1.FleetRollout{}, name), "%s is there before rollout 12", name)
+	}
+
+	// Rollout 12, a second later (creation times have a one-second grain).
+	time.Sleep(1100 * time.Millisecond)
+	f.ship(f.bad)
+	ro := f.rollout(f.bad, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
+	require.Eventually(t, func() bool {
+		return !exists(t, &fleetv1alpha1.FleetRollout{}, "fleet-old-01") && !exists(t, &corev1.ConfigMap{}, fleetrollout.SnapshotName("fleet-old-01"))
+	}, wait, tick, "rollout 1 and its plan snapshot are deleted")
+	require.True(t, exists(t, &fleetv1alpha1.FleetRollout{}, "fleet-old-02"), "a rollout whose rollback runs is kept")
+	require.True(t, exists(t, &fleetv1alpha1.FleetRollout{}, rb.Name), "an unfinished rollback is never deleted")
+	require.True(t, exists(t, &corev1.ConfigMap{}, fleetrollout.SnapshotName("fleet-old-02")))
+	for i := 3; i <= 11; i++ {
+		require.True(t, exists(t, &fleetv1alpha1.FleetRollout{}, fmt.Sprintf("fleet-old-%02d", i)))
+	}
+	require.True(t, exists(t, &fleetv1alpha1.FleetRollout{}, ro.Name))
+}
+
+// unfinishedRollbackOf creates a paused rollback of ro, with one target
+// Promotion of ro for it to return.
+func unfinishedRollbackOf(t *testing.T, f *fleet, ro *fleetv1alpha1.FleetRollout) *fleetv1alpha1.FleetRollout {
+	t.Helper()
+	ctx := context.Background()
+	targets := &kargo.StageList{}
+	require.NoError(t, env.Client.List(ctx, targets, client.InNamespace(f.ns),
+		client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}))
+	id := targets.Items[0].Labels[fleetv1alpha1.TargetLabel]
+	require.NoError(t, env.Client.Create(ctx, kargo.NewPromotion(f.ns, render.TargetStageName("fleet", id), f.good, map[string]string{
+		fleetv1alpha1.FleetStageLabel: "fleet", fleetv1alpha1.RolloutLabel: ro.Name, fleetv1alpha1.TargetLabel: id,
+	}, nil)))
+	current := &fleetv1alpha1.FleetRollout{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(ro), current))
+	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: current, Freight: fleetv1alpha1.FreightReference{Name: f.good}, Actor: "test"})
+	rb.Spec.Intent = fleetv1alpha1.IntentPause
+	require.NoError(t, env.Client.Create(ctx, rb))
+	waitFor(t, rb, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Phase == fleetv1alpha1.RolloutPaused })
+	return rb
+}
+
+func waitFor(t *testing.T, ro *fleetv1alpha1.FleetRollout, cond func(*fleetv1alpha1.FleetRollout) bool) {
+	t.Helper()
+	got := &fleetv1alpha1.FleetRollout{}
+	require.Eventually(t, func() bool {
+		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(ro), got) == nil && cond(got)
+	}, wait, 20*time.Millisecond, "FleetRollout %s: %s", ro.Name, got.Status.Phase)
+}
+
+func finish(t *testing.T, ro *fleetv1alpha1.FleetRollout, phase fleetv1alpha1.RolloutPhase) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &fleetv1alpha1.FleetRollout{}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(ro), cur); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		cur.Status.Phase, cur.Status.FinishedAt = phase, &now
+		return env.Client.Status().Update(context.Background(), cur)
+	}))
+}
+
+func exists(t *testing.T, obj client.Object, name string) bool {
+	t.Helper()
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "history", Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
