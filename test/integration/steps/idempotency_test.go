@@ -83,20 +83,11 @@ func TestIdempotency_rollback(t *testing.T) {
 	f := newSecurityFixture(t)
 	ctx := t.Context()
 	good := newFreight(t, f.ns, "f0")
-
-	// A forward rollout that halted, recorded on the FleetStage.
-	status, resp := post(t, stepServer.URL, steps.WaveStepName, f.token, f.request())
-	require.Equal(t, http.StatusOK, status, resp.Message)
-	forward := waitRollout(t, f.ns)
-	var fs fleetv1alpha1.FleetStage
-	require.NoError(t, k8s.Get(ctx, keyOf(f.ns, "prod"), &fs))
-	fs.Status.CurrentRollout = forward.Name
-	fs.Status.LastGoodFreight = &fleetv1alpha1.FreightReference{Name: good.Name}
-	require.NoError(t, k8s.Status().Update(ctx, &fs))
+	forward, fs := f.currentRollout(t, good.Name, fleetv1alpha1.RollbackManual)
 
 	req := stepRequest(f.ns, "prod-pilot", f.pilot.Name, f.freight, "rollback::start",
 		map[string]any{"mode": "start", "reason": "error rate", "freight": "", "rollbackOf": ""})
-	status, resp = post(t, stepServer.URL, steps.RollbackStepName, f.token, req)
+	status, resp := post(t, stepServer.URL, steps.RollbackStepName, f.token, req)
 	require.Equal(t, http.StatusOK, status, resp.Message)
 	var rollback *fleetv1alpha1.FleetRollout
 	for _, ro := range rollouts(t, f.ns) {
@@ -110,7 +101,7 @@ func TestIdempotency_rollback(t *testing.T) {
 
 	// The controller makes the rollback current; replays find it again.
 	fs.Status.CurrentRollout = rollback.Name
-	require.NoError(t, k8s.Status().Update(ctx, &fs))
+	require.NoError(t, k8s.Status().Update(ctx, fs))
 	for range 20 {
 		status, _ := post(t, stepServer.URL, steps.RollbackStepName, f.token, req)
 		require.Equal(t, http.StatusOK, status)
@@ -122,4 +113,24 @@ func TestIdempotency_rollback(t *testing.T) {
 			require.Equal(t, rollback.ResourceVersion, ro.ResourceVersion)
 		}
 	}
+}
+
+// currentRollout starts the forward rollout of the fixture's Freight with
+// the pilot Promotion and records it on FleetStage prod as the current one,
+// with lastGood as the last good Freight and the given rollback mode.
+func (f *securityFixture) currentRollout(t *testing.T, lastGood string, mode fleetv1alpha1.RollbackMode) (
+	*fleetv1alpha1.FleetRollout, *fleetv1alpha1.FleetStage) {
+	t.Helper()
+	ctx := t.Context()
+	status, resp := post(t, stepServer.URL, steps.WaveStepName, f.token, f.request())
+	require.Equal(t, http.StatusOK, status, resp.Message)
+	forward := waitRollout(t, f.ns)
+	fs := &fleetv1alpha1.FleetStage{}
+	require.NoError(t, k8s.Get(ctx, keyOf(f.ns, "prod"), fs))
+	fs.Spec.Policy.Rollback.Mode = mode
+	require.NoError(t, k8s.Update(ctx, fs))
+	fs.Status.CurrentRollout = forward.Name
+	fs.Status.LastGoodFreight = &fleetv1alpha1.FreightReference{Name: lastGood}
+	require.NoError(t, k8s.Status().Update(ctx, fs))
+	return forward, fs
 }

@@ -37,16 +37,7 @@ func TestRollback_oneRollbackWhoeverAsks(t *testing.T) {
 
 	// A forward rollout that breached its threshold and failed; the
 	// FleetStage rolls back automatically and records a last good Freight.
-	status, resp := post(t, stepServer.URL, steps.WaveStepName, f.token, f.request())
-	require.Equal(t, http.StatusOK, status, resp.Message)
-	forward := waitRollout(t, f.ns)
-	var fs fleetv1alpha1.FleetStage
-	require.NoError(t, k8s.Get(ctx, keyOf(f.ns, "prod"), &fs))
-	fs.Spec.Policy.Rollback.Mode = fleetv1alpha1.RollbackAutomatic
-	require.NoError(t, k8s.Update(ctx, &fs))
-	fs.Status.CurrentRollout = forward.Name
-	fs.Status.LastGoodFreight = &fleetv1alpha1.FreightReference{Name: good.Name}
-	require.NoError(t, k8s.Status().Update(ctx, &fs))
+	forward, _ := f.currentRollout(t, good.Name, fleetv1alpha1.RollbackAutomatic)
 	now := metav1.Now()
 	breached := fleetv1alpha1.FleetRolloutStatus{Phase: fleetv1alpha1.RolloutFailed, FinishedAt: &now, Message: "wave pilot breached"}
 	meta.SetStatusCondition(&breached.Conditions, metav1.Condition{Type: fleetv1alpha1.ThresholdBreachedCondition,

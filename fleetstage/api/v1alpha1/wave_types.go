@@ -1,0 +1,77 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// ApprovalPolicy says whether a wave waits for `kargo approve`.
+// +kubebuilder:validation:Enum=None;Required
+type ApprovalPolicy string
+
+// Approval policies.
+const (
+	// ApprovalNone lets a wave start as soon as the previous one passed.
+	ApprovalNone ApprovalPolicy = "None"
+	// ApprovalRequired holds a wave until the Freight is approved for its wave Stage.
+	ApprovalRequired ApprovalPolicy = "Required"
+)
+
+// Wave is one ordered group of targets.
+type Wave struct {
+	// name identifies the wave; the wave Stage is named <fleetstage>-<name>.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=24
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// selector takes the remaining targets whose labels match.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// expression takes the remaining targets for which this expr-lang boolean
+	// is true (same environment as spec.targets.selector.expression).
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Expression string `json:"expression,omitempty"`
+
+	// count caps the wave: a number of targets, or a percentage of all selected
+	// targets (rounded up). Matching targets are taken in a stable hash order,
+	// so adding one target does not reshuffle the others.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 1 : string(self).matches('^(100|[1-9][0-9]?)%$')",message="count must be a positive integer or a percentage between 1% and 100%"
+	Count *intstr.IntOrString `json:"count,omitempty"`
+
+	// maxConcurrent is how many of the wave's targets are promoted at once: a
+	// number or a percentage of the wave (rounded up, at least 1). Default 10.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 1 : string(self).matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrent must be a positive integer or a percentage between 1% and 100%"
+	MaxConcurrent *intstr.IntOrString `json:"maxConcurrent,omitempty"`
+
+	// maxFailures is how many of the wave's targets may fail before the wave
+	// halts: a number or a percentage of the wave (rounded down). Default 0.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 0 : string(self).matches('^(100|[1-9]?[0-9])%$')",message="maxFailures must be a non-negative integer or a percentage between 0% and 100%"
+	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
+
+	// progressDeadline is how long one target may take to succeed before it
+	// counts as failed. Default 15m.
+	// +optional
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+
+	// soak is how long Freight must stay verified in this wave before the next
+	// wave may take it (the next wave Stage's requiredSoakTime).
+	// +optional
+	Soak *metav1.Duration `json:"soak,omitempty"`
+
+	// approval makes the wave wait for `kargo approve`. Default None.
+	// +optional
+	Approval ApprovalPolicy `json:"approval,omitempty"`
+}
