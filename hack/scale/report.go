@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
+
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 )
@@ -165,7 +167,7 @@ func (r *results) writeProbe(p printer) {
 			verdict += "; the API server dropped managedFields to fit the object under its size limit"
 		}
 		if !pr.accepted {
-			verdict = fmt.Sprintf("REFUSED after %s (status alone %.0f KiB): %s", ms(pr.took), float64(pr.status)/1024, truncate(pr.err, 160))
+			verdict = fmt.Sprintf("REFUSED after %s (status alone %.0f KiB): %s", ms(pr.took), float64(pr.status)/1024, strutil.EllipsisRunes(pr.err, 160))
 		}
 		p("| Kargo's Freight status naming all %d target Stages (currentlyIn + verifiedIn) | %s | < 1.5 MiB |\n", pr.targets, verdict)
 	}
@@ -205,13 +207,6 @@ func spanOfBreach(b *breachResult) *span {
 		return nil
 	}
 	return &b.span
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 func waveSizes(waves []fleetv1alpha1.WaveProgress) string {

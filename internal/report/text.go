@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
+
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 )
 
@@ -281,7 +283,7 @@ func (t *textWriter) failures(groups []fleetv1alpha1.FailureGroup) {
 			if i == 0 {
 				lead = t.paint(colorRed, prefix)
 			}
-			t.printf("%s  %s: %s\n", lead, ex.Name, truncate(oneLine(ex.Reason), maxExampleLen))
+			t.printf("%s  %s: %s\n", lead, ex.Name, strutil.EllipsisRunes(oneLine(ex.Reason), maxExampleLen))
 		}
 	}
 }
@@ -367,14 +369,6 @@ func padRight(s string, width int) string {
 		return s + strings.Repeat(" ", width-n)
 	}
 	return s
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
 
 func oneLine(s string) string {

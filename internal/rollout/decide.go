@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
@@ -337,7 +339,7 @@ func groupFailures(fails []failure) []fleetv1alpha1.FailureGroup {
 		}
 		g.Count++
 		if len(g.Examples) < maxFailureExamples {
-			g.Examples = append(g.Examples, fleetv1alpha1.TargetSample{Name: f.name, Reason: truncate(f.message, 256)})
+			g.Examples = append(g.Examples, fleetv1alpha1.TargetSample{Name: f.name, Reason: strutil.Ellipsis(f.message, 256)})
 		}
 	}
 	out := make([]fleetv1alpha1.FailureGroup, 0, len(byReason))
@@ -366,13 +368,6 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 func metaFind(conds []metav1.Condition, t string) *metav1.Condition {
