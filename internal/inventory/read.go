@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -96,7 +97,7 @@ func (r *Reader) readSource(ctx context.Context, namespace string, src *fleetv1a
 		}
 		list := &kargo.TargetList{}
 		if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			return nil, nil, fmt.Errorf("error listing Kargo Targets in namespace %q: %w", ns, err)
+			return nil, nil, notServed("Kargo Targets", ns, err)
 		}
 		return FromKargoTargets(list.Items, src.Annotations), nil, nil
 	case fleetv1alpha1.ClusterProfileSource:
@@ -107,12 +108,23 @@ func (r *Reader) readSource(ctx context.Context, namespace string, src *fleetv1a
 		}
 		list := &ClusterProfileList{}
 		if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			return nil, nil, fmt.Errorf("error listing ClusterProfiles in namespace %q: %w", ns, err)
+			return nil, nil, notServed("ClusterProfiles", ns, err)
 		}
 		return FromClusterProfiles(list.Items, src.Annotations), nil, nil
 	default:
 		return nil, nil, fmt.Errorf("error reading target source: unknown kind %q", src.Kind)
 	}
+}
+
+// notServed explains a failed List of an optional kind: Kargo v1.11 has no
+// Target kind, and ClusterProfiles come from the Cluster Inventory API,
+// which a cluster may not have installed.
+func notServed(kind, ns string, err error) error {
+	if meta.IsNoMatchError(err) {
+		return fmt.Errorf("error listing %s in namespace %q: the cluster does not serve the kind (install its CRD; "+
+			"kargo-fleet starts watching it within a minute): %w", kind, ns, err)
+	}
+	return fmt.Errorf("error listing %s in namespace %q: %w", kind, ns, err)
 }
 
 // sourceSelector converts a source's selector and adds key=value when key is

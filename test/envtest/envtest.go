@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -67,7 +68,9 @@ func RepoRoot() string {
 }
 
 // KargoCRDPaths returns the Kargo CRD files or folders to install and whether
-// they are Kargo's real ones.
+// they are Kargo's real ones: exactly the CRDs a stock Kargo v1.11.2 has, so
+// no test relies on a kind that release lacks (Target, PromotionRequest).
+// Tests of optional kinds install them with InstallCRDs.
 func KargoCRDPaths() ([]string, bool) {
 	root := RepoRoot()
 	real := os.Getenv("KARGO_CRDS")
@@ -75,16 +78,40 @@ func KargoCRDPaths() ([]string, bool) {
 		real = filepath.Join(root, "..", "shared", "kargo", "v1.11.2", "crds")
 	}
 	if st, err := os.Stat(real); err == nil && st.IsDir() {
-		paths := []string{real}
-		target := filepath.Join(real, "..", "..", "main", "crds", "kargo.akuity.io_targets.yaml")
-		if _, err := os.Stat(target); err == nil {
-			paths = append(paths, target)
-		} else {
-			paths = append(paths, filepath.Join(root, "internal", "kargo", "crds", "kargo.akuity.io_targets.yaml"))
-		}
-		return paths, true
+		return []string{real}, true
 	}
-	return []string{filepath.Join(root, "internal", "kargo", "crds")}, false
+	permissive, _ := filepath.Glob(filepath.Join(root, "internal", "kargo", "crds", "*.yaml"))
+	return slices.DeleteFunc(permissive, func(p string) bool { return filepath.Base(p) == targetCRDFile }), false
+}
+
+// targetCRDFile is the CRD of Kargo's Target kind, which Kargo's main branch
+// has and v1.11.2 does not.
+const targetCRDFile = "kargo.akuity.io_targets.yaml"
+
+// TargetCRDPath returns the CRD of Kargo's Target kind: Kargo's own from its
+// main branch when ../shared has it, else kargo-fleet's permissive one.
+func TargetCRDPath() string {
+	root := RepoRoot()
+	real := os.Getenv("KARGO_CRDS")
+	if real == "" {
+		real = filepath.Join(root, "..", "shared", "kargo", "v1.11.2", "crds")
+	}
+	if p := filepath.Join(real, "..", "..", "main", "crds", targetCRDFile); fileExists(p) {
+		return p
+	}
+	return filepath.Join(root, "internal", "kargo", "crds", targetCRDFile)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// InstallCRDs installs CRDs into the running control plane and waits until
+// they are served.
+func (e *Env) InstallCRDs(paths ...string) error {
+	_, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true})
+	return err
 }
 
 // Option changes how Start sets up the control plane.

@@ -161,7 +161,10 @@ func (r *FleetStageReconciler) resolveTargets(ctx context.Context, s *scope) (bo
 	switch {
 	case errors.As(err, &pe):
 		setNotReady(fs, fleetv1alpha1.TargetsResolvedCondition, pe.Reason, pe.Error())
-		if pe.Reason == fleetv1alpha1.SourceUnavailableReason {
+		if pe.Reason == fleetv1alpha1.SourceUnavailableReason && !meta.IsNoMatchError(err) {
+			// Transient: try again with backoff. A kind the cluster does not
+			// serve is no error to retry: the FleetStage is queued again when
+			// the kind appears (optionalWatches).
 			return false, err
 		}
 		return false, nil

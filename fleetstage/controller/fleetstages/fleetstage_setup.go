@@ -2,8 +2,11 @@ package fleetstages
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
@@ -35,13 +39,14 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	events := make(chan event.GenericEvent)
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&fleetv1alpha1.FleetStage{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&kargo.Stage{}, builder.WithPredicates(stageChangedPredicate())).
 		Watches(&kargo.Stage{}, handler.EnqueueRequestsFromMapFunc(r.adoptersOf)).
 		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(r.ownerOfPromotedStage),
 			builder.WithPredicates(promotionFinishedPredicate())).
-		Watches(&kargo.Target{}, handler.EnqueueRequestsFromMapFunc(r.allInNamespace)).
+		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.all),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return o.GetLabels()[inventory.ArgoCDSecretTypeLabel] == inventory.ArgoCDSecretTypeCluster
@@ -50,7 +55,37 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		WithOptions(opts).
 		Named("fleetstage").
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("error creating a discovery client: %w", err)
+	}
+	return mgr.Add(&optionalWatches{
+		discovery: dc, cache: mgr.GetCache(), ctrl: c, events: events, watched: map[schema.GroupVersionKind]bool{},
+		fleetStages: r.allFleetStages,
+		kinds: []optionalKind{
+			{gvk: kargo.GroupVersion.WithKind("Target"), obj: &kargo.Target{},
+				handler: handler.EnqueueRequestsFromMapFunc(r.allInNamespace)},
+			{gvk: inventory.ClusterProfileGroupVersion.WithKind("ClusterProfile"), obj: &inventory.ClusterProfile{},
+				handler: handler.EnqueueRequestsFromMapFunc(r.allInNamespace)},
+		},
+	})
+}
+
+// allFleetStages lists every FleetStage.
+func (r *FleetStageReconciler) allFleetStages(ctx context.Context) []client.Object {
+	list := &fleetv1alpha1.FleetStageList{}
+	if err := r.client.List(ctx, list); err != nil {
+		return nil
+	}
+	out := make([]client.Object, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out
 }
 
 // adoptersOf maps a Stage to the FleetStages adopting it.
