@@ -88,13 +88,30 @@ func (r *FleetStageReconciler) allFleetStages(ctx context.Context) []client.Obje
 	return out
 }
 
-// adoptersOf maps a Stage to the FleetStages adopting it.
+// adoptersOf maps a Stage to the FleetStages adopting it and, for a Stage
+// downstream of an adopted Stage (created later, or re-applied by a GitOps
+// tool with its original sources), to the FleetStages adopting its upstream
+// Stages: they re-point it to their last wave Stage.
 func (r *FleetStageReconciler) adoptersOf(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &fleetv1alpha1.FleetStageList{}
-	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{fromStageIndex: o.GetName()}); err != nil {
+	st, ok := o.(*kargo.Stage)
+	if !ok || st.Labels[fleetv1alpha1.FleetStageLabel] != "" {
 		return nil
 	}
-	return requests(list)
+	names := map[string]bool{st.Name: true}
+	for _, rf := range st.Spec.RequestedFreight {
+		for _, up := range rf.Sources.Stages {
+			names[up] = true
+		}
+	}
+	var out []reconcile.Request
+	for name := range names {
+		list := &fleetv1alpha1.FleetStageList{}
+		if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{fromStageIndex: name}); err != nil {
+			return nil
+		}
+		out = append(out, requests(list)...)
+	}
+	return out
 }
 
 // ownerOfPromotedStage maps a finished Promotion to the FleetStage of its

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
@@ -352,6 +353,27 @@ func TestAdoptionRepointsDownstreamStages(t *testing.T) {
 	prod := &kargo.Stage{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, prod))
 	require.Equal(t, []string{"staging"}, prod.Spec.RequestedFreight[0].Sources.Stages, "the adopted Stage itself is left as it is")
+
+	// A GitOps tool re-applies the downstream Stage as written: it takes
+	// Freight from the adopted Stage again, and is re-pointed at once.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(dr), dr))
+		dr.Spec.RequestedFreight[0].Sources.Stages = []string{"prod"}
+		return env.Client.Update(ctx, dr)
+	}))
+	require.Eventually(t, func() bool {
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(dr), dr))
+		return dr.Spec.RequestedFreight[0].Sources.Stages[0] == "fleet-general"
+	}, 5*time.Second, tick, "a re-applied downstream Stage is re-pointed again")
+	// A downstream Stage created after the adoption is re-pointed too.
+	late := dr.DeepCopy()
+	late.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "prod-late"}
+	late.Spec.RequestedFreight[0].Sources.Stages = []string{"prod"}
+	require.NoError(t, env.Client.Create(ctx, late))
+	require.Eventually(t, func() bool {
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(late), late))
+		return late.Spec.RequestedFreight[0].Sources.Stages[0] == "fleet-general"
+	}, 5*time.Second, tick, "a downstream Stage created later is re-pointed")
 
 	require.NoError(t, env.Client.Delete(ctx, fs))
 	require.Eventually(t, func() bool {
