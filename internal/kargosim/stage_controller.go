@@ -106,8 +106,10 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 	wait := s.markFreightVerified(ctx, stage, freight)
 	st.EffectiveAutoPromotionHolds = effectiveHolds(stage, promos, autoEnabled)
 	st.AutoPromotionEnabled = autoEnabled
-	soak, err := s.autoPromote(ctx, stage, promos, freight, autoEnabled)
-	if err != nil {
+	// Kargo v1.11.2 does not look at a Stage again when a soak ends: a
+	// Freight that finished soaking upstream is noticed at the next resync
+	// or refresh, so the time left to soak does not shorten the requeue.
+	if _, err := s.autoPromote(ctx, stage, promos, freight, autoEnabled); err != nil {
 		return ctrl.Result{}, err
 	}
 	if token, ok := stage.Annotations[kargo.RefreshAnnotation]; ok {
@@ -129,10 +131,8 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 		return ctrl.Result{RequeueAfter: soonRequeue}, nil
 	}
 	after := s.opts.StageResync
-	for _, d := range []time.Duration{wait, soak} {
-		if d > 0 && d < after {
-			after = d
-		}
+	if wait > 0 && wait < after {
+		after = wait
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }

@@ -91,3 +91,30 @@ func TestPromoteVerbIsChecked(t *testing.T) {
 	require.ErrorContains(t, err, `is not permitted to update Promotions for Stage "prod"`)
 	require.NoError(t, promoter.Patch(ctx, p.DeepCopy(), patch))
 }
+
+// TestSoakEndIsNoticedOnlyAtResyncOrRefresh reproduces real Kargo v1.11.2:
+// nothing re-checks a Stage when a requiredSoakTime ends, so an
+// auto-promoting downstream Stage takes the soaked Freight only at its
+// next resync (5 minutes) or when something sets kargo.akuity.io/refresh
+// on it.
+func TestSoakEndIsNoticedOnlyAtResyncOrRefresh(t *testing.T) {
+	ns := newProject(t)
+	newFreight(t, ns, "f1")
+	newStage(t, ns, "a")
+	newStage(t, ns, "b", func(s *kargo.Stage) {
+		s.Spec.RequestedFreight[0].Sources = kargo.FreightSources{Stages: []string{"a"},
+			RequiredSoakTime: &metav1.Duration{Duration: time.Second}}
+	})
+	enableAutoPromotion(t, ns, "b")
+	waitPromotion(t, mustPromote(t, ns, "a", "f1"), 20*time.Second, phaseIs(kargo.PromotionSucceeded))
+	waitFreight(t, ns, "f1", 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("a") })
+
+	time.Sleep(4 * time.Second)
+	require.Empty(t, stagePromotions(t, ns, "b"), "the soak ended 3 s ago, but nothing looked at Stage b again")
+
+	b := &kargo.Stage{}
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "b"}, b))
+	annotate(t, b, kargo.RefreshAnnotation, "soaked")
+	require.Eventually(t, func() bool { return len(stagePromotions(t, ns, "b")) == 1 }, 5*time.Second, 50*time.Millisecond,
+		"a refresh makes the Stage notice the soaked Freight")
+}
