@@ -27,6 +27,12 @@ type RolloutRequest struct {
 	// to run: a rollout created by the call records the request in the
 	// same write.
 	Wave string
+	// FirstWave says Wave is the FleetStage's first wave: only a Promotion
+	// of the first wave Stage starts a new rollout. A later wave's Stage
+	// promoted again after the rollout finished (a second Promotion of the
+	// same Freight, e.g. Kargo's auto-promotion next to kargo-fleet's own)
+	// gets the finished rollout's outcome.
+	FirstWave bool
 }
 
 // Intents records what a step asks the rollout controller to do. Every method

@@ -63,7 +63,7 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 		return nil, fmt.Errorf("error listing FleetRollouts of FleetStage %q: %w", fs.Name, err)
 	}
 	var open []*fleetv1alpha1.FleetRollout
-	var breached *fleetv1alpha1.FleetRollout
+	var breached, finished *fleetv1alpha1.FleetRollout
 	for i := range list.Items {
 		ro := &list.Items[i]
 		if ro.Spec.FleetStage != fs.Name || ro.Spec.Freight.Name != req.Freight.Name ||
@@ -82,6 +82,9 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 		case fleetrollout.IsBreached(ro):
 			breached = ro
 		}
+		if ro.Status.Phase.IsFinal() && (finished == nil || fleetrollout.Compare(finished, ro) < 0) {
+			finished = ro
+		}
 	}
 	if len(open) > 0 {
 		slices.SortFunc(open, fleetrollout.Compare)
@@ -89,6 +92,11 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 	}
 	if breached != nil && fs.Annotations[fleetv1alpha1.RetryFreightAnnotation] != req.Freight.Name {
 		return nil, &HeldBackError{FleetStage: fs.Name, Freight: req.Freight.Name, Rollout: breached.Name}
+	}
+	if !req.FirstWave && finished != nil {
+		// A later wave Stage promoted again once the rollout had finished:
+		// its outcome stands, and only the first wave starts a rollout.
+		return finished, nil
 	}
 
 	ro := fleetrollout.NewForward(fleetrollout.Forward{

@@ -114,6 +114,7 @@ func (s *waveStep) run(ctx context.Context, in *Input, cfg WaveConfig) (Result, 
 		Direction:  fleetv1alpha1.DirectionForward,
 		Context:    c,
 		Wave:       wave,
+		FirstWave:  idx == 0,
 	})
 	var held *HeldBackError
 	if errors.As(err, &held) {
@@ -122,8 +123,10 @@ func (s *waveStep) run(ctx context.Context, in *Input, cfg WaveConfig) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
-	if ro, err = s.store.RequestWave(ctx, ro, wave, c.Promotion); err != nil {
-		return Result{}, err
+	if !ro.Status.Phase.IsFinal() {
+		if ro, err = s.store.RequestWave(ctx, ro, wave, c.Promotion); err != nil {
+			return Result{}, err
+		}
 	}
 	return waveResult(in, cfg, ro, wave), nil
 }

@@ -262,7 +262,7 @@ func Test_waveStep_run(t *testing.T) {
 			fleetrollout.WaveRequests(&list.Items[0]))
 	})
 
-	t.Run("a new Promotion after a failed rollout starts a new one", func(t *testing.T) {
+	t.Run("a new Promotion of the first wave after a failed rollout starts a new one; of a later wave, it reports the failed one", func(t *testing.T) {
 		t.Parallel()
 		c := newFakeClient(t, testFreightObj("prod-pilot"))
 		step := NewWaveStep(NewAPIStore(c, c))
@@ -278,8 +278,17 @@ func Test_waveStep_run(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, StateFailed, got.State, "the replay reports the failed rollout")
 
-		retry := testInput(fs, canaryStage, "")
-		retry.Context.Promotion = "prod-canary.01jretry.0123456"
+		again := testInput(fs, canaryStage, "")
+		again.Context.Promotion = "prod-canary.01jagain.0123456"
+		got, err = step.Run(ctx, again)
+		require.NoError(t, err)
+		require.Equal(t, StateFailed, got.State, "a later wave's Stage promoted again gets the finished rollout's outcome")
+		require.NoError(t, c.List(ctx, &list))
+		require.Len(t, list.Items, 1, "only the first wave starts a rollout")
+
+		retry := testInput(fs, testStage("prod-pilot", fleetv1alpha1.RoleWave, "pilot"), "")
+		retry.Context.Promotion = "prod-pilot.01jretry.0123456"
+		retry.Context.Stage = "prod-pilot"
 		got, err = step.Run(ctx, retry)
 		require.NoError(t, err)
 		require.Equal(t, StateRunning, got.State)

@@ -19,6 +19,10 @@ const (
 	// one label-selected list away. Every rollout carries it, rollbacks
 	// included.
 	FreightLabel = "fleet.kargo-fleet.io/freight"
+	// WavePromotionLabel, on a Promotion of a wave Stage that kargo-fleet
+	// created to hand the Freight on from the previous wave, names the
+	// rollout that did.
+	WavePromotionLabel = "fleet.kargo-fleet.io/promoted-by"
 	// StepKeyAnnotation records the Promotion and step alias that created
 	// the rollout ("<promotion>/<alias>"), which makes step requests
 	// idempotent.

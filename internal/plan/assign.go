@@ -120,6 +120,7 @@ func resolveWave(w *compiledWave, members []Target, limit int) PlannedWave {
 		ProgressDeadline: w.progressDeadline,
 		Soak:             w.soak,
 		Approval:         w.approval,
+		ManualPromotion:  w.manualPromotion,
 	}
 	if limit >= 0 {
 		pw.Cap = &limit

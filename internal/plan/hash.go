@@ -79,6 +79,9 @@ func PlanHash(p *WavePlan) string {
 		num(int64(w.ProgressDeadline))
 		num(int64(w.Soak))
 		str(string(w.Approval))
+		if w.ManualPromotion {
+			str("manual-promotion")
+		}
 		num(int64(len(w.Members)))
 		for j := range w.Members {
 			str(w.Members[j].ID)

@@ -97,6 +97,10 @@ type PlannedWave struct {
 	Soak time.Duration `json:"soak"`
 	// Approval says whether the wave waits for `kargo approve`.
 	Approval fleetv1alpha1.ApprovalPolicy `json:"approval"`
+	// ManualPromotion says the wave waits for its wave Stage to be promoted
+	// from outside (spec.waves[].promotion: Manual); otherwise kargo-fleet
+	// promotes it once the previous wave passed and soaked.
+	ManualPromotion bool `json:"manualPromotion,omitempty"`
 }
 
 // WavePlan is the result of planning: every candidate is either in a wave,

@@ -274,6 +274,14 @@ func compileWave(w *fleetv1alpha1.Wave, fldPath *field.Path) (compiledWave, fiel
 		}
 		cw.soak = w.Soak.Duration
 	}
+	switch w.Promotion {
+	case "", fleetv1alpha1.WavePromotionAuto:
+	case fleetv1alpha1.WavePromotionManual:
+		cw.manualPromotion = true
+	default:
+		errs = append(errs, field.NotSupported(fldPath.Child("promotion"), w.Promotion,
+			[]fleetv1alpha1.WavePromotionPolicy{fleetv1alpha1.WavePromotionAuto, fleetv1alpha1.WavePromotionManual}))
+	}
 	switch w.Approval {
 	case "":
 	case fleetv1alpha1.ApprovalNone, fleetv1alpha1.ApprovalRequired:
@@ -307,4 +315,5 @@ type compiledWave struct {
 	progressDeadline time.Duration
 	soak             time.Duration
 	approval         fleetv1alpha1.ApprovalPolicy
+	manualPromotion  bool
 }

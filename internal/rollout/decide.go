@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,9 @@ type Decision struct {
 	Breach *plan.ThresholdVerdict
 	// Rollback asks for a rollback of this rollout (policy Automatic, breach).
 	Rollback bool
+	// PromoteWave names the wave whose wave Stage kargo-fleet promotes the
+	// rollout's Freight into now: the previous wave passed and soaked.
+	PromoteWave string
 	// RequeueAt is when to look again if no event comes first (a progress
 	// deadline, a window opening); zero when events suffice.
 	RequeueAt time.Time
@@ -126,6 +130,45 @@ func Decide(o Observation) Decision {
 	return run(o, d, states, current)
 }
 
+// handOff decides how the Freight reaches the wave Stage of wave current,
+// whose previous wave passed: kargo-fleet promotes it once the previous
+// wave's own wave Stage Promotion succeeded (Kargo then marks the Freight
+// verified there) and its soak ended, unless the wave is promoted by hand
+// or the rollout is paused. Kargo itself notices the end of a soak only at
+// its five-minute Stage resync; kargo-fleet knows when it ends.
+func handOff(o Observation, d Decision, current int) Decision {
+	r, w, prev := o.Rollout, &o.Plan.Waves[current], &o.Plan.Waves[current-1]
+	wp := &d.Waves[current]
+	stage := o.WaveStage(w.Name)
+	switch {
+	case w.ManualPromotion:
+		wp.Waiting = fmt.Sprintf("waiting for the Freight to be promoted into wave Stage %s (spec.waves[].promotion: Manual): "+
+			"kargo promote --project %s --freight %s --stage %s", stage, r.Namespace, r.Spec.Freight.Name, stage)
+	case o.WavePromoted[w.Name]:
+		wp.Waiting = fmt.Sprintf("waiting for Kargo to run the Promotion of wave Stage %s", stage)
+	case r.Spec.Intent == fleetv1alpha1.IntentPause:
+		wp.Waiting = fmt.Sprintf("paused: wave Stage %s is promoted when the rollout resumes", stage)
+		d.Phase = fleetv1alpha1.RolloutPaused
+	case o.RequestPhases[prev.Name] != kargo.PromotionSucceeded:
+		wp.Waiting = fmt.Sprintf("waiting for the Promotion of wave Stage %s to finish", o.WaveStage(prev.Name))
+	default:
+		soakEnd := o.Now
+		if f := d.Waves[current-1].FinishedAt; f != nil {
+			soakEnd = f.Add(prev.Soak)
+		}
+		if o.Now.Before(soakEnd) {
+			wp.Waiting = fmt.Sprintf("soaking in wave %s until %s, then kargo-fleet promotes wave Stage %s",
+				prev.Name, soakEnd.UTC().Format(time.RFC3339), stage)
+			d.RequeueAt = earliest(d.RequeueAt, soakEnd)
+			break
+		}
+		d.PromoteWave = w.Name
+		wp.Waiting = fmt.Sprintf("kargo-fleet promotes the Freight into wave Stage %s", stage)
+	}
+	d.Message = fmt.Sprintf("wave %s: %s", w.Name, wp.Waiting)
+	return d
+}
+
 // judgeAll judges every member and returns per-wave states and the failures.
 func judgeAll(o Observation, d *Decision) ([]*waveState, []failure) {
 	var fails []failure
@@ -190,8 +233,9 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 		d.Message = fmt.Sprintf("wave %s waits for its wave Stage Promotion", ws.pw.Name)
 		if current == 0 {
 			d.Phase = fleetv1alpha1.RolloutPending
+			return d
 		}
-		return d
+		return handOff(o, d, current)
 	case !rollback && ws.pw.Approval == fleetv1alpha1.ApprovalRequired && !o.ApprovedWaves[ws.pw.Name] && ws.succeeded+ws.failed+ws.inFlight == 0:
 		wp.Phase = fleetv1alpha1.WaveWaitingForApproval
 		wp.Waiting = fmt.Sprintf("waiting for approval: kargo approve --project %s --freight %s --stage %s",

@@ -39,6 +39,13 @@ type Observation struct {
 	RequestedWaves map[string]bool
 	// ApprovedWaves are the waves whose wave Stage the Freight is approved for.
 	ApprovedWaves map[string]bool
+	// RequestPhases are the phases of the wave Stage Promotions that asked
+	// for each requested wave, by wave name.
+	RequestPhases map[string]kargo.PromotionPhase
+	// WavePromoted are the waves whose wave Stage has a Promotion of the
+	// rollout's Freight (any phase), or one was just created: kargo-fleet
+	// promotes a wave Stage at most once per rollout.
+	WavePromoted map[string]bool
 	// Targets holds what was observed of each member, by target ID. A member
 	// missing here has no Promotion of this rollout and no observed Stage.
 	Targets map[string]TargetObservation

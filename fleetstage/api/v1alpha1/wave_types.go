@@ -17,6 +17,23 @@ const (
 	ApprovalRequired ApprovalPolicy = "Required"
 )
 
+// WavePromotionPolicy says who promotes Freight into a wave's Stage once the
+// previous wave passed and soaked.
+// +kubebuilder:validation:Enum=Auto;Manual
+type WavePromotionPolicy string
+
+// Wave promotion policies.
+const (
+	// WavePromotionAuto: kargo-fleet promotes the Freight into the wave Stage
+	// as soon as the previous wave passed and its soak ended, so one
+	// `kargo promote` into the first wave takes Freight through every wave.
+	WavePromotionAuto WavePromotionPolicy = "Auto"
+	// WavePromotionManual: the wave waits for someone to promote the Freight
+	// into its wave Stage (`kargo promote`, the Kargo UI, or a ProjectConfig
+	// auto-promotion policy).
+	WavePromotionManual WavePromotionPolicy = "Manual"
+)
+
 // Wave is one ordered group of targets.
 type Wave struct {
 	// name identifies the wave; the wave Stage is named <fleetstage>-<name>.
@@ -74,4 +91,11 @@ type Wave struct {
 	// approval makes the wave wait for `kargo approve`. Default None.
 	// +optional
 	Approval ApprovalPolicy `json:"approval,omitempty"`
+
+	// promotion says who promotes Freight into this wave's Stage once the
+	// previous wave passed and soaked: Auto (kargo-fleet) or Manual (an
+	// operator or a Kargo auto-promotion policy). The first wave is always
+	// promoted from outside the fleet (`kargo promote`). Default Auto.
+	// +optional
+	Promotion WavePromotionPolicy `json:"promotion,omitempty"`
 }

@@ -102,6 +102,40 @@ func isStatusError(err error) bool {
 	return errors.As(err, &se)
 }
 
+// wavePromotionKey prefixes the expectation of a wave Stage Promotion:
+// "wave:<wave>", beside the target IDs of target Promotions.
+const wavePromotionKey = "wave:"
+
+// promoteWave promotes the rollout's Freight into the wave Stage of wave, as
+// `kargo promote` would: the wave Stage's fleet-wave step then asks for the
+// wave. It reports whether Kargo refused because the Freight is not
+// available there yet (not verified in the previous wave Stage, or not
+// soaked): the caller looks again shortly.
+func (r *FleetRolloutReconciler) promoteWave(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage, wave string) (bool, error) {
+	stage := render.WaveStageName(fs.Name, wave)
+	p := kargo.NewPromotion(ro.Namespace, stage, ro.Spec.Freight.Name, map[string]string{
+		fleetv1alpha1.FleetStageLabel:   fs.Name,
+		fleetrollout.WavePromotionLabel: ro.Name,
+	}, nil)
+	key := wavePromotionKey + wave
+	r.expected.expect(ro.UID, key, r.clock.Now())
+	err := r.client.Create(ctx, p)
+	switch {
+	case err == nil:
+		r.event(ro, corev1.EventTypeNormal, WavePromotedReason, "Promoted Freight %s into wave Stage %s: the previous wave passed and soaked",
+			ro.Spec.Freight.Name, stage)
+		return false, nil
+	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), notAvailable):
+		r.expected.forget(ro.UID, key)
+		return true, nil
+	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || !isStatusError(err):
+		return false, fmt.Errorf("error promoting Freight %s into wave Stage %q: %w", ro.Spec.Freight.Name, stage, err)
+	default:
+		r.expected.forget(ro.UID, key)
+		return false, fmt.Errorf("error promoting Freight %s into wave Stage %q: %w", ro.Spec.Freight.Name, stage, err)
+	}
+}
+
 // abort asks Kargo to abort the named Promotions.
 func (r *FleetRolloutReconciler) abort(ctx context.Context, ro *fleetv1alpha1.FleetRollout, names []string) error {
 	var errs []error

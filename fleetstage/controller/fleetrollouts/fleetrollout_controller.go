@@ -171,6 +171,13 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	} else if n > 0 {
 		retry = max(retry, 250*time.Millisecond)
 	}
+	if d.PromoteWave != "" {
+		if unavailable, err := r.promoteWave(ctx, ro, fs, d.PromoteWave); err != nil {
+			errs = append(errs, err)
+		} else if unavailable {
+			retry = minPositive(retry, 250*time.Millisecond)
+		}
+	}
 	r.setDecided(s)
 	if d.Rollback {
 		if err := r.ensureRollback(ctx, s); err != nil {

@@ -32,6 +32,7 @@ const (
 	RollbackFinishedReason   = "RollbackFinished"
 	RollbackImpossibleReason = "RollbackImpossible"
 	HistoryPrunedReason      = "HistoryPruned"
+	WavePromotedReason       = "WavePromoted"
 )
 
 // recordTransitions emits an Event for every change of phase of the rollout

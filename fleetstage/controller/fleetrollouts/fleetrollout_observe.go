@@ -3,6 +3,7 @@ package fleetrollouts
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +50,8 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 			RollbackAutomatic: fs.Spec.Policy.Rollback.Mode == fleetv1alpha1.RollbackAutomatic,
 			RequestedWaves:    map[string]bool{},
 			ApprovedWaves:     map[string]bool{},
+			RequestPhases:     map[string]kargo.PromotionPhase{},
+			WavePromoted:      map[string]bool{},
 			Targets:           make(map[string]rollout.TargetObservation, snap.Members()),
 		},
 		waveRequests: map[string]string{},
@@ -71,8 +74,24 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 		return nil, fmt.Errorf("error listing Promotions: %w", err)
 	}
 	busy := map[string]bool{}
+	waveOfStage := make(map[string]string, len(snap.Waves))
+	for _, w := range snap.Waves {
+		waveOfStage[render.WaveStageName(fs.Name, w.Name)] = w.Name
+	}
+	requestedBy := map[string]string{}
+	for wave, promotion := range o.waveRequests {
+		requestedBy[promotion] = wave
+	}
 	for i := range promos.Items {
 		p := &promos.Items[i]
+		if wave, ok := waveOfStage[p.Spec.Stage]; ok {
+			if p.Spec.Freight == ro.Spec.Freight.Name {
+				o.WavePromoted[wave] = true
+			}
+			if w, ok := requestedBy[p.Name]; ok {
+				o.RequestPhases[w] = p.Status.Phase
+			}
+		}
 		switch {
 		case p.Labels[fleetv1alpha1.RolloutLabel] == ro.Name:
 			id := p.Labels[fleetv1alpha1.TargetLabel]
@@ -131,7 +150,18 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 			o.Targets[t.ID] = obs
 		}
 	}
-	o.Expected = r.expected.pending(ro.UID, func(id string) bool { return o.mine[id] != nil }, now)
+	o.Expected = r.expected.pending(ro.UID, func(id string) bool {
+		if wave, ok := strings.CutPrefix(id, wavePromotionKey); ok {
+			return o.WavePromoted[wave]
+		}
+		return o.mine[id] != nil
+	}, now)
+	for id := range o.Expected {
+		if wave, ok := strings.CutPrefix(id, wavePromotionKey); ok {
+			// Created a moment ago; the cache does not show it yet.
+			o.WavePromoted[wave] = true
+		}
+	}
 
 	if ro.Spec.Direction == fleetv1alpha1.DirectionForward {
 		f := &kargo.Freight{}

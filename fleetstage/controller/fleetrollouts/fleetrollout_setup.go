@@ -3,7 +3,6 @@ package fleetrollouts
 import (
 	"context"
 	"slices"
-	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -39,15 +38,23 @@ func (r *FleetRolloutReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		Complete(r)
 }
 
-// rolloutsOfPromotion maps a target Promotion to its rollout; a Promotion of
-// another origin on a target Stage (manual, or a queue neighbour) to every
-// open rollout of that FleetStage, since it makes the Stage busy or free.
+// rolloutsOfPromotion maps a target Promotion to its rollout, and a wave
+// Stage Promotion kargo-fleet created to the rollout that did. Another
+// Promotion of a fleet Stage goes to every open rollout of that FleetStage:
+// on a target Stage (manual, or a queue neighbour) it makes the Stage busy
+// or free; on a wave Stage its success hands the Freight on to the next wave.
 func (r *FleetRolloutReconciler) rolloutsOfPromotion(ctx context.Context, o client.Object) []reconcile.Request {
-	if name := o.GetLabels()[fleetv1alpha1.RolloutLabel]; name != "" {
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+	for _, label := range []string{fleetv1alpha1.RolloutLabel, fleetrollout.WavePromotionLabel} {
+		if name := o.GetLabels()[label]; name != "" {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+		}
 	}
 	p := o.(*kargo.Promotion)
-	if fs, _, ok := strings.Cut(p.Spec.Stage, "."); ok {
+	st := &kargo.Stage{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Stage}, st, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	if fs := st.Labels[fleetv1alpha1.FleetStageLabel]; fs != "" {
 		return r.openRollouts(ctx, o.GetNamespace(), client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs})
 	}
 	return nil

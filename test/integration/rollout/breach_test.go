@@ -114,12 +114,14 @@ func TestHeldBackFreightIsRefusedUntilRetriedDeliberately(t *testing.T) {
 	require.Contains(t, refused.Status.Message, "held back")
 	require.Contains(t, refused.Status.Message, fleetv1alpha1.RetryFreightAnnotation, "the message says how to retry deliberately")
 
-	// Deliberately allowed, it runs again (and fails again on the canary ring).
+	// Deliberately allowed, it runs again from the first wave (and fails
+	// again on the canary ring): only a Promotion of the first wave Stage
+	// starts a rollout.
 	fs := &fleetv1alpha1.FleetStage{}
 	require.NoError(t, env.Client.Get(context.Background(), f.fleetKey, fs))
 	metav1.SetMetaDataAnnotation(&fs.ObjectMeta, fleetv1alpha1.RetryFreightAnnotation, f.bad)
 	require.NoError(t, env.Client.Update(context.Background(), fs))
-	f.promote(f.bad, "canary")
+	f.promote(f.bad, "pilot")
 	require.Eventually(t, func() bool {
 		n := 0
 		list := &fleetv1alpha1.FleetRolloutList{}

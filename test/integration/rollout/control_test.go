@@ -134,6 +134,7 @@ func TestChangeWindowHoldsNewPromotions(t *testing.T) {
 
 func TestManualRollbackRestoresExactlyTheMovedTargets(t *testing.T) {
 	f := ringedFleet(t, "manual-rollback", fleetv1alpha1.FleetPolicy{})
+	dumpPromotions(t, f.ns)
 	f.ship(f.good)
 	f.rollout(f.good, fleetv1alpha1.RolloutSucceeded)
 	f.ship(f.bad)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
@@ -168,25 +169,30 @@ func TestTargetsJoiningOrLeavingMidRollout(t *testing.T) {
 
 	// c-05 leaves (not started yet: one at a time, in hash order it may be
 	// anywhere, so pick a target without a Promotion) and c-06 joins.
-	fs := &fleetv1alpha1.FleetStage{}
-	require.NoError(t, env.Client.Get(context.Background(), f.fleetKey, fs))
 	started := map[string]bool{}
 	for _, p := range f.promotionsOf(f.good, "all") {
 		started[p.Labels[fleetv1alpha1.TargetLabel]] = true
 	}
-	var keep []fleetv1alpha1.InlineTarget
 	left := ""
-	for _, tgt := range fs.Spec.Targets.Sources[0].Inline {
-		if left == "" && !started[tgt.Name] {
-			left = tgt.Name
-			continue
+	// The controllers write the FleetStage's status meanwhile: retry the
+	// update on a conflict, as kubectl apply would.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fs := &fleetv1alpha1.FleetStage{}
+		require.NoError(t, env.Client.Get(context.Background(), f.fleetKey, fs))
+		var keep []fleetv1alpha1.InlineTarget
+		left = ""
+		for _, tgt := range fs.Spec.Targets.Sources[0].Inline {
+			if left == "" && !started[tgt.Name] {
+				left = tgt.Name
+				continue
+			}
+			keep = append(keep, tgt)
 		}
-		keep = append(keep, tgt)
-	}
-	require.NotEmpty(t, left)
-	keep = append(keep, fleetv1alpha1.InlineTarget{Name: "c-06", Params: map[string]string{kargosim.DelayVar: "0s"}})
-	fs.Spec.Targets.Sources[0].Inline = keep
-	require.NoError(t, env.Client.Update(context.Background(), fs))
+		require.NotEmpty(t, left)
+		keep = append(keep, fleetv1alpha1.InlineTarget{Name: "c-06", Params: map[string]string{kargosim.DelayVar: "0s"}})
+		fs.Spec.Targets.Sources[0].Inline = keep
+		return env.Client.Update(context.Background(), fs)
+	}))
 
 	done := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, done.Status.Phase, done.Status.Message)
