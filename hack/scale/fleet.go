@@ -134,29 +134,13 @@ func (s fleetShape) fleetStage(targets []fleetv1alpha1.InlineTarget) *fleetv1alp
 	}
 }
 
-// createProject creates the Project with auto-promotion for wave Stages
-// after the first,
-// the adopted Stage and the two Freight. Kargo's auto-promotion hands the
-// Freight from wave to wave, as in a real installation.
+// createProject creates the Project, the adopted Stage and the two Freight.
+// There is no ProjectConfig: kargo-fleet hands the Freight from wave to
+// wave itself, as in a real installation.
 func createProject(ctx context.Context, c client.Client) error {
 	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
 	objs := []client.Object{
 		envtest.ProjectNamespace(namespace),
-		&kargo.ProjectConfig{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: namespace},
-			Spec: kargo.ProjectConfigSpec{PromotionPolicies: []kargo.PromotionPolicy{{
-				// Every wave Stage but the first: the run decides when a
-				// Freight enters the fleet (Kargo would auto-promote the
-				// newest Freight into the pilot wave as soon as it exists).
-				StageSelector: &kargo.PromotionPolicySelector{LabelSelector: metav1.LabelSelector{
-					MatchLabels: map[string]string{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleWave},
-					MatchExpressions: []metav1.LabelSelectorRequirement{{
-						Key: fleetv1alpha1.WaveLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"pilot"},
-					}},
-				}},
-				AutoPromotionEnabled: true,
-			}}},
-		},
 		&kargo.Stage{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: adopted},
 			Spec: kargo.StageSpec{

@@ -158,7 +158,7 @@ func (s *story) expectations() []expectation {
 	sc := s.o.Scenario
 	return []expectation{
 		{"a local control plane, the Kargo simulator and the kargo-fleet controller are running", s.startEnv},
-		{fmt.Sprintf("Project %q: Warehouse, Freight %s and %s, Stage %q, ProjectConfig, FleetStage %q (%d targets)",
+		{fmt.Sprintf("Project %q: Warehouse, Freight %s and %s, Stage %q, FleetStage %q (%d targets), no ProjectConfig",
 			Project, GoodAlias, BadAlias, AdoptedStage, FleetStageName, sc.Targets), s.createProject},
 		{"the FleetStage is Ready: one wave Stage per wave, one target Stage per target, a step token", s.fleetReady},
 		{fmt.Sprintf("phase 1: %s (good) goes through every wave; critical waits for approval", GoodAlias), s.phaseGood},

@@ -36,7 +36,7 @@ func (s *story) createProject(ctx context.Context) (string, error) {
 	for _, f := range Freight(s.o.Clock.Now()) {
 		objs = append(objs, f)
 	}
-	objs = append(objs, sc.Stage(), ProjectConfig(), sc.FleetStage())
+	objs = append(objs, sc.Stage(), sc.FleetStage())
 	for _, o := range objs {
 		if err := s.c.Create(ctx, o); err != nil {
 			return "", fmt.Errorf("error creating %T %q: %w", o, o.GetName(), err)

@@ -134,28 +134,6 @@ func (s Scenario) Stage() *kargo.Stage {
 	}
 }
 
-// ProjectConfig enables auto-promotion for every wave Stage but the first:
-// an operator promotes Freight into the pilot wave (as `kargo promote`
-// does), and each later wave takes it as soon as the previous one verified
-// it.
-func ProjectConfig() *kargo.ProjectConfig {
-	return &kargo.ProjectConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Project, Name: Project},
-		Spec: kargo.ProjectConfigSpec{PromotionPolicies: []kargo.PromotionPolicy{{
-			StageSelector: &kargo.PromotionPolicySelector{LabelSelector: metav1.LabelSelector{
-				MatchLabels: map[string]string{
-					fleetv1alpha1.RoleLabel:       fleetv1alpha1.RoleWave,
-					fleetv1alpha1.FleetStageLabel: FleetStageName,
-				},
-				MatchExpressions: []metav1.LabelSelectorRequirement{{
-					Key: fleetv1alpha1.WaveLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{WavePilot},
-				}},
-			}},
-			AutoPromotionEnabled: true,
-		}}},
-	}
-}
-
 // InlineTargets returns the targets: spread over five regions, two pilots,
 // a critical tenth, the rest standard. Targets in the eu regions carry the
 // simulator's fault knobs, confined to the bad Freight: its sync step fails
