@@ -62,8 +62,8 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 	}); err != nil {
 		return nil, fmt.Errorf("error listing FleetRollouts of FleetStage %q: %w", fs.Name, err)
 	}
-	var open []*fleetv1alpha1.FleetRollout
-	var breached, finished *fleetv1alpha1.FleetRollout
+	var open, all []*fleetv1alpha1.FleetRollout
+	var finished *fleetv1alpha1.FleetRollout
 	for i := range list.Items {
 		ro := &list.Items[i]
 		if ro.Spec.FleetStage != fs.Name || ro.Spec.Freight.Name != req.Freight.Name ||
@@ -76,13 +76,11 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 			// after the rollout is final).
 			return ro, nil
 		}
+		all = append(all, ro)
 		switch {
 		case !ro.Status.Phase.IsFinal():
 			open = append(open, ro)
-		case fleetrollout.IsBreached(ro):
-			breached = ro
-		}
-		if ro.Status.Phase.IsFinal() && (finished == nil || fleetrollout.Compare(finished, ro) < 0) {
+		case finished == nil || fleetrollout.Compare(finished, ro) < 0:
 			finished = ro
 		}
 	}
@@ -90,8 +88,8 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 		slices.SortFunc(open, fleetrollout.Compare)
 		return open[0], nil
 	}
-	if breached != nil && fs.Annotations[fleetv1alpha1.RetryFreightAnnotation] != req.Freight.Name {
-		return nil, &HeldBackError{FleetStage: fs.Name, Freight: req.Freight.Name, Rollout: breached.Name}
+	if held := fleetrollout.HeldBack(fs, all, req.Freight.Name); held != nil {
+		return nil, &HeldBackError{FleetStage: fs.Name, Freight: req.Freight.Name, Rollout: held.Name}
 	}
 	if !req.FirstWave && finished != nil {
 		// A later wave Stage promoted again once the rollout had finished:

@@ -94,6 +94,24 @@ func IsBreached(ro *fleetv1alpha1.FleetRollout) bool {
 	return meta.IsStatusConditionTrue(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition)
 }
 
+// HeldBack returns the forward rollout of freight that breached a failure
+// threshold, when the Freight is held back from the fleet: a breached
+// Freight does not enter the fleet again unless the FleetStage's
+// fleet.kargo-fleet.io/retry-freight annotation names it. rollouts are the
+// FleetStage's.
+func HeldBack(fs *fleetv1alpha1.FleetStage, rollouts []*fleetv1alpha1.FleetRollout, freight string) *fleetv1alpha1.FleetRollout {
+	if fs.Annotations[fleetv1alpha1.RetryFreightAnnotation] == freight {
+		return nil
+	}
+	for _, ro := range rollouts {
+		if ro.Spec.Direction == fleetv1alpha1.DirectionForward && ro.Spec.Freight.Name == freight &&
+			ro.Status.Phase.IsFinal() && IsBreached(ro) {
+			return ro
+		}
+	}
+	return nil
+}
+
 // ConflictError says a rollout already has a rollback, to other Freight.
 type ConflictError struct {
 	// Existing is the rollback that exists.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetrollouts"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstages"
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/targetguard"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/versions"
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
@@ -41,9 +42,12 @@ const (
 	StepServer
 	// TokenMinter writes each Project's step token Secret.
 	TokenMinter
+	// TargetGuard keeps Freight off target Stages unless kargo-fleet or an
+	// operator promoting that one target put it there.
+	TargetGuard
 
 	// AllComponents is everything.
-	AllComponents = FleetStages | FleetRollouts | Versions | StepServer | TokenMinter
+	AllComponents = FleetStages | FleetRollouts | Versions | StepServer | TokenMinter | TargetGuard
 	// Orchestration is everything but the step server: what the elected
 	// leader does on top of serving steps.
 	Orchestration = AllComponents &^ StepServer
@@ -158,6 +162,12 @@ func setup(mgr ctrl.Manager, o Options) error {
 			mgr.GetEventRecorder("kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
+		}
+	}
+	if o.Components&TargetGuard != 0 {
+		r := targetguard.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("kargo-fleet-targetguard"))
+		if err := r.SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("error setting up the target guard: %w", err)
 		}
 	}
 	if o.Webhooks {

@@ -4,14 +4,18 @@ package rollout_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/targetguard"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
@@ -91,6 +95,88 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 			require.Equal(t, bad.Name, p.Labels[fleetv1alpha1.RolloutLabel], "no second rollout of the bad Freight started")
 		}
 	}
+
+	// Auto-promotion turned on for the target Stages too: Kargo promotes
+	// what is verified upstream (or, for the first wave, the newest Freight)
+	// into them, the held-back Freight included. kargo-fleet refuses every
+	// such Promotion at once and says why.
+	enableTargetAutoPromotion(t, f)
+	onBadSince := map[string]time.Time{}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for id, freight := range f.targetFreight() {
+			if freight != f.bad {
+				delete(onBadSince, id)
+				continue
+			}
+			if _, ok := onBadSince[id]; !ok {
+				onBadSince[id] = time.Now()
+			}
+			require.Less(t, time.Since(onBadSince[id]), 2500*time.Millisecond,
+				"target %s took the held-back Freight and kept it", id)
+		}
+	}
+	for id, freight := range f.targetFreight() {
+		require.Equal(t, f.good, freight, "target %s", id)
+	}
+	require.NoError(t, env.Client.List(context.Background(), promos, client.InNamespace(f.ns)))
+	refused := 0
+	for _, p := range promos.Items {
+		if p.Spec.Freight == f.bad && p.Labels[fleetv1alpha1.RolloutLabel] == "" && strings.HasPrefix(p.Spec.Stage, "fleet.") {
+			refused++
+			if p.Status.Phase == kargo.PromotionAborted {
+				require.Less(t, p.Status.FinishedAt.Sub(p.CreationTimestamp.Time), 3*time.Second, "refused within two seconds (one-second grain)")
+				continue
+			}
+			require.Equal(t, kargo.PromotionSucceeded, p.Status.Phase, "auto-Promotion %s into %s", p.Name, p.Spec.Stage)
+			undone := false
+			for _, u := range promos.Items {
+				undone = undone || (u.Spec.Stage == p.Spec.Stage && u.Spec.Freight == f.good && u.Labels[targetguard.UndoesLabel] != "")
+			}
+			require.True(t, undone, "auto-Promotion %s succeeded before it could be aborted and was undone", p.Name)
+		}
+	}
+	require.Positive(t, refused, "Kargo tried to auto-promote the held-back Freight into target Stages")
+	requireEvent(t, f.ns, "ForeignPromotionRefused", "auto-promotion of Freight "+f.bad)
+}
+
+// enableTargetAutoPromotion adds a ProjectConfig policy for the fleet's
+// target Stages and refreshes them, as Kargo needs to take it into account.
+func enableTargetAutoPromotion(t *testing.T, f *fleet) {
+	t.Helper()
+	ctx := context.Background()
+	pc := &kargo.ProjectConfig{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: f.ns}, pc))
+	pc.Spec.PromotionPolicies = append(pc.Spec.PromotionPolicies, kargo.PromotionPolicy{
+		StageSelector: &kargo.PromotionPolicySelector{LabelSelector: metav1.LabelSelector{
+			MatchLabels: map[string]string{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget},
+		}},
+		AutoPromotionEnabled: true,
+	})
+	require.NoError(t, env.Client.Update(ctx, pc))
+	list := &kargo.StageList{}
+	require.NoError(t, env.Client.List(ctx, list, client.InNamespace(f.ns),
+		client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}))
+	for i := range list.Items {
+		st := &list.Items[i]
+		patch := client.MergeFrom(st.DeepCopy())
+		metav1.SetMetaDataAnnotation(&st.ObjectMeta, kargo.RefreshAnnotation, "auto-promotion-on")
+		require.NoError(t, env.Client.Patch(ctx, st, patch))
+	}
+}
+
+// requireEvent waits for an Event of the reason whose note contains text.
+func requireEvent(t *testing.T, ns, reason, text string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		list := &eventsv1.EventList{}
+		require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(ns)))
+		for _, e := range list.Items {
+			if e.Reason == reason && strings.Contains(e.Note, text) {
+				return true
+			}
+		}
+		return false
+	}, wait, tick, "no %s Event saying %q", reason, text)
 }
 
 func TestHeldBackFreightIsRefusedUntilRetriedDeliberately(t *testing.T) {

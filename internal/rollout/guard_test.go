@@ -1,0 +1,51 @@
+package rollout
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+func TestJudgeForeignPromotion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		p    ForeignPromotion
+		want GuardVerdict
+	}{
+		{name: "an operator promotes one target: allowed",
+			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionRunning, Actor: "kubernetes:alice"},
+			want: GuardVerdict{}},
+		{name: "auto-promotion is aborted",
+			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionPending},
+			want: GuardVerdict{Refuse: true, Abort: true}},
+		{name: "an operator's held-back Freight is aborted",
+			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionRunning, Actor: "kubernetes:alice", HeldBackBy: "prod-x"},
+			want: GuardVerdict{Refuse: true, Abort: true}},
+		{name: "an abort already asked for is not asked again",
+			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionRunning, AbortRequested: true},
+			want: GuardVerdict{Refuse: true}},
+		{name: "succeeded before the abort: undone",
+			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionSucceeded, Previous: "f1"},
+			want: GuardVerdict{Refuse: true, Undo: "f1"}},
+		{name: "succeeded, nothing to return to",
+			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionSucceeded},
+			want: GuardVerdict{Refuse: true}},
+		{name: "failed on its own: nothing to do",
+			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionFailed, Previous: "f1"},
+			want: GuardVerdict{Refuse: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := JudgeForeignPromotion(tc.p)
+			require.Equal(t, tc.want.Refuse, got.Refuse)
+			require.Equal(t, tc.want.Abort, got.Abort)
+			require.Equal(t, tc.want.Undo, got.Undo)
+			if got.Refuse {
+				require.Contains(t, got.Reason, "prod.c1")
+			}
+		})
+	}
+}
