@@ -116,7 +116,7 @@ func (s *Server) authorize(ctx context.Context, step string, req *Request, token
 		return nil, refuse(http.StatusForbidden, ReasonNotWaveStage,
 			"%s runs only in wave Stages; Stage %q is not one", WaveStepName, req.Stage)
 	}
-	return &Input{Context: req.stepContext(), FleetStage: &fs, Stage: &stage, Config: req.Config}, nil
+	return &Input{Context: req.stepContext(), FleetStage: &fs, Stage: &stage, Promotion: &promo, Config: req.Config}, nil
 }
 
 // controlledBy reports whether the FleetStage is the Stage's controller, as

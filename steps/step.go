@@ -94,6 +94,8 @@ type Input struct {
 	FleetStage *fleetv1alpha1.FleetStage
 	// Stage is the calling Stage.
 	Stage *kargo.Stage
+	// Promotion is the calling Promotion.
+	Promotion *kargo.Promotion
 	// Config is the step's raw JSON config; nil means {}.
 	Config json.RawMessage
 }

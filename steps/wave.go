@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
@@ -90,6 +91,9 @@ func (s *waveStep) run(ctx context.Context, in *Input, cfg WaveConfig) (Result, 
 		err := &TerminalError{Err: fmt.Errorf("stage %q is not a wave Stage of FleetStage %q", c.Stage, fs.Name)}
 		return failed(err.Error(), nil), err
 	}
+	if res, ok := s.recordsRollback(ctx, in, wave); ok {
+		return res, nil
+	}
 	freight, err := s.store.GetFreight(ctx, c.Project, c.Freight)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -129,6 +133,25 @@ func (s *waveStep) run(ctx context.Context, in *Input, cfg WaveConfig) (Result, 
 		}
 	}
 	return waveResult(in, cfg, ro, wave), nil
+}
+
+// recordsRollback answers a Promotion kargo-fleet made after a rollback so
+// that the wave Stage shows the Freight its targets run again: it succeeds
+// at once, running no wave. It must name a succeeded rollback of this
+// FleetStage to this very Freight, which every wave passed before.
+func (s *waveStep) recordsRollback(ctx context.Context, in *Input, wave string) (Result, bool) {
+	p := in.Promotion
+	if p == nil || p.Annotations[kargo.RollbackAnnotation] != "true" || p.Labels[fleetrollout.WavePromotionLabel] == "" {
+		return Result{}, false
+	}
+	rb, err := s.store.GetRollout(ctx, in.Context.Project, p.Labels[fleetrollout.WavePromotionLabel])
+	if err != nil || rb.Spec.Direction != fleetv1alpha1.DirectionRollback || rb.Spec.FleetStage != in.FleetStage.Name ||
+		rb.Spec.Freight.Name != in.Context.Freight || rb.Status.Phase != fleetv1alpha1.RolloutSucceeded {
+		return Result{}, false
+	}
+	return succeeded(fmt.Sprintf("wave Stage %s records Freight %s again: FleetRollout %s returned the wave's targets to it",
+		in.Context.Stage, shortName(in.Context.Freight), rb.Name),
+		map[string]any{"fleetStage": in.FleetStage.Name, "wave": wave, "freight": in.Context.Freight, "rollout": rb.Name}), true
 }
 
 // waveResult maps a rollout's status to the wave step's result.

@@ -16,6 +16,9 @@ const (
 	// RollbackAnnotation marks a Promotion as a rollback; steps see it as
 	// ctx.meta.promotion.rollback.
 	RollbackAnnotation = "kargo.akuity.io/rollback"
+	// DescriptionAnnotation is shown by the Kargo UI as an object's
+	// description.
+	DescriptionAnnotation = "kargo.akuity.io/description"
 	// CreateActorAnnotation is added by Kargo's webhook: who created an object.
 	CreateActorAnnotation = "kargo.akuity.io/create-actor"
 	// PromoteVerb is the custom RBAC verb Kargo checks on stages before it

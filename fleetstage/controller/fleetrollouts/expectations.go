@@ -59,6 +59,15 @@ func (e *expectations) pending(rollout types.UID, observed func(target string) b
 	return out
 }
 
+// isExpected reports whether a Promotion for key is expected and not older
+// than the TTL at now.
+func (e *expectations) isExpected(rollout types.UID, key string, now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	at, ok := e.m[rollout][key]
+	return ok && now.Sub(at) <= expectationTTL
+}
+
 // clear drops every expectation of a rollout.
 func (e *expectations) clear(rollout types.UID) {
 	e.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -134,6 +135,51 @@ func (r *FleetRolloutReconciler) promoteWave(ctx context.Context, ro *fleetv1alp
 		r.expected.forget(ro.UID, key)
 		return false, fmt.Errorf("error promoting Freight %s into wave Stage %q: %w", ro.Spec.Freight.Name, stage, err)
 	}
+}
+
+// recordRollbackOnWaveStages makes the wave Stages that show the Freight a
+// succeeded rollback took back show the Freight it returned to, so the Kargo
+// UI tells the truth: each gets a Promotion of that Freight, marked as a
+// rollback, whose fleet-wave step succeeds at once without running the wave
+// (the Freight passed every wave before). Once per wave Stage.
+func (r *FleetRolloutReconciler) recordRollbackOnWaveStages(ctx context.Context, rb *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) error {
+	of := &fleetv1alpha1.FleetRollout{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: rb.Namespace, Name: rb.Spec.RollbackOf}, of); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	promos := &kargo.PromotionList{}
+	if err := r.client.List(ctx, promos, client.InNamespace(rb.Namespace), client.UnsafeDisableDeepCopy,
+		client.MatchingLabels{fleetrollout.WavePromotionLabel: rb.Name}); err != nil {
+		return fmt.Errorf("error listing Promotions: %w", err)
+	}
+	done := map[string]bool{}
+	for i := range promos.Items {
+		done[promos.Items[i].Spec.Stage] = true
+	}
+	var errs []error
+	for _, w := range fs.Status.Waves {
+		st := &kargo.Stage{}
+		if err := r.client.Get(ctx, client.ObjectKey{Namespace: rb.Namespace, Name: w.Stage}, st, client.UnsafeDisableDeepCopy); err != nil {
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
+		}
+		if done[w.Stage] || r.expected.isExpected(rb.UID, wavePromotionKey+w.Name, r.clock.Now()) || !slices.Contains(st.CurrentFreightNames(), of.Spec.Freight.Name) {
+			continue
+		}
+		p := kargo.NewPromotion(rb.Namespace, w.Stage, rb.Spec.Freight.Name, map[string]string{
+			fleetv1alpha1.FleetStageLabel:   fs.Name,
+			fleetrollout.WavePromotionLabel: rb.Name,
+		}, map[string]string{kargo.RollbackAnnotation: "true"})
+		r.expected.expect(rb.UID, wavePromotionKey+w.Name, r.clock.Now())
+		if err := r.client.Create(ctx, p); err != nil {
+			r.expected.forget(rb.UID, wavePromotionKey+w.Name)
+			errs = append(errs, fmt.Errorf("error recording Freight %s on wave Stage %q: %w", rb.Spec.Freight.Name, w.Stage, err))
+			continue
+		}
+		r.event(rb, corev1.EventTypeNormal, WavePromotedReason, "Promoted Freight %s into wave Stage %s as a rollback: the wave's targets run it again",
+			rb.Spec.Freight.Name, w.Stage)
+	}
+	return errors.Join(errs...)
 }
 
 // abort asks Kargo to abort the named Promotions.

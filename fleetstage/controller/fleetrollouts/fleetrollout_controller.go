@@ -241,11 +241,15 @@ func (r *FleetRolloutReconciler) waitTurn(ctx context.Context, s *scope) error {
 }
 
 // settle completes what follows a final phase: for a breached rollout under
-// an automatic rollback policy, the rollback.
+// an automatic rollback policy, the rollback; for a succeeded rollback, the
+// wave Stages showing the Freight their targets run again.
 func (r *FleetRolloutReconciler) settle(ctx context.Context, s *scope) error {
-	if s.ro.Spec.Direction == fleetv1alpha1.DirectionForward && s.fs.Spec.Policy.Rollback.Mode == fleetv1alpha1.RollbackAutomatic &&
-		fleetrollout.IsBreached(s.ro) {
+	switch {
+	case s.ro.Spec.Direction == fleetv1alpha1.DirectionForward && s.fs.Spec.Policy.Rollback.Mode == fleetv1alpha1.RollbackAutomatic &&
+		fleetrollout.IsBreached(s.ro):
 		return r.ensureRollback(ctx, s)
+	case s.ro.Spec.Direction == fleetv1alpha1.DirectionRollback && s.ro.Status.Phase == fleetv1alpha1.RolloutSucceeded:
+		return r.recordRollbackOnWaveStages(ctx, s.ro, s.fs)
 	}
 	return nil
 }

@@ -85,7 +85,10 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 	for i := range promos.Items {
 		p := &promos.Items[i]
 		if wave, ok := waveOfStage[p.Spec.Stage]; ok {
-			if p.Spec.Freight == ro.Spec.Freight.Name {
+			// A Promotion of the Freight made for this rollout: not one from
+			// before it, nor one recording a rollback on the wave Stage.
+			if p.Spec.Freight == ro.Spec.Freight.Name && p.Annotations[kargo.RollbackAnnotation] != "true" &&
+				!p.CreationTimestamp.Before(&ro.CreationTimestamp) {
 				o.WavePromoted[wave] = true
 			}
 			if w, ok := requestedBy[p.Name]; ok {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -63,6 +64,39 @@ func (r *FleetStageReconciler) repointDownstream(ctx context.Context, s *scope) 
 			return false, fmt.Errorf("error re-pointing downstream Stage %q to %q: %w", st.Name, last, err)
 		}
 		r.event(fs, "Normal", "DownstreamRepointed", "Re-pointed Stage %s from %s to the last wave Stage %s", st.Name, fs.Spec.Stage.FromStage, last)
+	}
+	return true, nil
+}
+
+// adoptedDescription is the Kargo UI description kargo-fleet gives an
+// adopted Stage: Kargo shows it with no current Freight forever, since
+// Freight now moves through the wave Stages.
+func adoptedDescription(fs *fleetv1alpha1.FleetStage, first, last string) string {
+	return fmt.Sprintf("Template of FleetStage %s (kargo-fleet): Freight is promoted to its targets through wave Stages %s to %s, "+
+		"not to this Stage, which therefore shows no current Freight.", fs.Name, first, last)
+}
+
+// describeAdopted sets the adopted Stage's Kargo UI description
+// (kargo.akuity.io/description), unless someone else wrote one.
+func (r *FleetStageReconciler) describeAdopted(ctx context.Context, s *scope) (bool, error) {
+	fs := s.fs
+	if fs.Spec.Stage.FromStage == "" || len(s.plan.Waves) == 0 {
+		return true, nil
+	}
+	st := &kargo.Stage{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: fs.Spec.Stage.FromStage}, st); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	want := adoptedDescription(fs, render.WaveStageName(fs.Name, s.plan.Waves[0].Name),
+		render.WaveStageName(fs.Name, s.plan.Waves[len(s.plan.Waves)-1].Name))
+	cur, ok := st.Annotations[kargo.DescriptionAnnotation]
+	if cur == want || (ok && !strings.HasPrefix(cur, "Template of FleetStage ")) {
+		return true, nil
+	}
+	patch := client.MergeFrom(st.DeepCopy())
+	metav1.SetMetaDataAnnotation(&st.ObjectMeta, kargo.DescriptionAnnotation, want)
+	if err := r.client.Patch(ctx, st, patch); err != nil {
+		return false, fmt.Errorf("error describing adopted Stage %q: %w", st.Name, err)
 	}
 	return true, nil
 }

@@ -101,6 +101,7 @@ func (r *FleetStageReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.resolveTargets,
 		r.syncStages,
 		r.repointDownstream,
+		r.describeAdopted,
 		r.summarise,
 	}
 	for _, phase := range phases {

@@ -353,6 +353,10 @@ func TestAdoptionRepointsDownstreamStages(t *testing.T) {
 	prod := &kargo.Stage{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, prod))
 	require.Equal(t, []string{"staging"}, prod.Spec.RequestedFreight[0].Sources.Stages, "the adopted Stage itself is left as it is")
+	require.Eventually(t, func() bool {
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, prod))
+		return strings.Contains(prod.Annotations[kargo.DescriptionAnnotation], "Template of FleetStage fleet (kargo-fleet)")
+	}, wait, tick, "the Kargo UI says why the adopted Stage has no Freight")
 
 	// A GitOps tool re-applies the downstream Stage as written: it takes
 	// Freight from the adopted Stage again, and is re-pointed at once.

@@ -4,6 +4,7 @@ package rollout_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,13 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 	for id, freight := range f.targetFreight() {
 		require.Equal(t, f.good, freight, "target %s is back on (or never left) the good Freight", id)
 	}
+	// The Kargo UI tells the truth: the pilot wave Stage, which took the bad
+	// Freight, shows the good one again.
+	require.Eventually(t, func() bool {
+		st := &kargo.Stage{}
+		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "fleet-pilot"}, st) == nil &&
+			slices.Equal(st.CurrentFreightNames(), []string{f.good})
+	}, wait, tick, "the pilot wave Stage shows the Freight its targets run")
 
 	// With auto-promotion on, Kargo still sees the bad Freight as verified in
 	// the pilot wave Stage; it must never walk back into the fleet.
