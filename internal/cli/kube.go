@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
@@ -74,7 +75,7 @@ func (k *kubeOptions) connect() (client.Client, string, error) {
 func cliScheme() *apiruntime.Scheme {
 	s := apiruntime.NewScheme()
 	for _, add := range []func(*apiruntime.Scheme) error{
-		clientgoscheme.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme,
+		clientgoscheme.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme, inventory.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)
