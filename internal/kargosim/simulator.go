@@ -170,7 +170,7 @@ func (s *Simulator) autoPromotionEnabledFor(ctx context.Context, stage *kargo.St
 	case err != nil:
 		return false, fmt.Errorf("error getting ProjectConfig for Project %q: %w", stage.Namespace, err)
 	}
-	return autoPromotionEnabled(&cfg, stage.ObjectMeta)
+	return cfg.AutoPromotionEnabled(stage.ObjectMeta)
 }
 
 // availableFreightFor lists the project's Freight available to the Stage
