@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -75,7 +76,7 @@ func (k *kubeOptions) connect() (client.Client, string, error) {
 func cliScheme() *apiruntime.Scheme {
 	s := apiruntime.NewScheme()
 	for _, add := range []func(*apiruntime.Scheme) error{
-		clientgoscheme.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme, inventory.AddToScheme,
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme, inventory.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

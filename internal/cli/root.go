@@ -39,6 +39,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		newRollbackCommand(out, kubeOptions{}),
 		newPlanCommand(os.Stdin, out, errOut),
 		newTargetsCommand(out, errOut, kubeOptions{}),
+		newDoctorCommand(out, kubeOptions{}, clock.RealClock{}),
 	)
 	return root
 }
