@@ -82,7 +82,7 @@ func NewReport(results []Result) Report {
 func RenderText(w io.Writer, r Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, res := range r.Results {
-		line := string(res.Status) + "\t" + res.Check + "\t" + res.Message
+		line := fmt.Sprintf("%-4s\t%s\t%s", res.Status, res.Check, res.Message)
 		if res.Status != StatusOK && res.Fix != "" {
 			line += "; fix: " + res.Fix
 		}
