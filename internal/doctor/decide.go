@@ -306,19 +306,28 @@ func AuthorizeApps(project, stage string, refs []AppRef, apps map[string][]AppMe
 			out = append(out, AppProblem{Stage: stage, Ref: ref.Describe, Missing: true, Reason: "not found"})
 			continue
 		}
-		var reason string
 		authorized := slices.ContainsFunc(matched, func(a AppMeta) bool {
-			err := kargo.AuthorizeStage(a.Annotations, types.NamespacedName{Namespace: ref.Namespace, Name: a.Name}, project, stage)
-			if err != nil && reason == "" {
-				reason = err.Error()
-			}
-			return err == nil
+			return kargo.AuthorizeStage(a.Annotations, types.NamespacedName{Namespace: ref.Namespace, Name: a.Name}, project, stage) == nil
 		})
+		reason := refusal(matched[0].Annotations)
 		if !authorized {
 			out = append(out, AppProblem{Stage: stage, Ref: ref.Describe, Reason: reason})
 		}
 	}
 	return out
+}
+
+// refusal says in a few words why an Application's annotations do not
+// authorize a Stage (AuthorizeStage already refused it).
+func refusal(annotations map[string]string) string {
+	value, ok := annotations[kargo.AuthorizedStageAnnotation]
+	if !ok {
+		return "no " + kargo.AuthorizedStageAnnotation + " annotation"
+	}
+	if _, err := kargo.AuthorizedStages(value); err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("it lists %q", value)
 }
 
 // AutoPromotingStages returns the Stages among stages that the ProjectConfig

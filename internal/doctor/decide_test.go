@@ -157,6 +157,14 @@ func TestAuthorizeApps(t *testing.T) {
 		apps map[string][]AppMeta
 		want []AppProblem
 	}{
+		{name: "not listed", apps: map[string][]AppMeta{
+			"argocd": {{Name: "guestbook-eu-1", Annotations: map[string]string{kargo.AuthorizedStageAnnotation: "shop:prod.eu-2"}}},
+			"apps":   {{Name: "a", Labels: map[string]string{"cluster": "eu-1"}}},
+		}, want: []AppProblem{
+			{Stage: "prod.eu-1", Ref: "Application argocd/guestbook-eu-1", Reason: `it lists "shop:prod.eu-2"`},
+			{Stage: "prod.eu-1", Ref: `Applications matching "cluster=eu-1" in namespace "apps"`,
+				Reason: "no kargo.akuity.io/authorized-stage annotation"},
+		}},
 		{name: "both authorized", apps: map[string][]AppMeta{
 			"argocd": {{Name: "guestbook-eu-1", Annotations: authorized}},
 			"apps": {{Name: "a", Labels: map[string]string{"cluster": "eu-1"}}, {Name: "b", Labels: map[string]string{"cluster": "eu-1"},
@@ -168,8 +176,7 @@ func TestAuthorizeApps(t *testing.T) {
 		}, want: []AppProblem{
 			{Stage: "prod.eu-1", Ref: "Application argocd/guestbook-eu-1", Missing: true, Reason: "not found"},
 			{Stage: "prod.eu-1", Ref: `Applications matching "cluster=eu-1" in namespace "apps"`,
-				Reason: `unable to parse value of annotation "kargo.akuity.io/authorized-stage" ("shop:prod.*") on Argo CD ` +
-					`Application "a" in namespace "apps": invalid authorized Stage "shop:prod.*": deprecated glob expressions are no longer supported`},
+				Reason: `invalid authorized Stage "shop:prod.*": deprecated glob expressions are no longer supported`},
 		}},
 	}
 	for _, tt := range tests {

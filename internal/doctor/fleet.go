@@ -113,7 +113,7 @@ func (d *Doctor) checkArgoCDApps(ctx context.Context, fs *fleetv1alpha1.FleetSta
 				missing++
 				items = append(items, fmt.Sprintf("%s for Stage %s not found", p.Ref, p.Stage))
 			} else {
-				items = append(items, fmt.Sprintf("%s does not authorize Stage %s:%s", p.Ref, fs.Namespace, p.Stage))
+				items = append(items, fmt.Sprintf("%s does not authorize Stage %s:%s (%s)", p.Ref, fs.Namespace, p.Stage, p.Reason))
 			}
 		}
 		return fail(CheckArgoCDApps, fix, "%d Application reference(s) of %d target Stage(s) will make argocd-update error "+

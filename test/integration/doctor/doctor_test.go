@@ -98,7 +98,8 @@ func TestDoctor(t *testing.T) {
 		expect(t, results, doctor.CheckArgoCDApps, doctor.StatusFail,
 			"3 Application reference(s) of 3 target Stage(s) will make argocd-update error (1 not found, 2 not authorized)")
 		require.Contains(t, results[doctor.CheckArgoCDApps].Message,
-			fmt.Sprintf("Application argocd/guestbook-eu-1 does not authorize Stage %s:%s", fs.Namespace, stages["eu-1"]))
+			fmt.Sprintf("Application argocd/guestbook-eu-1 does not authorize Stage %s:%s (no kargo.akuity.io/authorized-stage annotation)",
+				fs.Namespace, stages["eu-1"]))
 		require.Contains(t, results[doctor.CheckArgoCDApps].Fix, "kargo-fleet targets prod -n shop-doctor -o json")
 		authorizeAll(t)
 	})
