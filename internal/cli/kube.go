@@ -72,6 +72,20 @@ func (k *kubeOptions) connect() (client.Client, string, error) {
 	return c, ns, nil
 }
 
+// connectFleetStage connects and reads the named FleetStage (the
+// namespace's only one when name is empty).
+func (k *kubeOptions) connectFleetStage(ctx context.Context, name string) (client.Client, *fleetv1alpha1.FleetStage, error) {
+	c, ns, err := k.connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	fs, err := getFleetStage(ctx, c, ns, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, fs, nil
+}
+
 // cliScheme knows the kinds the CLI reads and writes.
 func cliScheme() *apiruntime.Scheme {
 	s := apiruntime.NewScheme()

@@ -38,7 +38,7 @@ func (d *Doctor) FleetStage(ctx context.Context, fs *fleetv1alpha1.FleetStage) [
 		d.checkArgoCDApps(ctx, fs, targets),
 		d.checkAutoPromotion(ctx, fs, targets),
 		checkWindows(fs, p, planner, planErr, d.opts),
-		checkThresholds(fs, p, planErr),
+		checkThresholds(p, planErr),
 	}
 }
 
@@ -205,7 +205,7 @@ func checkWindows(fs *fleetv1alpha1.FleetStage, p *plan.WavePlan, planner *plan.
 	return ok(CheckChangeWindows, "every target gets an open change window (%d window(s))", len(fs.Spec.Policy.Windows))
 }
 
-func checkThresholds(fs *fleetv1alpha1.FleetStage, p *plan.WavePlan, planErr error) Result {
+func checkThresholds(p *plan.WavePlan, planErr error) Result {
 	if planErr != nil {
 		return warn(CheckFailureHalts, "fix the error and run doctor again", "failure thresholds not checked: %v", planErr)
 	}
