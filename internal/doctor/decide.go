@@ -280,6 +280,42 @@ func resolveJSON(raw []byte, vars map[string]string, project, stage string) ([]b
 	return out, resolved && err == nil
 }
 
+// Applications are the Argo CD Applications of one namespace, indexed by
+// name.
+type Applications struct {
+	all    []AppMeta
+	byName map[string]int
+}
+
+// NewApplications indexes apps.
+func NewApplications(apps []AppMeta) *Applications {
+	a := &Applications{all: apps, byName: make(map[string]int, len(apps))}
+	for i := range apps {
+		a.byName[apps[i].Name] = i
+	}
+	return a
+}
+
+// match returns the Applications a reference selects.
+func (a *Applications) match(ref AppRef) []AppMeta {
+	if a == nil {
+		return nil
+	}
+	if ref.Selector == nil {
+		if i, ok := a.byName[ref.Name]; ok {
+			return []AppMeta{a.all[i]}
+		}
+		return nil
+	}
+	var out []AppMeta
+	for _, app := range a.all {
+		if ref.Selector.Matches(labels.Set(app.Labels)) {
+			out = append(out, app)
+		}
+	}
+	return out
+}
+
 // AppProblem is an Application reference that will make a target's
 // argocd-update step error.
 type AppProblem struct {
@@ -293,15 +329,10 @@ type AppProblem struct {
 // Application references: a named Application must exist and authorize the
 // Stage; of the Applications a selector matches, at least one must.
 // apps holds the Applications of each namespace.
-func AuthorizeApps(project, stage string, refs []AppRef, apps map[string][]AppMeta) []AppProblem {
+func AuthorizeApps(project, stage string, refs []AppRef, apps map[string]*Applications) []AppProblem {
 	var out []AppProblem
 	for _, ref := range refs {
-		var matched []AppMeta
-		for _, a := range apps[ref.Namespace] {
-			if (ref.Selector != nil && ref.Selector.Matches(labels.Set(a.Labels))) || (ref.Selector == nil && a.Name == ref.Name) {
-				matched = append(matched, a)
-			}
-		}
+		matched := apps[ref.Namespace].match(ref)
 		if len(matched) == 0 {
 			out = append(out, AppProblem{Stage: stage, Ref: ref.Describe, Missing: true, Reason: "not found"})
 			continue

@@ -182,7 +182,11 @@ func TestAuthorizeApps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.want, AuthorizeApps("shop", "prod.eu-1", refs, tt.apps))
+			index := map[string]*Applications{}
+			for ns, apps := range tt.apps {
+				index[ns] = NewApplications(apps)
+			}
+			require.Equal(t, tt.want, AuthorizeApps("shop", "prod.eu-1", refs, index))
 		})
 	}
 }

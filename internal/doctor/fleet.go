@@ -68,7 +68,7 @@ func (d *Doctor) checkArgoCDApps(ctx context.Context, fs *fleetv1alpha1.FleetSta
 		return warn(CheckArgoCDApps, "wait for the FleetStage to be Ready (kargo-fleet status)",
 			"FleetStage %s has no target Stage yet: Applications not checked", fs.Name)
 	}
-	apps := map[string][]AppMeta{}
+	apps := map[string]*Applications{}
 	var problems []AppProblem
 	var undeterminable []string
 	checked, withArgo := 0, 0
@@ -98,7 +98,7 @@ func (d *Doctor) checkArgoCDApps(ctx context.Context, fs *fleetv1alpha1.FleetSta
 				return fail(CheckArgoCDApps, "grant this user list on applications.argoproj.io in "+ref.Namespace,
 					"error listing Argo CD Applications in namespace %q: %v", ref.Namespace, err)
 			}
-			apps[ref.Namespace] = list
+			apps[ref.Namespace] = NewApplications(list)
 		}
 		if len(refs) > 0 {
 			checked++
