@@ -9,6 +9,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -24,6 +25,8 @@ import (
 const (
 	// DefaultControllerNamespace is the chart's usual release namespace.
 	DefaultControllerNamespace = "kargo-fleet"
+	// DeploymentName is the chart's controller Deployment.
+	DeploymentName = "kargo-fleet"
 	// LeaseName is the controller's leader election Lease.
 	LeaseName = "kargo-fleet-controller"
 	// WebhookConfigurationName is the chart's ValidatingWebhookConfiguration.
@@ -260,7 +263,18 @@ func (d *Doctor) checkController(ctx context.Context) Result {
 	if status != StatusOK {
 		return fail(CheckController, fix, "controller: %s", msg)
 	}
-	return ok(CheckController, "controller ready and leading: %s", msg)
+	deploy := &appsv1.Deployment{}
+	switch err := d.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: DeploymentName}, deploy); {
+	case apierrors.IsNotFound(err):
+		return ok(CheckController, "controller leading (no Deployment %s/%s: installed another way?): %s", ns, DeploymentName, msg)
+	case err != nil:
+		return fail(CheckController, "grant this user get on deployments in "+ns, "error reading Deployment %s/%s: %v", ns, DeploymentName, err)
+	case deploy.Status.ReadyReplicas == 0:
+		return fail(CheckController, fix, "Deployment %s/%s has no ready replica (the Lease is still fresh: the leader just went away)",
+			ns, DeploymentName)
+	}
+	return ok(CheckController, "controller ready (%d/%d replicas) and leading: %s", deploy.Status.ReadyReplicas,
+		deploy.Status.Replicas, msg)
 }
 
 func (d *Doctor) checkWebhook(ctx context.Context) Result {

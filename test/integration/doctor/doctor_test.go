@@ -171,12 +171,18 @@ func TestDoctor(t *testing.T) {
 		require.NoError(t, env.Client.Update(ctx(), slice))
 	})
 
-	t.Run("the leader stopped renewing its Lease", func(t *testing.T) {
+	t.Run("the leader stopped renewing its Lease, no replica is ready", func(t *testing.T) {
 		renewLease(t, time.Now().Add(-time.Hour))
 		results, err := runDoctor(t)
 		require.Error(t, err)
 		expect(t, results, doctor.CheckController, doctor.StatusFail, "more than its 15s duration: the leader is gone")
 		renewLease(t, time.Now())
+
+		setReadyReplicas(t, 0)
+		results, err = runDoctor(t)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckController, doctor.StatusFail, "Deployment kargo-fleet/kargo-fleet has no ready replica")
+		setReadyReplicas(t, 2)
 	})
 
 	t.Run("the webhook has no caBundle, then no configuration", func(t *testing.T) {

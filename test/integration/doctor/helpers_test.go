@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -91,6 +92,7 @@ func installChart(t *testing.T) {
 		}))
 	}
 	renewLease(t, time.Now())
+	setReadyReplicas(t, 2)
 	port := int32(443)
 	none, fail := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Ignore
 	require.NoError(t, c.Create(ctx(), &admissionregistrationv1.ValidatingWebhookConfiguration{
@@ -111,6 +113,30 @@ func installChart(t *testing.T) {
 			}},
 		}},
 	}))
+}
+
+// setReadyReplicas creates the controller Deployment, or updates it, with n
+// of 2 replicas ready (envtest runs no Deployment controller: the test
+// writes the status).
+func setReadyReplicas(t *testing.T, n int32) {
+	t.Helper()
+	labels := map[string]string{"app.kubernetes.io/name": "kargo-fleet"}
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fleetenv.ControllerNamespace, Name: doctor.DeploymentName}}
+	err := env.Client.Get(ctx(), client.ObjectKeyFromObject(deploy), deploy)
+	if apierrors.IsNotFound(err) {
+		deploy.Spec = appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "controller", Image: "kargo-fleet:test"}}},
+			},
+		}
+		require.NoError(t, env.Client.Create(ctx(), deploy))
+	} else {
+		require.NoError(t, err)
+	}
+	deploy.Status = appsv1.DeploymentStatus{Replicas: 2, ReadyReplicas: n, AvailableReplicas: n}
+	require.NoError(t, env.Client.Status().Update(ctx(), deploy))
 }
 
 // renewLease writes the leader Lease as a controller replica renewing it
