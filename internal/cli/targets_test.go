@@ -2,15 +2,22 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
@@ -97,4 +104,34 @@ func TestTargetsCommand(t *testing.T) {
 			tt.assertions(t, got, err)
 		})
 	}
+}
+
+// TestTargetsCommand_inventoryUnreadable: without the right to read the
+// inventory the targets are still listed, params from their Stages'
+// variables, and a warning says why.
+func TestTargetsCommand_inventoryUnreadable(t *testing.T) {
+	t.Parallel()
+	fs := testutil.MakeFleetStage("shop", "prod").Obj()
+	fs.Spec.Targets.Sources = []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.ArgoCDClusterSource}}
+	st := &kargo.Stage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "prod.eu-1", Labels: map[string]string{
+			fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget,
+			fleetv1alpha1.WaveLabel: "all", fleetv1alpha1.TargetLabel: "eu-1"}},
+		Spec: kargo.StageSpec{Vars: []kargo.ExpressionVariable{
+			{Name: render.VarTargetSource, Value: "ArgoCDCluster"}, {Name: "server", Value: "https://eu-1"}}},
+	}
+	c := fake.NewClientBuilder().WithScheme(cliScheme()).WithObjects(fs, st).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*corev1.SecretList); ok {
+				return apierrors.NewForbidden(corev1.Resource("secrets"), "", errors.New("no access"))
+			}
+			return c.List(ctx, list, opts...)
+		},
+	}).Build()
+	var out, errOut bytes.Buffer
+	cmd := newTargetsCommand(&out, &errOut, kubeOptions{client: c})
+	_, err := execute(cmd, &out, "-n", "shop", "-o", "wide")
+	require.NoError(t, err)
+	require.Contains(t, out.String(), "prod.eu-1  eu-1    all   <none>   ArgoCDCluster  <none>  server=https://eu-1")
+	require.Contains(t, errOut.String(), "warning: target labels are not shown and params come from the Stages' variables")
 }
