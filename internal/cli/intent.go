@@ -65,11 +65,7 @@ func (o *intentOptions) run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	c, ns, err := o.kube.connect()
-	if err != nil {
-		return err
-	}
-	fs, err := getFleetStage(ctx, c, ns, o.fleetStage)
+	c, fs, err := o.kube.connectFleetStage(ctx, o.fleetStage)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
@@ -70,11 +72,25 @@ func (k *kubeOptions) connect() (client.Client, string, error) {
 	return c, ns, nil
 }
 
+// connectFleetStage connects and reads the named FleetStage (the
+// namespace's only one when name is empty).
+func (k *kubeOptions) connectFleetStage(ctx context.Context, name string) (client.Client, *fleetv1alpha1.FleetStage, error) {
+	c, ns, err := k.connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	fs, err := getFleetStage(ctx, c, ns, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, fs, nil
+}
+
 // cliScheme knows the kinds the CLI reads and writes.
 func cliScheme() *apiruntime.Scheme {
 	s := apiruntime.NewScheme()
 	for _, add := range []func(*apiruntime.Scheme) error{
-		clientgoscheme.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme,
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, fleetv1alpha1.AddToScheme, kargo.AddToScheme, inventory.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

@@ -38,6 +38,8 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		newAbortCommand(out, kubeOptions{}),
 		newRollbackCommand(out, kubeOptions{}),
 		newPlanCommand(os.Stdin, out, errOut),
+		newTargetsCommand(out, errOut, kubeOptions{}),
+		newDoctorCommand(out, kubeOptions{}, clock.RealClock{}),
 	)
 	return root
 }

@@ -12,8 +12,11 @@
 //     mutating and validating webhooks (see WebhookConfigurations);
 //   - execution: one Promotion at a time per Stage, in name order, with real
 //     "http" and "compose-output" steps, expr-lang expressions, retries, abort
-//     and refresh; every other step kind is simulated, its outcome driven by
-//     fault-injection knobs on the target Stage (see FaultVar and FaultLabel);
+//     and refresh; "argocd-update" refuses existing Argo CD Applications
+//     whose kargo.akuity.io/authorized-stage annotation does not name the
+//     Stage, as Kargo does; every other step kind (and the update itself) is
+//     simulated, its outcome driven by fault-injection knobs on the target
+//     Stage (see FaultVar and FaultLabel);
 //   - Stage and Freight status: freight history, health, verification,
 //     currentlyIn, verifiedIn (written a configurable delay after the
 //     Promotion succeeds), auto-promotion with holds, and approvals (Approve).

@@ -57,13 +57,14 @@ func New(mgr ctrl.Manager, opts Options) *Simulator {
 		ulids:  newULIDSource(),
 	}
 	s.freightStatus = newFreightStatusWriter(mgr.GetClient(), freightStatusFlushInterval)
-	s.engine = newEngine(opts)
+	s.engine = newEngine(opts, s)
 	return s
 }
 
 // newEngine registers the step kinds: http and compose-output run for real,
-// every other kind is simulated.
-func newEngine(opts Options) *engine {
+// argocd-update checks the Applications it names for authorization, every
+// other kind is simulated.
+func newEngine(opts Options, apps applicationReader) *engine {
 	e := &engine{kinds: map[string]stepKind{
 		"http":           {runner: &httpStep{transport: opts.HTTPTransport}},
 		"compose-output": {runner: composeOutputStep{}, propagatesToTask: true},
@@ -72,6 +73,9 @@ func newEngine(opts Options) *engine {
 	for _, k := range simulatedKinds {
 		e.kinds[k.name] = stepKind{runner: sim, defaultTimeout: k.timeout}
 	}
+	argo := e.kinds["argocd-update"]
+	argo.runner = argoCDUpdateStep{simulated: sim, apps: apps}
+	e.kinds["argocd-update"] = argo
 	return e
 }
 
@@ -166,7 +170,7 @@ func (s *Simulator) autoPromotionEnabledFor(ctx context.Context, stage *kargo.St
 	case err != nil:
 		return false, fmt.Errorf("error getting ProjectConfig for Project %q: %w", stage.Namespace, err)
 	}
-	return autoPromotionEnabled(&cfg, stage.ObjectMeta)
+	return cfg.AutoPromotionEnabled(stage.ObjectMeta)
 }
 
 // availableFreightFor lists the project's Freight available to the Stage

@@ -27,7 +27,8 @@ import (
 // K8sVersion is the kube-apiserver version the harness expects.
 const K8sVersion = "v1.37.1"
 
-// Env is a running control plane with kargo-fleet's and Kargo's CRDs.
+// Env is a running control plane with kargo-fleet's and Kargo's CRDs, and a
+// permissive Argo CD Application CRD (test/envtest/crds).
 type Env struct {
 	// Config reaches the apiserver as a cluster administrator.
 	Config *rest.Config
@@ -161,7 +162,10 @@ func Start(opts ...Option) (*Env, error) {
 	}
 	kargoPaths, real := KargoCRDPaths()
 	e := &envtest.Environment{
-		CRDDirectoryPaths:        append([]string{filepath.Join(root, "charts", "kargo-fleet", "crds")}, kargoPaths...),
+		CRDDirectoryPaths: append([]string{
+			filepath.Join(root, "charts", "kargo-fleet", "crds"),
+			filepath.Join(root, "test", "envtest", "crds"),
+		}, kargoPaths...),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/doctor"
+)
+
+// doctorOptions configures `kargo-fleet doctor`.
+type doctorOptions struct {
+	kube                kubeOptions
+	fleetStage          string
+	controllerNamespace string
+	output              string
+
+	out   io.Writer
+	clock clock.PassiveClock
+}
+
+func newDoctorCommand(out io.Writer, kube kubeOptions, clk clock.PassiveClock) *cobra.Command {
+	o := &doctorOptions{kube: kube, out: out, clock: clk}
+	cmd := &cobra.Command{
+		Use:   "doctor [FLEETSTAGE]",
+		Short: "Check that Kargo and kargo-fleet are ready for a rollout",
+		Long: "Runs preflight checks after installing and before the first rollout, one line each (ok, warn or fail " +
+			"with the fix): Kargo's CRDs and the Kargo version they match, kargo-fleet's CRDs and " +
+			"ClusterPromotionTasks, the step server behind the tasks' URL, the controller's leader Lease, the " +
+			"validating webhook, and the step token Secret of every Project with a FleetStage. Given a FLEETSTAGE " +
+			"(-n its Project), it also checks that every target's Argo CD Application authorizes its target Stage, " +
+			"that no ProjectConfig auto-promotion lets Freight skip the fleet, that every target gets an open " +
+			"change window and that every wave can halt. Exits non-zero when a check fails.",
+		Example: "  kargo-fleet doctor\n  kargo-fleet doctor prod -n shop\n  kubectl fleet doctor prod -n shop -o json",
+		Args:    cobra.MaximumNArgs(1),
+		RunE:    fleetStageRunE(&o.fleetStage, o.validate, o.run),
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *doctorOptions) addFlags(cmd *cobra.Command) {
+	o.kube.addFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&o.controllerNamespace, "controller-namespace", doctor.DefaultControllerNamespace,
+		"Namespace kargo-fleet is installed in (its leader election Lease).")
+	f.StringVarP(&o.output, "output", "o", outputText, "Output format: text or json.")
+}
+
+func (o *doctorOptions) validate() error {
+	switch o.output {
+	case outputText, outputJSON:
+	default:
+		return fmt.Errorf("--output %q: use text or json", o.output)
+	}
+	return nil
+}
+
+// run prints the report and fails when a check failed, so scripts can gate
+// on the exit code.
+func (o *doctorOptions) run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, ns, err := o.kube.connect()
+	if err != nil {
+		return err
+	}
+	d := doctor.New(c, doctor.Options{ControllerNamespace: o.controllerNamespace, Now: o.clock.Now()})
+	results := d.Install(ctx)
+	if o.fleetStage != "" {
+		fs, err := getFleetStage(ctx, c, ns, o.fleetStage)
+		if err != nil {
+			return err
+		}
+		results = append(results, d.FleetStage(ctx, fs)...)
+	}
+	r := doctor.NewReport(results)
+	var buf bytes.Buffer
+	if o.output == outputJSON {
+		err = doctor.RenderJSON(&buf, r)
+	} else {
+		err = doctor.RenderText(&buf, r)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := o.out.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	if r.Failed > 0 {
+		return fmt.Errorf("%d of %d checks failed", r.Failed, len(r.Results))
+	}
+	return nil
+}

@@ -1,0 +1,345 @@
+package doctor
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// Names of what the Helm chart installs.
+const (
+	// DefaultControllerNamespace is the chart's usual release namespace.
+	DefaultControllerNamespace = "kargo-fleet"
+	// DeploymentName is the chart's controller Deployment.
+	DeploymentName = "kargo-fleet"
+	// LeaseName is the controller's leader election Lease.
+	LeaseName = "kargo-fleet-controller"
+	// WebhookConfigurationName is the chart's ValidatingWebhookConfiguration.
+	WebhookConfigurationName = "kargo-fleet"
+	// serverURLVar is the ClusterPromotionTasks' step server URL variable.
+	serverURLVar = "serverURL"
+)
+
+// kargoCRDs are the Kargo CRDs kargo-fleet uses, by kind.
+var kargoCRDs = map[string]string{
+	"ClusterPromotionTask": "clusterpromotiontasks.kargo.akuity.io",
+	"Freight":              "freights.kargo.akuity.io",
+	"Project":              "projects.kargo.akuity.io",
+	"ProjectConfig":        "projectconfigs.kargo.akuity.io",
+	"Promotion":            "promotions.kargo.akuity.io",
+	"PromotionTask":        "promotiontasks.kargo.akuity.io",
+	"Stage":                "stages.kargo.akuity.io",
+	"Warehouse":            "warehouses.kargo.akuity.io",
+}
+
+// fleetCRDs are kargo-fleet's own CRDs.
+var fleetCRDs = []string{"fleetrollouts.fleet.kargo-fleet.io", "fleetstages.fleet.kargo-fleet.io"}
+
+// FleetTasks are the ClusterPromotionTasks the chart ships
+// (charts/kargo-fleet/tasks).
+var FleetTasks = []string{"fleet-gate", "fleet-rollback", "fleet-status", "fleet-wave"}
+
+// Options configure a Doctor.
+type Options struct {
+	// ControllerNamespace is where kargo-fleet runs (default
+	// DefaultControllerNamespace).
+	ControllerNamespace string
+	// Now is the time Lease freshness and change windows are judged at.
+	Now time.Time
+}
+
+// Doctor runs the checks through a client.
+type Doctor struct {
+	c    client.Reader
+	opts Options
+}
+
+// New returns a Doctor reading through c.
+func New(c client.Reader, opts Options) *Doctor {
+	opts.ControllerNamespace = cmp.Or(opts.ControllerNamespace, DefaultControllerNamespace)
+	return &Doctor{c: c, opts: opts}
+}
+
+// Install runs the checks of the installation, in order.
+func (d *Doctor) Install(ctx context.Context) []Result {
+	tasks, res := d.checkPromotionTasks(ctx)
+	return []Result{
+		d.checkKargoCRDs(ctx),
+		d.checkFleetCRDs(ctx),
+		res,
+		d.checkStepServer(ctx, tasks),
+		d.checkController(ctx),
+		d.checkWebhook(ctx),
+		d.checkStepTokens(ctx),
+	}
+}
+
+func (d *Doctor) checkKargoCRDs(ctx context.Context) Result {
+	const fix = "install Kargo v1.11.x (its Helm chart installs the CRDs) before kargo-fleet"
+	var missing []string
+	fields := map[string]bool{}
+	for _, kind := range slices.Sorted(maps.Keys(kargoCRDs)) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := d.c.Get(ctx, client.ObjectKey{Name: kargoCRDs[kind]}, crd); err != nil {
+			if apierrors.IsNotFound(err) {
+				missing = append(missing, kargoCRDs[kind])
+				continue
+			}
+			return fail(CheckKargoCRDs, "grant this user get on customresourcedefinitions", "error reading CRD %s: %v", kargoCRDs[kind], err)
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Name == "v1alpha1" && v.Schema != nil {
+				maps.Copy(fields, SchemaFields(kind, v.Schema.OpenAPIV3Schema))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fail(CheckKargoCRDs, fix, "Kargo CRDs missing: %s", examples(missing))
+	}
+	status, version := KargoVersion(fields)
+	if status != StatusOK {
+		return warn(CheckKargoCRDs, "run Kargo v1.11.x, the version kargo-fleet is built and tested against",
+			"Kargo CRDs installed; %s", version)
+	}
+	return ok(CheckKargoCRDs, "Kargo CRDs installed; they %s", version)
+}
+
+func (d *Doctor) checkFleetCRDs(ctx context.Context) Result {
+	const fix = "install the kargo-fleet Helm chart (or kubectl apply -f charts/kargo-fleet/crds/)"
+	var missing, notReady []string
+	for _, name := range fleetCRDs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := d.c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			if apierrors.IsNotFound(err) {
+				missing = append(missing, name)
+				continue
+			}
+			return fail(CheckFleetCRDs, "grant this user get on customresourcedefinitions", "error reading CRD %s: %v", name, err)
+		}
+		established := slices.ContainsFunc(crd.Status.Conditions, func(c apiextensionsv1.CustomResourceDefinitionCondition) bool {
+			return c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
+		})
+		if !established {
+			notReady = append(notReady, name)
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		return fail(CheckFleetCRDs, fix, "kargo-fleet CRDs missing: %s", examples(missing))
+	case len(notReady) > 0:
+		return fail(CheckFleetCRDs, "read the CRDs' conditions (kubectl describe crd)", "kargo-fleet CRDs not established: %s",
+			examples(notReady))
+	}
+	return ok(CheckFleetCRDs, "kargo-fleet CRDs installed and established")
+}
+
+// checkPromotionTasks checks the fleet ClusterPromotionTasks exist and
+// returns the step server URLs they call by default.
+func (d *Doctor) checkPromotionTasks(ctx context.Context) (map[string][]string, Result) {
+	const fix = "install the kargo-fleet Helm chart (or kubectl apply -f charts/kargo-fleet/tasks/)"
+	urls := map[string][]string{}
+	var missing []string
+	for _, name := range FleetTasks {
+		task := &kargo.ClusterPromotionTask{}
+		if err := d.c.Get(ctx, client.ObjectKey{Name: name}, task); err != nil {
+			if apierrors.IsNotFound(err) || isNoMatch(err) {
+				missing = append(missing, name)
+				continue
+			}
+			return nil, fail(CheckPromotionTasks, "grant this user get on clusterpromotiontasks", "error reading ClusterPromotionTask %s: %v", name, err)
+		}
+		for _, v := range task.Spec.Vars {
+			if v.Name == serverURLVar {
+				urls[v.Value] = append(urls[v.Value], name)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return urls, fail(CheckPromotionTasks, fix, "ClusterPromotionTasks missing: %s", examples(missing))
+	}
+	return urls, ok(CheckPromotionTasks, "ClusterPromotionTasks %s installed", examples(FleetTasks))
+}
+
+// checkStepServer checks the Services the tasks' server URLs name have
+// ready endpoints.
+func (d *Doctor) checkStepServer(ctx context.Context, urls map[string][]string) Result {
+	if len(urls) == 0 {
+		return warn(CheckStepServer, "install the ClusterPromotionTasks first", "no ClusterPromotionTask names a step server URL")
+	}
+	var good []string
+	for _, u := range slices.Sorted(maps.Keys(urls)) {
+		ref, inCluster := ServiceOf(u)
+		if !inCluster {
+			return warn(CheckStepServer, "make sure Kargo's controller can reach it from its Pods",
+				"ClusterPromotionTasks %s call %s, which is not an in-cluster Service address: not checked", examples(urls[u]), u)
+		}
+		if res, ready := d.serviceReady(ctx, CheckStepServer, ref, "the kargo-fleet Deployment"); !ready {
+			res.Message = fmt.Sprintf("ClusterPromotionTasks %s call %s: %s", examples(urls[u]), u, res.Message)
+			return res
+		}
+		good = append(good, u)
+	}
+	return ok(CheckStepServer, "step server %s has ready endpoints", examples(good))
+}
+
+// serviceReady checks a Service exists and its EndpointSlices list a ready
+// endpoint on the port.
+func (d *Doctor) serviceReady(ctx context.Context, check string, ref ServiceRef, backend string) (Result, bool) {
+	svc := &corev1.Service{}
+	if err := d.c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, svc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fail(check, "install the kargo-fleet Helm chart in namespace "+ref.Namespace,
+				"Service %s/%s does not exist", ref.Namespace, ref.Name), false
+		}
+		return fail(check, "grant this user get on services", "error reading Service %s/%s: %v", ref.Namespace, ref.Name, err), false
+	}
+	slicesList := &discoveryv1.EndpointSliceList{}
+	if err := d.c.List(ctx, slicesList, client.InNamespace(ref.Namespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: ref.Name}); err != nil {
+		return fail(check, "grant this user list on endpointslices", "error listing EndpointSlices of Service %s/%s: %v",
+			ref.Namespace, ref.Name, err), false
+	}
+	ready := readyEndpoints(slicesList.Items)
+	if ready == 0 {
+		return fail(check, fmt.Sprintf("check the Pods of %s in namespace %s (kubectl -n %s get pods)", backend, ref.Namespace, ref.Namespace),
+			"Service %s/%s has no ready endpoint", ref.Namespace, ref.Name), false
+	}
+	return ok(check, "Service %s/%s has %d ready endpoint(s)", ref.Namespace, ref.Name, ready), true
+}
+
+// readyEndpoints counts the ready endpoints of EndpointSlices (a nil Ready
+// condition means ready).
+func readyEndpoints(items []discoveryv1.EndpointSlice) int {
+	n := 0
+	for i := range items {
+		for _, ep := range items[i].Endpoints {
+			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (d *Doctor) checkController(ctx context.Context) Result {
+	ns := d.opts.ControllerNamespace
+	fix := fmt.Sprintf("check the kargo-fleet controller Pods (kubectl -n %s get pods, logs); pass --controller-namespace "+
+		"if kargo-fleet runs elsewhere", ns)
+	lease := &coordinationv1.Lease{}
+	if err := d.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: LeaseName}, lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fail(CheckController, fix, "no Lease %s/%s: no kargo-fleet controller has led in namespace %s", ns, LeaseName, ns)
+		}
+		return fail(CheckController, "grant this user get on leases in "+ns, "error reading Lease %s/%s: %v", ns, LeaseName, err)
+	}
+	holder := ""
+	if lease.Spec.HolderIdentity != nil {
+		holder = *lease.Spec.HolderIdentity
+	}
+	var renew *time.Time
+	if lease.Spec.RenewTime != nil {
+		renew = &lease.Spec.RenewTime.Time
+	}
+	var duration time.Duration
+	if lease.Spec.LeaseDurationSeconds != nil {
+		duration = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	}
+	status, msg := LeaseVerdict(holder, renew, duration, d.opts.Now)
+	if status != StatusOK {
+		return fail(CheckController, fix, "controller: %s", msg)
+	}
+	deploy := &appsv1.Deployment{}
+	switch err := d.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: DeploymentName}, deploy); {
+	case apierrors.IsNotFound(err):
+		return ok(CheckController, "controller leading (no Deployment %s/%s: installed another way?): %s", ns, DeploymentName, msg)
+	case err != nil:
+		return fail(CheckController, "grant this user get on deployments in "+ns, "error reading Deployment %s/%s: %v", ns, DeploymentName, err)
+	case deploy.Status.ReadyReplicas == 0:
+		return fail(CheckController, fix, "Deployment %s/%s has no ready replica (the Lease is still fresh: the leader just went away)",
+			ns, DeploymentName)
+	}
+	return ok(CheckController, "controller ready (%d/%d replicas) and leading: %s", deploy.Status.ReadyReplicas,
+		deploy.Status.Replicas, msg)
+}
+
+func (d *Doctor) checkWebhook(ctx context.Context) Result {
+	const fix = "install the kargo-fleet Helm chart with webhook.certManager=true or webhook.caBundle set"
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := d.c.Get(ctx, client.ObjectKey{Name: WebhookConfigurationName}, vwc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fail(CheckWebhook, fix, "no ValidatingWebhookConfiguration %q: invalid FleetStages are not refused at admission",
+				WebhookConfigurationName)
+		}
+		return fail(CheckWebhook, "grant this user get on validatingwebhookconfigurations", "error reading ValidatingWebhookConfiguration %q: %v",
+			WebhookConfigurationName, err)
+	}
+	if len(vwc.Webhooks) == 0 {
+		return fail(CheckWebhook, fix, "ValidatingWebhookConfiguration %q has no webhook", WebhookConfigurationName)
+	}
+	for _, wh := range vwc.Webhooks {
+		if len(wh.ClientConfig.CABundle) == 0 {
+			return fail(CheckWebhook, fix+" (cert-manager's CA injector fills caBundle)",
+				"webhook %s has no caBundle: the API server cannot call it and refuses every FleetStage write", wh.Name)
+		}
+		if s := wh.ClientConfig.Service; s != nil {
+			port := int32(443)
+			if s.Port != nil {
+				port = *s.Port
+			}
+			if res, ready := d.serviceReady(ctx, CheckWebhook, ServiceRef{Namespace: s.Namespace, Name: s.Name, Port: port},
+				"the kargo-fleet Deployment"); !ready {
+				res.Message = fmt.Sprintf("webhook %s: %s", wh.Name, res.Message)
+				return res
+			}
+		}
+	}
+	return ok(CheckWebhook, "webhook configuration %q has a caBundle and reachable endpoints", WebhookConfigurationName)
+}
+
+func (d *Doctor) checkStepTokens(ctx context.Context) Result {
+	list := &fleetv1alpha1.FleetStageList{}
+	if err := d.c.List(ctx, list); err != nil {
+		return fail(CheckStepTokens, "grant this user list on fleetstages in every namespace", "error listing FleetStages: %v", err)
+	}
+	projects := map[string]bool{}
+	for i := range list.Items {
+		projects[list.Items[i].Namespace] = true
+	}
+	if len(projects) == 0 {
+		return ok(CheckStepTokens, "no FleetStage yet: no Project needs a step token")
+	}
+	var missing []string
+	for _, ns := range slices.Sorted(maps.Keys(projects)) {
+		sec := &corev1.Secret{}
+		err := d.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: fleetv1alpha1.StepTokenSecretName}, sec)
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, ns)
+		case err != nil:
+			return fail(CheckStepTokens, "grant this user get on secrets named "+fleetv1alpha1.StepTokenSecretName,
+				"error reading Secret %s/%s: %v", ns, fleetv1alpha1.StepTokenSecretName, err)
+		case len(sec.Data[fleetv1alpha1.StepTokenSecretKey]) == 0:
+			missing = append(missing, ns+" (empty)")
+		}
+	}
+	if len(missing) > 0 {
+		return fail(CheckStepTokens, "the leading controller writes it within seconds: fix the controller check first",
+			"Secret %s missing in Project(s) %s: the fleet steps will be refused", fleetv1alpha1.StepTokenSecretName, examples(missing))
+	}
+	return ok(CheckStepTokens, "step token Secret present in %d Project(s) with a FleetStage", len(projects))
+}

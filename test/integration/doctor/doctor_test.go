@@ -1,0 +1,239 @@
+//go:build integration
+
+package doctor_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crdinstall "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/doctor"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+// TestDoctor breaks one thing at a time in an otherwise healthy install and
+// fleet, and checks that exactly the check that should notice fails (or
+// warns) with its fix, and that the command exits non-zero on a failure.
+// The subtests run in order: the last ones stop the controller and delete
+// CRDs.
+func TestDoctor(t *testing.T) {
+	installChart(t)
+	require.NoError(t, env.Client.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNamespace}}))
+	fs := newFleet(t, "shop-doctor",
+		fleetv1alpha1.InlineTarget{Name: "eu-1", Labels: map[string]string{"tier": "critical"}},
+		fleetv1alpha1.InlineTarget{Name: "eu-2"},
+		fleetv1alpha1.InlineTarget{Name: "eu-3"},
+	)
+	stages := targetStages(t, fs)
+	require.Len(t, stages, 3)
+	authorizeAll := func(t *testing.T) {
+		for id, stage := range stages {
+			setApplication(t, "guestbook-"+id, fs.Namespace+":"+stage)
+		}
+	}
+	authorizeAll(t)
+	args := []string{"prod", "-n", fs.Namespace}
+	// The step token Secret appears once the controller minted it.
+	require.Eventually(t, func() bool {
+		return env.Client.Get(ctx(), client.ObjectKey{Namespace: fs.Namespace, Name: fleetv1alpha1.StepTokenSecretName}, &corev1.Secret{}) == nil
+	}, wait, tick)
+
+	expect := func(t *testing.T, results map[string]doctor.Result, check string, status doctor.Status, msg string) {
+		t.Helper()
+		res, ok := results[check]
+		require.True(t, ok, "no result for %s", check)
+		require.Equal(t, status, res.Status, "%s: %+v", check, res)
+		require.Contains(t, res.Message, msg, check)
+		if status != doctor.StatusOK {
+			require.NotEmpty(t, res.Fix, check)
+		}
+	}
+
+	t.Run("healthy", func(t *testing.T) {
+		results, err := runDoctor(t, args...)
+		require.NoError(t, err)
+		for _, res := range results {
+			if res.Check == doctor.CheckKargoCRDs && env.KargoCRDs != "real" {
+				continue
+			}
+			require.Equal(t, doctor.StatusOK, res.Status, "%+v", res)
+		}
+		require.Len(t, results, 11)
+		expect(t, results, doctor.CheckArgoCDApps, doctor.StatusOK, "the Applications of all 3 target Stage(s) exist and authorize their Stage")
+		if env.KargoCRDs == "real" {
+			expect(t, results, doctor.CheckKargoCRDs, doctor.StatusOK, "match Kargo v1.11.x")
+		}
+		out, err := kargoFleet("doctor", "prod", "-n", fs.Namespace)
+		require.NoError(t, err)
+		require.Contains(t, out, "ok    argocd-apps")
+		require.Contains(t, out, "11 checks: 11 ok, 0 warnings, 0 failed")
+	})
+
+	t.Run("Argo CD Applications missing, unannotated or globbed", func(t *testing.T) {
+		setApplication(t, "guestbook-eu-1", "")
+		setApplication(t, "guestbook-eu-2", fs.Namespace+":prod.*")
+		app := &metav1.PartialObjectMetadata{}
+		app.SetGroupVersionKind(applicationGVK)
+		app.SetNamespace(argoNamespace)
+		app.SetName("guestbook-eu-3")
+		require.NoError(t, env.Client.Delete(ctx(), app))
+		results, err := runDoctor(t, args...)
+		require.EqualError(t, err, "1 of 11 checks failed")
+		expect(t, results, doctor.CheckArgoCDApps, doctor.StatusFail,
+			"3 Application reference(s) of 3 target Stage(s) will make argocd-update error (1 not found, 2 not authorized)")
+		require.Contains(t, results[doctor.CheckArgoCDApps].Message,
+			fmt.Sprintf("Application argocd/guestbook-eu-1 does not authorize Stage %s:%s (no kargo.akuity.io/authorized-stage annotation)",
+				fs.Namespace, stages["eu-1"]))
+		require.Contains(t, results[doctor.CheckArgoCDApps].Fix, "kargo-fleet targets prod -n shop-doctor -o json")
+		authorizeAll(t)
+	})
+
+	t.Run("auto-promotion of target Stages and later waves", func(t *testing.T) {
+		cfg := &kargo.ProjectConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: fs.Namespace, Name: fs.Namespace},
+			Spec: kargo.ProjectConfigSpec{PromotionPolicies: []kargo.PromotionPolicy{
+				{StageSelector: &kargo.PromotionPolicySelector{Name: "glob:prod*"}, AutoPromotionEnabled: true},
+			}},
+		}
+		require.NoError(t, env.Client.Create(ctx(), cfg))
+		results, err := runDoctor(t, args...)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckAutoPromotion, doctor.StatusFail, "3 target Stage(s) auto-promote")
+
+		cfg.Spec.PromotionPolicies[0].StageSelector.Name = "prod-rest"
+		require.NoError(t, env.Client.Update(ctx(), cfg))
+		results, err = runDoctor(t, args...)
+		require.NoError(t, err, "a warning does not fail the command")
+		expect(t, results, doctor.CheckAutoPromotion, doctor.StatusWarn, "prod-rest (promotionPolicies[0])")
+		require.NoError(t, env.Client.Delete(ctx(), cfg))
+	})
+
+	t.Run("a change window that never opens, a wave that never halts", func(t *testing.T) {
+		all := intstr.FromString("100%")
+		patched := fs.DeepCopy()
+		require.NoError(t, env.Client.Get(ctx(), client.ObjectKeyFromObject(fs), patched))
+		patched.Spec.Waves[1].MaxFailures = &all
+		patched.Spec.Policy.Windows = []fleetv1alpha1.ChangeWindow{
+			{Name: "weekdays", Type: fleetv1alpha1.WindowAllow, Schedule: "0 9 * * 1-5", Duration: metav1.Duration{Duration: 8 * time.Hour}},
+			{Name: "critical-freeze", Type: fleetv1alpha1.WindowDeny, Schedule: "* * * * *", Duration: metav1.Duration{Duration: time.Hour},
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "critical"}}},
+		}
+		require.NoError(t, env.Client.Update(ctx(), patched))
+		results, err := runDoctor(t, args...)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckChangeWindows, doctor.StatusFail, "1 of 3 target(s) never get an open change window: eu-1")
+		expect(t, results, doctor.CheckFailureHalts, doctor.StatusWarn, "rest (maxFailures 2, 2 targets)")
+		require.NoError(t, env.Client.Get(ctx(), client.ObjectKeyFromObject(fs), patched))
+		patched.Spec.Waves, patched.Spec.Policy = fs.Spec.Waves, fs.Spec.Policy
+		require.NoError(t, env.Client.Update(ctx(), patched))
+	})
+
+	t.Run("a ClusterPromotionTask missing", func(t *testing.T) {
+		task := &kargo.ClusterPromotionTask{}
+		require.NoError(t, env.Client.Get(ctx(), client.ObjectKey{Name: "fleet-gate"}, task))
+		require.NoError(t, env.Client.Delete(ctx(), task))
+		results, err := runDoctor(t)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckPromotionTasks, doctor.StatusFail, "ClusterPromotionTasks missing: fleet-gate")
+		task.ResourceVersion, task.UID = "", ""
+		require.NoError(t, env.Client.Create(ctx(), task))
+	})
+
+	t.Run("the step server has no ready endpoint", func(t *testing.T) {
+		slice := &discoveryv1.EndpointSlice{}
+		key := client.ObjectKey{Namespace: fleetenv.ControllerNamespace, Name: "kargo-fleet-steps-x1"}
+		require.NoError(t, env.Client.Get(ctx(), key, slice))
+		notReady := false
+		slice.Endpoints[0].Conditions.Ready = &notReady
+		require.NoError(t, env.Client.Update(ctx(), slice))
+		results, err := runDoctor(t)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckStepServer, doctor.StatusFail,
+			"call http://kargo-fleet-steps.kargo-fleet.svc:9090: Service kargo-fleet/kargo-fleet-steps has no ready endpoint")
+		ready := true
+		slice.Endpoints[0].Conditions.Ready = &ready
+		require.NoError(t, env.Client.Update(ctx(), slice))
+	})
+
+	t.Run("the leader stopped renewing its Lease, no replica is ready", func(t *testing.T) {
+		renewLease(t, time.Now().Add(-time.Hour))
+		results, err := runDoctor(t)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckController, doctor.StatusFail, "more than its 15s duration: the leader is gone")
+		renewLease(t, time.Now())
+
+		setReadyReplicas(t, 0)
+		results, err = runDoctor(t)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckController, doctor.StatusFail, "Deployment kargo-fleet/kargo-fleet has no ready replica")
+		setReadyReplicas(t, 2)
+	})
+
+	t.Run("the webhook has no caBundle, then no configuration", func(t *testing.T) {
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		require.NoError(t, env.Client.Get(ctx(), client.ObjectKey{Name: doctor.WebhookConfigurationName}, vwc))
+		vwc.Webhooks[0].ClientConfig.CABundle = nil
+		require.NoError(t, env.Client.Update(ctx(), vwc))
+		results, err := runDoctor(t)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckWebhook, doctor.StatusFail, "webhook fleetstages.fleet.kargo-fleet.io has no caBundle")
+
+		require.NoError(t, env.Client.Delete(ctx(), vwc))
+		results, err = runDoctor(t)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckWebhook, doctor.StatusFail, `no ValidatingWebhookConfiguration "kargo-fleet"`)
+	})
+
+	t.Run("a Project lost its step token", func(t *testing.T) {
+		// The controller would mint the token again at once: stop it.
+		require.NoError(t, env.StopController())
+		t.Cleanup(func() { require.NoError(t, env.StartController()) })
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fs.Namespace, Name: fleetv1alpha1.StepTokenSecretName}}
+		require.NoError(t, env.Client.Delete(ctx(), sec))
+		results, err := runDoctor(t)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckStepTokens, doctor.StatusFail, "missing in Project(s) shop-doctor")
+	})
+
+	t.Run("CRDs removed", func(t *testing.T) {
+		// Put them back for the tests that follow.
+		t.Cleanup(func() {
+			kargoPaths, _ := envtest.KargoCRDPaths()
+			_, err := crdinstall.InstallCRDs(env.Config, crdinstall.CRDInstallOptions{
+				Paths: append(kargoPaths, filepath.Join(envtest.RepoRoot(), "charts", "kargo-fleet", "crds")), ErrorIfPathMissing: true,
+			})
+			require.NoError(t, err)
+		})
+		scheme := envtest.NewScheme()
+		require.NoError(t, apiextensionsv1.AddToScheme(scheme))
+		c, err := client.New(env.Config, client.Options{Scheme: scheme})
+		require.NoError(t, err)
+		for _, name := range []string{"warehouses.kargo.akuity.io", "fleetrollouts.fleet.kargo-fleet.io"} {
+			crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			require.NoError(t, c.Delete(ctx(), crd))
+			require.Eventually(t, func() bool {
+				return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Name: name}, crd))
+			}, wait, tick)
+		}
+		results, err := runDoctor(t)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckKargoCRDs, doctor.StatusFail, "Kargo CRDs missing: warehouses.kargo.akuity.io")
+		expect(t, results, doctor.CheckFleetCRDs, doctor.StatusFail, "kargo-fleet CRDs missing: fleetrollouts.fleet.kargo-fleet.io")
+	})
+}

@@ -1,0 +1,230 @@
+//go:build integration
+
+package doctor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/cli"
+	"github.com/kargo-fleet/kargo-fleet/internal/doctor"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+const (
+	wait = 60 * time.Second
+	tick = 100 * time.Millisecond
+	// argoNamespace is where the fleet's Argo CD Applications live.
+	argoNamespace = "argocd"
+	// longTarget is a target whose Stage name is hashed (over 63 characters).
+	longTarget = "eu-west-1-production-cluster-with-a-very-long-inventory-name-0042"
+)
+
+// kargoFleet runs the kargo-fleet command with args through the kubeconfig.
+func kargoFleet(args ...string) (string, error) {
+	var out, errOut bytes.Buffer
+	cmd := cli.NewRootCommand(&out, &errOut)
+	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// runDoctor runs `kargo-fleet doctor <args> -o json` and returns the
+// results by check.
+func runDoctor(t *testing.T, args ...string) (map[string]doctor.Result, error) {
+	t.Helper()
+	out, err := kargoFleet(append([]string{"doctor", "-o", "json"}, args...)...)
+	var r doctor.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	byCheck := map[string]doctor.Result{}
+	for _, res := range r.Results {
+		byCheck[res.Check] = res
+	}
+	return byCheck, err
+}
+
+func ctx() context.Context { return context.Background() }
+
+// installChart creates what the Helm chart leaves in the controller's
+// namespace besides the Deployment: the step and webhook Services with
+// ready EndpointSlices, the leader Lease and the webhook configuration.
+// The webhook selects no object, so the API server never calls it.
+func installChart(t *testing.T) {
+	t.Helper()
+	c := env.Client
+	ns := fleetenv.ControllerNamespace
+	if err := c.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	for name, port := range map[string]int32{"kargo-fleet-steps": 9090, "kargo-fleet-webhook": 443} {
+		require.NoError(t, c.Create(ctx(), &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: port, TargetPort: intstr.FromInt32(port)}}},
+		}))
+		ready := true
+		require.NoError(t, c.Create(ctx(), &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name + "-x1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.7"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		}))
+	}
+	renewLease(t, time.Now())
+	setReadyReplicas(t, 2)
+	port := int32(443)
+	none, fail := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Ignore
+	require.NoError(t, c.Create(ctx(), &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: doctor.WebhookConfigurationName},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "fleetstages.fleet.kargo-fleet.io",
+			AdmissionReviewVersions: []string{"v1"},
+			SideEffects:             &none,
+			FailurePolicy:           &fail,
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"doctor.test/never": "true"}},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				Service:  &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "kargo-fleet-webhook", Port: &port},
+				CABundle: env.Config.CAData,
+			},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"fleet.kargo-fleet.io"}, APIVersions: []string{"v1alpha1"}, Resources: []string{"fleetstages"}},
+			}},
+		}},
+	}))
+}
+
+// setReadyReplicas creates the controller Deployment, or updates it, with n
+// of 2 replicas ready (envtest runs no Deployment controller: the test
+// writes the status).
+func setReadyReplicas(t *testing.T, n int32) {
+	t.Helper()
+	labels := map[string]string{"app.kubernetes.io/name": "kargo-fleet"}
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fleetenv.ControllerNamespace, Name: doctor.DeploymentName}}
+	err := env.Client.Get(ctx(), client.ObjectKeyFromObject(deploy), deploy)
+	if apierrors.IsNotFound(err) {
+		deploy.Spec = appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "controller", Image: "kargo-fleet:test"}}},
+			},
+		}
+		require.NoError(t, env.Client.Create(ctx(), deploy))
+	} else {
+		require.NoError(t, err)
+	}
+	deploy.Status = appsv1.DeploymentStatus{Replicas: 2, ReadyReplicas: n, AvailableReplicas: n}
+	require.NoError(t, env.Client.Status().Update(ctx(), deploy))
+}
+
+// renewLease writes the leader Lease as a controller replica renewing it
+// at renew.
+func renewLease(t *testing.T, renew time.Time) {
+	t.Helper()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: fleetenv.ControllerNamespace, Name: doctor.LeaseName}}
+	holder, duration := "kargo-fleet-7d9f-abcde_1234", int32(15)
+	err := env.Client.Get(ctx(), client.ObjectKeyFromObject(lease), lease)
+	if apierrors.IsNotFound(err) {
+		lease.Spec = coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &duration}
+		require.NoError(t, env.Client.Create(ctx(), lease))
+	} else {
+		require.NoError(t, err)
+	}
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: renew}
+	require.NoError(t, env.Client.Update(ctx(), lease))
+}
+
+// newFleet creates Project ns with an adopted Stage "prod" whose template
+// updates Argo CD Application guestbook-<target id>, and a FleetStage
+// "prod" over targets in two waves; it waits until it is Ready.
+func newFleet(t *testing.T, ns string, targets ...fleetv1alpha1.InlineTarget) *fleetv1alpha1.FleetStage {
+	t.Helper()
+	c := env.Client
+	require.NoError(t, c.Create(ctx(), envtest.ProjectNamespace(ns)))
+	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
+	require.NoError(t, c.Create(ctx(), &kargo.Stage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
+		Spec: kargo.StageSpec{
+			RequestedFreight: []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
+			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{
+				Uses: "argocd-update", As: "sync",
+				Config: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil,
+					`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}","namespace":%q}]}`, argoNamespace)},
+			}}}},
+		},
+	}))
+	one, ten := intstr.FromInt32(1), intstr.FromString("10%")
+	fs := testutil.MakeFleetStage(ns, "prod").FromStage("prod").InlineTargets(targets...).Waves(
+		fleetv1alpha1.Wave{Name: "pilot", Count: &one, MaxFailures: &intstr.IntOrString{}},
+		fleetv1alpha1.Wave{Name: "rest", MaxFailures: &ten},
+	).Obj()
+	require.NoError(t, c.Create(ctx(), fs))
+	require.Eventually(t, func() bool {
+		return c.Get(ctx(), client.ObjectKeyFromObject(fs), fs) == nil &&
+			meta.IsStatusConditionTrue(fs.Status.Conditions, fleetv1alpha1.ReadyCondition)
+	}, wait, tick, "the FleetStage never became Ready")
+	return fs
+}
+
+// targetStages lists the FleetStage's target Stages by target id.
+func targetStages(t *testing.T, fs *fleetv1alpha1.FleetStage) map[string]string {
+	t.Helper()
+	var list kargo.StageList
+	require.NoError(t, env.Client.List(ctx(), &list, client.InNamespace(fs.Namespace), client.MatchingLabels{
+		fleetv1alpha1.FleetStageLabel: fs.Name, fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}))
+	out := map[string]string{}
+	for _, s := range list.Items {
+		out[s.Labels[fleetv1alpha1.TargetLabel]] = s.Name
+	}
+	return out
+}
+
+// setApplication creates or replaces Argo CD Application name with the
+// given authorized-stage annotation ("" leaves it out).
+func setApplication(t *testing.T, name, authorized string) {
+	t.Helper()
+	app := &unstructured.Unstructured{}
+	app.SetAPIVersion("argoproj.io/v1alpha1")
+	app.SetKind("Application")
+	app.SetNamespace(argoNamespace)
+	app.SetName(name)
+	err := env.Client.Get(ctx(), client.ObjectKeyFromObject(app), app)
+	if err != nil && !apierrors.IsNotFound(err) {
+		require.NoError(t, err)
+	}
+	annotations := map[string]string{}
+	if authorized != "" {
+		annotations[kargo.AuthorizedStageAnnotation] = authorized
+	}
+	app.SetAnnotations(annotations)
+	if apierrors.IsNotFound(err) {
+		require.NoError(t, env.Client.Create(ctx(), app))
+		return
+	}
+	require.NoError(t, env.Client.Update(ctx(), app))
+}
+
+// applicationGVK is Argo CD's Application kind.
+var applicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
