@@ -16,6 +16,14 @@ const (
 	DefaultProgressDeadline = "15m"
 	// DefaultArgoCDNamespace is where Argo CD cluster Secrets are read from.
 	DefaultArgoCDNamespace = "argocd"
+	// MaxSoak bounds a wave's soak and a requiredSoakTime (30 days): a longer
+	// soak is a typo that would hold the fleet for years (the CRD's CEL rules
+	// repeat the value).
+	MaxSoak = "720h"
+	// MinProgressDeadline bounds a wave's progressDeadline from below: a
+	// target Promotion cannot succeed faster, so a shorter deadline fails
+	// every target.
+	MinProgressDeadline = "30s"
 	// FrozenLabel excludes a target from every FleetStage while it is present.
 	FrozenLabel = "fleet.kargo-fleet.io/frozen"
 	// ComplianceHoldLabel excludes a target from every FleetStage while present.
@@ -153,6 +161,7 @@ type FreightOrigin struct {
 }
 
 // FreightSources mirrors Kargo's Freight sources.
+// +kubebuilder:validation:XValidation:rule="self.direct || (has(self.stages) && size(self.stages) > 0)",message="sources: set direct or name at least one upstream Stage in stages, else no Freight is ever available"
 type FreightSources struct {
 	// direct makes Freight available straight from the origin.
 	// +optional
@@ -164,8 +173,10 @@ type FreightSources struct {
 	// +kubebuilder:validation:MaxItems=16
 	Stages []string `json:"stages,omitempty"`
 
-	// requiredSoakTime is how long Freight must have been verified upstream.
+	// requiredSoakTime is how long Freight must have been verified upstream:
+	// at least 0s, at most 720h.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('720h')",message="requiredSoakTime must be between 0s and 720h (30 days)"
 	RequiredSoakTime *metav1.Duration `json:"requiredSoakTime,omitempty"`
 }
 
@@ -240,10 +251,13 @@ type TargetSource struct {
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
 	// annotations lists object annotations copied into the target's params.
+	// Annotations under kubectl.kubernetes.io/ are refused: kubectl keeps a
+	// copy of the whole object there, Secret data included.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !a.startsWith('kubectl.kubernetes.io/'))",message="annotations under kubectl.kubernetes.io/ may not be copied: they can hold a copy of the object, Secret data included"
 	Annotations []string `json:"annotations,omitempty"`
 
 	// inline lists targets that are not Kubernetes objects.
@@ -361,13 +375,16 @@ type Wave struct {
 	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
 
 	// progressDeadline is how long one target may take to succeed before it
-	// counts as failed. Default 15m.
+	// counts as failed: at least 30s. Default 15m.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="progressDeadline must be at least 30s"
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 
 	// soak is how long Freight must stay verified in this wave before the next
-	// wave may take it (the next wave Stage's requiredSoakTime).
+	// wave may take it (the next wave Stage's requiredSoakTime): between 0s
+	// and 720h (30 days).
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('720h')",message="soak must be between 0s and 720h (30 days)"
 	Soak *metav1.Duration `json:"soak,omitempty"`
 
 	// approval makes the wave wait for `kargo approve`. Default None.
@@ -664,9 +681,12 @@ type FreightCount struct {
 
 // FreightReference names a Freight.
 type FreightReference struct {
-	// name is the Freight's name.
+	// name is the Freight's name: Kargo names Freight with 40 hex digits;
+	// any lowercase DNS subdomain is accepted.
 	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 	// origin is the Warehouse that produced it.
 	// +optional
