@@ -55,6 +55,14 @@ type Options struct {
 	StepServerOnly bool
 	// NoStepServer registers everything but the step server.
 	NoStepServer bool
+	// InventoryNamespaces are the namespaces FleetStage sources may read
+	// inventory from besides the FleetStage's own; nil means
+	// inventory.DefaultNamespaces (argocd).
+	InventoryNamespaces []string
+	// ControllerUsername is the controller's Kubernetes user name, whose
+	// FleetRollout requests the webhook trusts; empty means
+	// fswebhook.DefaultControllerUsername().
+	ControllerUsername string
 }
 
 // CacheOptions returns the manager's cache options: Secrets are cached only
@@ -145,20 +153,20 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // setupFleetStages registers the FleetStage reconciler and, when asked, its
 // validating webhook.
 func setupFleetStages(mgr ctrl.Manager, opts Options) error {
-	r := fscontroller.NewFleetStageReconciler(mgr.GetClient(), inventory.NewReader(mgr.GetClient()),
+	r := fscontroller.NewFleetStageReconciler(mgr.GetClient(), inventoryReader(mgr, opts),
 		mgr.GetEventRecorder("kargo-fleet-fleetstage"), clock.RealClock{})
 	r.StepServerURL = opts.StepServerURL
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
 		return fmt.Errorf("error setting up the FleetStage reconciler: %w", err)
 	}
-	rr := fscontroller.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventory.NewReader(mgr.GetClient()),
+	rr := fscontroller.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventoryReader(mgr, opts),
 		mgr.GetEventRecorder("kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
 	if err := rr.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
 		return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
 	}
 	if opts.Webhooks {
-		if err := (fswebhook.FleetStageValidator{}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("error setting up the FleetStage webhook: %w", err)
+		if err := fswebhook.Setup(mgr, webhookOptions(opts)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -161,7 +161,7 @@ type FreightOrigin struct {
 }
 
 // FreightSources mirrors Kargo's Freight sources.
-// +kubebuilder:validation:XValidation:rule="self.direct || (has(self.stages) && size(self.stages) > 0)",message="sources: set direct or name at least one upstream Stage in stages, else no Freight is ever available"
+// +kubebuilder:validation:XValidation:rule="(has(self.direct) && self.direct) || (has(self.stages) && size(self.stages) > 0)",message="sources: set direct or name at least one upstream Stage in stages, else no Freight is ever available"
 type FreightSources struct {
 	// direct makes Freight available straight from the origin.
 	// +optional

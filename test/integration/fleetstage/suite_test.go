@@ -29,6 +29,12 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/test/envtest"
 )
 
+// The webhooks' settings: what --inventory-namespaces and
+// --controller-username would say.
+const controllerUser = "system:serviceaccount:kargo-fleet:kargo-fleet"
+
+var inventoryNamespaces = []string{"argocd", "shared-inventory"}
+
 var (
 	env *envtest.Env
 	// writes counts every write the reconciler makes.
@@ -48,6 +54,8 @@ func run(m *testing.M) (int, error) {
 	var err error
 	env, err = envtest.Start(envtest.WithWebhooks(nil, []*admissionregistrationv1.ValidatingWebhookConfiguration{
 		envtest.ValidatingWebhook("fleetstages.fleet.kargo-fleet.io", "fleet.kargo-fleet.io", "v1alpha1", "fleetstages", fswebhook.ValidatePath),
+		envtest.ValidatingWebhook("fleetrollouts.fleet.kargo-fleet.io", "fleet.kargo-fleet.io", "v1alpha1", "fleetrollouts",
+			fswebhook.ValidateRolloutPath),
 	}))
 	if err != nil {
 		return 0, err
@@ -73,7 +81,9 @@ func run(m *testing.M) (int, error) {
 	if err := rec.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 		return 0, err
 	}
-	if err := (fswebhook.FleetStageValidator{}).SetupWithManager(mgr); err != nil {
+	if err := fswebhook.Setup(mgr, fswebhook.Options{
+		InventoryNamespaces: inventory.NewNamespacePolicy(inventoryNamespaces), ControllerUsername: controllerUser,
+	}); err != nil {
 		return 0, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
