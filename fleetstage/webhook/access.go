@@ -82,8 +82,8 @@ const (
 	// API, spec.serviceAccountName).
 	EnvServiceAccountName = "SERVICE_ACCOUNT_NAME"
 	// defaultControllerNamespace and defaultServiceAccount are the chart's.
-	defaultControllerNamespace = "kargo-fleet"
-	defaultServiceAccount      = "kargo-fleet"
+	defaultControllerNamespace  = "kargo-fleet"
+	defaultServiceAccount       = "kargo-fleet"
 	serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 )
 

@@ -130,7 +130,9 @@ func TestFleetStageAdmissionGaps(t *testing.T) {
 		wantErr string
 	}{
 		{name: "soak of a hundred years",
-			mutate:  func(fs *fleetv1alpha1.FleetStage) { fs.Spec.Waves[0].Soak = &metav1.Duration{Duration: 876000 * time.Hour} },
+			mutate: func(fs *fleetv1alpha1.FleetStage) {
+				fs.Spec.Waves[0].Soak = &metav1.Duration{Duration: 876000 * time.Hour}
+			},
 			wantErr: "spec.waves[0].soak: Invalid value: \"876000h0m0s\": soak must be between 0s and 720h (30 days)"},
 		{name: "progress deadline of a nanosecond",
 			mutate:  func(fs *fleetv1alpha1.FleetStage) { fs.Spec.Waves[0].ProgressDeadline = &metav1.Duration{Duration: 1} },
