@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // AccessReviewer answers whether a user may act on a resource, as the API
 // server's authorizer would.
 type AccessReviewer interface {
@@ -23,9 +25,8 @@ type AccessReviewer interface {
 // SubjectAccessReviewer implements AccessReviewer with SubjectAccessReviews,
 // so every authorizer of the cluster (RBAC, and any webhook authorizer)
 // answers, and Kargo's custom verb promote is checked the way Kargo's own
-// webhooks check it.
-//
-// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// webhooks check it. The controller's ClusterRole lets it create reviews
+// (the marker below).
 type SubjectAccessReviewer struct {
 	client client.Client
 }
