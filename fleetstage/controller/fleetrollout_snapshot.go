@@ -24,6 +24,11 @@ import (
 // snapshotKey is the ConfigMap key holding a rollout's plan.
 const snapshotKey = "plan.json.gz"
 
+// maxSnapshotBytes bounds a decompressed plan snapshot (a 10,000-target plan
+// is a few MiB): a ConfigMap of 1 MiB of gzip could otherwise expand to a
+// gigabyte in the controller's memory.
+const maxSnapshotBytes = 64 << 20
+
 // SnapshotName is the name of the ConfigMap holding a rollout's plan
 // snapshot: "<rollout>-plan". It is immutable and owned by the rollout.
 func SnapshotName(rollout string) string { return rollout + "-plan" }
@@ -179,9 +184,12 @@ func decodePlan(raw []byte) (*plan.WavePlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(zr)
+	data, err := io.ReadAll(io.LimitReader(zr, maxSnapshotBytes+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > maxSnapshotBytes {
+		return nil, fmt.Errorf("plan snapshot expands to more than %d bytes", maxSnapshotBytes)
 	}
 	p := &plan.WavePlan{}
 	if err := json.Unmarshal(data, p); err != nil {
