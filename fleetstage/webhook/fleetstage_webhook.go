@@ -73,7 +73,9 @@ func (*FleetStageValidator) ValidateDelete(context.Context, *fleetv1alpha1.Fleet
 	return nil, nil
 }
 
-// validate runs every check; old is nil on create.
+// validate runs every check; old is nil on create. The cluster checks run
+// on create and when what they check changes: a rule added later, or another
+// FleetStage created meanwhile, never blocks unrelated edits.
 func (v *FleetStageValidator) validate(ctx context.Context, old, fs *fleetv1alpha1.FleetStage) (admission.Warnings, error) {
 	errs := validateSpec(fs)
 	if old == nil || !equality.Semantic.DeepEqual(old.Spec.Targets.Sources, fs.Spec.Targets.Sources) {
@@ -83,11 +85,13 @@ func (v *FleetStageValidator) validate(ctx context.Context, old, fs *fleetv1alph
 		}
 		errs = append(errs, sourceErrs...)
 	}
-	adoptErrs, err := v.checkAdoption(ctx, fs)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+	if old == nil || old.Spec.Stage.FromStage != fs.Spec.Stage.FromStage {
+		adoptErrs, err := v.checkAdoption(ctx, fs)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, adoptErrs...)
 	}
-	errs = append(errs, adoptErrs...)
 	return Warnings(fs), invalid("FleetStage", fs.Name, errs)
 }
 
