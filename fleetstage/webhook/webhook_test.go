@@ -80,7 +80,7 @@ func TestFleetRolloutValidator_ValidateCreate(t *testing.T) {
 				ro.Spec.Direction, ro.Spec.RollbackOf = fleetv1alpha1.DirectionRollback, "r0"
 			}), wantErr: "may not start a Rollback FleetRollout"},
 		{name: "forged actor", user: "alice", access: promoteBoth,
-			ro: rollout(func(ro *fleetv1alpha1.FleetRollout) { ro.Spec.Actor = "kubernetes:bob" }),
+			ro:      rollout(func(ro *fleetv1alpha1.FleetRollout) { ro.Spec.Actor = "kubernetes:bob" }),
 			wantErr: `spec.actor: Invalid value: "kubernetes:bob": must be "kubernetes:alice"`},
 		{name: "missing FleetStage", user: "alice", access: promoteBoth,
 			ro: rollout(func(ro *fleetv1alpha1.FleetRollout) { ro.Spec.FleetStage = "staging" }), wantErr: "spec.fleetStage: Not found"},
