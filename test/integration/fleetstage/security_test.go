@@ -11,14 +11,19 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 	"github.com/kargo-fleet/kargo-fleet/test/envtest"
@@ -327,4 +332,55 @@ func TestFleetRolloutSchema(t *testing.T) {
 			require.ErrorContains(t, env.Client.Create(context.Background(), ro), tt.wantErr)
 		})
 	}
+}
+
+// TestInventoryNeverLeaksIntoStages: an Argo CD cluster Secret's credentials
+// and kubectl's copy of it never reach a target Stage, and inventory data
+// holding a Kargo expression stops planning with a condition instead of
+// reaching a Stage variable.
+func TestInventoryNeverLeaksIntoStages(t *testing.T) {
+	ctx := context.Background()
+	ns := "sec-inventory"
+	newProject(t, ns)
+	ensureNamespace(t, "argocd")
+	newProdStage(t, ns, "prod")
+	newProdStage(t, ns, "prod-b")
+	const secretValue = "s3cret-token"
+	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "sec-eu-1",
+			Labels: map[string]string{inventory.ArgoCDSecretTypeLabel: inventory.ArgoCDSecretTypeCluster, "suite": ns},
+			Annotations: map[string]string{"example.com/cell": "7",
+				"kubectl.kubernetes.io/last-applied-configuration": `{"stringData":{"config":"{\"bearerToken\":\"` + secretValue + `\"}"}}`}},
+		StringData: map[string]string{"name": "sec-eu-1", "server": "https://eu-1.example", "config": `{"bearerToken":"` + secretValue + `"}`},
+	}))
+	fs := testutil.MakeFleetStage(ns, "argo").FromStage("prod").Obj()
+	fs.Spec.Targets.Sources = []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.ArgoCDClusterSource,
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"suite": ns}}, Annotations: []string{"example.com/cell"}}}
+	require.NoError(t, env.Client.Create(ctx, fs))
+	waitReady(t, client.ObjectKeyFromObject(fs))
+	stages := listGenerated(t, ns, "argo", fleetv1alpha1.RoleTarget)
+	require.Len(t, stages, 1)
+	vars := map[string]string{}
+	for _, v := range stages[0].Spec.Vars {
+		vars[v.Name] = v.Value
+		require.NotContains(t, v.Value, secretValue, "var %s", v.Name)
+	}
+	require.Equal(t, "https://eu-1.example", vars["server"])
+
+	require.NoError(t, env.Client.Create(ctx, &kargo.Target{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store-1"},
+		Spec: kargo.TargetSpec{Params: map[string]apiextensionsv1.JSON{
+			"url": {Raw: []byte(`"${{ secret('db').password }}"`)}}},
+	}))
+	evil := testutil.MakeFleetStage(ns, "targets").FromStage("prod-b").Obj()
+	evil.Spec.Targets.Sources = []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.KargoTargetSource}}
+	require.NoError(t, env.Client.Create(ctx, evil))
+	require.Eventually(t, func() bool {
+		got := &fleetv1alpha1.FleetStage{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(evil), got))
+		c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.TargetsResolvedCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == fleetv1alpha1.SourceUnavailableReason &&
+			strings.Contains(c.Message, `target "store-1" of source KargoTarget: params.url contains "${{"`)
+	}, wait, tick, "the FleetStage reports the refused inventory")
+	require.Empty(t, listGenerated(t, ns, "targets", fleetv1alpha1.RoleTarget), "nothing is rendered from it")
 }
