@@ -10,6 +10,7 @@ PKGS_PURE     := ./internal/plan/... ./internal/inventory/... ./internal/rollout
 CONTROLLER_GEN = $(GO) tool controller-gen
 GOLANGCI_LINT  = $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 K8S_VERSION   ?= v1.37.1
+FUZZTIME      ?= 30s
 KUBEBUILDER_ASSETS ?= $(CURDIR)/bin/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS
 KARGO_CRDS    ?= $(abspath $(CURDIR)/../shared/kargo/v1.11.2/crds)
@@ -61,6 +62,16 @@ test: verify test-unit test-integration ## Run every test: what CI runs.
 test-unit: ## Unit tests (race detector on pure packages) and fuzz seed corpora.
 	$(GO) test -race -count=1 $(PKGS_PURE)
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/ -e /internal/plan -e /internal/inventory -e /internal/rollout -e /internal/render -e /fleetstage/api -e /hack/)
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each, one after another.
+	@for pkg in $$($(GO) list ./... | grep -v /test/); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for fn in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | cut -c6-); do \
+	    echo "== $$fn ($$pkg)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
 
 .PHONY: test-integration
 test-integration: control-plane ## envtest tests against a real kube-apiserver and etcd.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -82,7 +84,27 @@ const (
 	ReasonNotWaveStage     = "NotAWaveStage"
 	ReasonInvalidConfig    = "InvalidConfig"
 	ReasonUnavailable      = "Unavailable"
+	// ReasonAmbiguousJSON refuses a body with duplicate keys, or keys that
+	// differ from the field names only in case (422).
+	ReasonAmbiguousJSON = "AmbiguousJSON"
+	// ReasonInternal answers a request whose handler panicked (503).
+	ReasonInternal = "InternalError"
 )
+
+// requestKeys are the JSON names of Request's fields, spelled as they must be.
+var requestKeys = jsonNames(reflect.TypeFor[Request]())
+
+// jsonNames returns the JSON names of a struct type's fields.
+func jsonNames(t reflect.Type) []string {
+	names := make([]string, 0, t.NumField())
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
 
 // Field bounds of a Request.
 const (

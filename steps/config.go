@@ -115,6 +115,9 @@ func decodeConfig(step string, raw json.RawMessage, out any, precheck ...func(ma
 	if err != nil {
 		return &TerminalError{Err: fmt.Errorf("invalid %s config: not JSON: %w", step, err)}
 	}
+	if err := checkJSONKeys(raw); err != nil {
+		return &TerminalError{Err: fmt.Errorf("invalid %s config: %w", step, err)}
+	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
 		return &TerminalError{Err: fmt.Errorf("invalid %s config: must be a JSON object", step)}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -27,14 +29,36 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, Response{
-			State:   StateFailed,
-			Message: fmt.Sprintf("no such endpoint %s; steps are served at POST %s<name>", r.URL.Path, StepPathPrefix),
-			Outputs: withLinks(nil),
-			Error:   &ErrorInfo{Status: http.StatusNotFound, Reason: ReasonUnknownStep},
-		})
+		writeNotFound(w, fmt.Sprintf("no such endpoint %s; steps are served at POST %s<name>", r.URL.Path, StepPathPrefix))
 	})
-	return mux
+	return canonicalPaths(mux)
+}
+
+// canonicalPaths answers a request whose path is not canonical
+// (/v1/steps/../steps/fleet-wave, //v1/steps/x, /v1/steps/./x) with a JSON
+// 404. http.ServeMux would redirect it with an empty body, which Kargo's
+// http step does not follow and cannot read; and a step must be named by
+// exactly one path.
+func canonicalPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if !strings.HasPrefix(p, "/") || path.Clean(p) != p {
+			writeNotFound(w, fmt.Sprintf("no such endpoint %q: the path is not canonical; steps are served at POST %s<name>",
+				p, StepPathPrefix))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writeNotFound answers 404 with a Failed step.
+func writeNotFound(w http.ResponseWriter, msg string) {
+	writeJSON(w, http.StatusNotFound, Response{
+		State:   StateFailed,
+		Message: msg,
+		Outputs: withLinks(nil),
+		Error:   &ErrorInfo{Status: http.StatusNotFound, Reason: ReasonUnknownStep},
+	})
 }
 
 // serveStep answers POST /v1/steps/<name>.
@@ -46,7 +70,7 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 		metricName = "unknown"
 	}
 	logger := log.FromContext(r.Context()).WithValues("step", metricName)
-	resp, status, req := s.handle(logr.NewContext(r.Context(), logger), w, r, name)
+	resp, status, req := s.handleRecovering(logr.NewContext(r.Context(), logger), w, r, name)
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
@@ -71,6 +95,31 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 	default:
 		logger.V(2).Info("Served step request", append(kv, "message", resp.Message)...)
 	}
+}
+
+// handleRecovering is handle, with a panic turned into a 503 answer: the
+// connection stays up, Kargo reads a JSON body and polls again, and the panic
+// is logged with its stack. http.ErrAbortHandler keeps its meaning.
+func (s *Server) handleRecovering(ctx context.Context, w http.ResponseWriter, r *http.Request, name string) (
+	resp Response, status int, req *Request,
+) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+			panic(v)
+		}
+		log.FromContext(ctx).Error(fmt.Errorf("panic: %v", v), "Step handler panicked", "stack", string(debug.Stack()))
+		resp, status, req = Response{
+			State:   StateRunning,
+			Message: "internal error serving the step, retrying",
+			Outputs: withLinks(nil),
+			Error:   &ErrorInfo{Status: http.StatusServiceUnavailable, Reason: ReasonInternal},
+		}, http.StatusServiceUnavailable, nil
+	}()
+	return s.handle(ctx, w, r, name)
 }
 
 // handle serves one request and returns the response, its status and the
@@ -134,6 +183,9 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request) (*Request, error
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, refuse(http.StatusBadRequest, ReasonBadRequest, "invalid request body: data after the JSON object")
+	}
+	if err := checkJSONKeys(body, requestKeys...); err != nil {
+		return nil, refuse(http.StatusUnprocessableEntity, ReasonAmbiguousJSON, "invalid request body: %v", err)
 	}
 	if err := req.Validate(); err != nil {
 		return nil, refuse(http.StatusBadRequest, ReasonBadRequest, "invalid request: %v", err)

@@ -160,6 +160,26 @@ func TestServer_statusCodes(t *testing.T) {
 		{name: "unknown step", path: StepPathPrefix + "fleet-deploy", body: encode(nil), wantStatus: 404,
 			wantReason: ReasonUnknownStep, wantMsg: "this server runs fleet-gate, fleet-rollback, fleet-status, fleet-wave"},
 		{name: "unknown path", path: "/v2/steps", body: encode(nil), wantStatus: 404, wantReason: ReasonUnknownStep},
+		{name: "non-canonical path", path: "/v1/steps/../steps/" + WaveStepName, body: encode(nil), wantStatus: 404,
+			wantReason: ReasonUnknownStep, wantMsg: "not canonical"},
+		{name: "double slash", path: "/v1//steps/" + WaveStepName, body: encode(nil), wantStatus: 404,
+			wantReason: ReasonUnknownStep, wantMsg: "not canonical"},
+		{name: "dot segment", path: "/v1/steps/./" + WaveStepName, body: encode(nil), wantStatus: 404,
+			wantReason: ReasonUnknownStep, wantMsg: "not canonical"},
+		{name: "duplicate key", body: `{"freight":"other",` + encode(nil)[1:], wantStatus: 422,
+			wantReason: ReasonAmbiguousJSON, wantMsg: `key "freight" appears twice`},
+		{name: "keys differing in case", body: strings.TrimSuffix(encode(nil), "}") + `,"fReight":"other"}`,
+			wantStatus: 422, wantReason: ReasonAmbiguousJSON, wantMsg: `keys "freight" and "fReight" differ only in case`},
+		{name: "key in the wrong case", body: strings.Replace(encode(nil), `"alias"`, `"ALIAS"`, 1), wantStatus: 422,
+			wantReason: ReasonAmbiguousJSON, wantMsg: `key "ALIAS" must be spelled "alias"`},
+		{name: "duplicate config key", body: strings.Replace(encode(nil), `"mode":"start"`, `"mode":"start","mode":"wait"`, 1),
+			wantStatus: 422, wantReason: ReasonAmbiguousJSON, wantMsg: `config: key "mode" appears twice`},
+		{name: "rollback to a Freight name with a slash", path: StepPathPrefix + RollbackStepName,
+			body:       encode(func(m map[string]any) { m["config"] = map[string]any{"freight": "a/b"} }),
+			wantStatus: 422, wantReason: ReasonInvalidConfig, wantMsg: "freight: "},
+		{name: "rollback to a Freight name ..", path: StepPathPrefix + RollbackStepName,
+			body:       encode(func(m map[string]any) { m["config"] = map[string]any{"freight": ".."} }),
+			wantStatus: 422, wantReason: ReasonInvalidConfig, wantMsg: "freight: "},
 	}
 	f := newHandlerFixture(t, nil)
 	for _, tt := range tests {
@@ -189,6 +209,29 @@ func TestServer_statusCodes(t *testing.T) {
 	}
 	require.Equal(t, 1.0, testutil.ToFloat64(mustCounter(t, f.metrics, "kargo_fleet_step_refusals_total",
 		map[string]string{"step": WaveStepName, "reason": ReasonNotRunning})))
+}
+
+// panickingStep panics on every request.
+type panickingStep struct{}
+
+func (panickingStep) Name() string { return WaveStepName }
+
+func (panickingStep) Run(context.Context, *Input) (Result, error) { panic("boom") }
+
+func TestServer_recoversPanics(t *testing.T) {
+	t.Parallel()
+	f := newHandlerFixture(t, nil)
+	srv := NewServer(ServerOptions{}, ServerDeps{Reader: f.client, Keys: testKey, Steps: NewRegistry(panickingStep{})})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	f.server = ts
+	body, _ := json.Marshal(validRequest())
+	for range 2 { // the server still answers after a panic
+		resp, out := f.post(t, StepPathPrefix+WaveStepName, DeriveToken(testKey, testProject), strings.NewReader(string(body)))
+		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		require.Equal(t, StateRunning, out.State, "Kargo polls again")
+		require.Equal(t, &ErrorInfo{Status: http.StatusServiceUnavailable, Reason: ReasonInternal}, out.Error)
+	}
 }
 
 func TestServer_methodNotAllowed(t *testing.T) {

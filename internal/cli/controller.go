@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 )
 
@@ -28,6 +30,8 @@ type controllerOptions struct {
 	webhookCertDir   string
 	concurrency      int
 	stepServerURL    string
+	inventoryNS      []string
+	controllerUser   string
 	qps              float32
 	burst            int
 	zap              zap.Options
@@ -66,9 +70,29 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
 	f.StringVar(&o.stepServerURL, "step-server-url", "", "URL wave Stages pass to the fleet-wave task to reach the step server (default: the task's in-cluster Service URL).")
+	f.StringSliceVar(&o.inventoryNS, "inventory-namespaces", inventory.DefaultNamespaces,
+		"Comma-separated namespaces FleetStage target sources may read inventory (Argo CD cluster Secrets, Kargo "+
+			"Targets, ClusterProfiles) from, besides the FleetStage's own namespace, which is always allowed. "+
+			`Default: the Argo CD namespace "argocd" and the FleetStage's own namespace. `+
+			"Pass an empty value to allow only the FleetStage's own namespace.")
+	f.StringVar(&o.controllerUser, "controller-username", "",
+		"Kubernetes user name of this controller, whose FleetRollout requests the webhook trusts (default: "+
+			"system:serviceaccount:$POD_NAMESPACE:$SERVICE_ACCOUNT_NAME, falling back to kargo-fleet for either).")
 	f.Float32Var(&o.qps, "kube-api-qps", 100, "Sustained requests per second to the apiserver: expanding a fleet writes one Stage per target.")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the apiserver.")
 	o.zap.BindFlags(flagSetOf(cmd))
+}
+
+// namespaces returns --inventory-namespaces without empty entries, never nil
+// (nil would mean the default).
+func (o *controllerOptions) namespaces() []string {
+	out := []string{}
+	for _, ns := range o.inventoryNS {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 func (o *controllerOptions) validate() error {
@@ -96,6 +120,8 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElection,
 		LeaderElectionNamespace: o.leaderElectionNS,
+		InventoryNamespaces:     o.namespaces(),
+		ControllerUsername:      o.controllerUser,
 	})
 	if err != nil {
 		return err

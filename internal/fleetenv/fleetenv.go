@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
@@ -91,8 +92,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		opts.Simulator.PollFloor = 200 * time.Millisecond
 	}
 	mutating, validating := kargosim.WebhookConfigurations()
-	validating = append(validating, envtest.ValidatingWebhook("fleetstages.fleet.kargo-fleet.io",
-		"fleet.kargo-fleet.io", "v1alpha1", "fleetstages", fswebhook.ValidatePath))
+	validating = append(validating,
+		envtest.ValidatingWebhook("fleetstages.fleet.kargo-fleet.io",
+			"fleet.kargo-fleet.io", "v1alpha1", "fleetstages", fswebhook.ValidatePath),
+		envtest.ValidatingWebhook("fleetrollouts.fleet.kargo-fleet.io",
+			"fleet.kargo-fleet.io", "v1alpha1", "fleetrollouts", fswebhook.ValidateRolloutPath))
 	base, err := envtest.Start(envtest.WithWebhooks(mutating, validating))
 	if err != nil {
 		return nil, err
@@ -241,9 +245,11 @@ func (e *Env) startSimulator() error {
 	if err := kargosim.New(mgr, e.opts.Simulator).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	// The FleetStage webhook is served next to Kargo's: both stay up while
-	// the controller is stopped and restarted.
-	if err := (fswebhook.FleetStageValidator{}).SetupWithManager(mgr); err != nil {
+	// The FleetStage and FleetRollout webhooks are served next to Kargo's:
+	// they stay up while the controller is stopped and restarted.
+	if err := fswebhook.Setup(mgr, fswebhook.Options{
+		InventoryNamespaces: inventory.DefaultNamespacePolicy(), ControllerUsername: ControllerUser,
+	}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -49,8 +49,9 @@ type SkippedObject struct {
 // FromArgoCDSecrets turns Argo CD cluster Secrets into targets. The target's
 // name is the Secret's `name` data key (as Argo CD shows it), or the Secret's
 // name when that is empty; params hold `server` and, when set, `project`,
-// plus the listed annotations. Connection credentials (`config`) are never
-// copied. A Secret without `server` is skipped: Argo CD cannot use it either.
+// plus the listed annotations. No other data key is read: connection
+// credentials (`config`) and anything else a cluster Secret holds never
+// reach a target. A Secret without `server` is skipped: Argo CD cannot use it either.
 func FromArgoCDSecrets(secrets []corev1.Secret, annotations []string) ([]plan.Target, []SkippedObject) {
 	targets := make([]plan.Target, 0, len(secrets))
 	var skipped []SkippedObject
@@ -145,9 +146,15 @@ func newTarget(source fleetv1alpha1.TargetSourceKind, name string, labels, param
 }
 
 // withAnnotations copies the listed annotations of an object into params.
-// Inventory data wins over an annotation of the same key.
+// Inventory data wins over an annotation of the same key. Reserved
+// annotations (kubectl.kubernetes.io/) are never copied: the admission
+// webhook refuses to list them, and FleetStages stored before it did must
+// not leak them either.
 func withAnnotations(params, objectAnnotations map[string]string, keys []string) map[string]string {
 	for _, key := range keys {
+		if IsReservedAnnotation(key) {
+			continue
+		}
 		v, ok := objectAnnotations[key]
 		if !ok {
 			continue

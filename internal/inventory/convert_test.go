@@ -37,8 +37,9 @@ func TestFromArgoCDSecrets(t *testing.T) {
 				map[string]string{"name": "Prod_EU_1", "server": "https://eu-1.example.com", "project": "payments",
 					"config": `{"bearerToken":"secret"}`},
 				map[string]string{ArgoCDSecretTypeLabel: "cluster", "region": "eu"},
-				map[string]string{"example.com/cell": "7", "example.com/ignored": "x", "server": "annotation-loses"})},
-			annotations: []string{"example.com/cell", "server", "example.com/absent"},
+				map[string]string{"example.com/cell": "7", "example.com/ignored": "x", "server": "annotation-loses",
+					"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"config":"{\"bearerToken\":\"secret\"}"}}`})},
+			annotations: []string{"example.com/cell", "server", "example.com/absent", "kubectl.kubernetes.io/last-applied-configuration"},
 			want: []plan.Target{{
 				ID: "prod-eu-1", Name: "Prod_EU_1", Source: "ArgoCDCluster",
 				Labels: map[string]string{ArgoCDSecretTypeLabel: "cluster", "region": "eu"},

@@ -21,13 +21,26 @@ import (
 // normally the manager's cache. Each source is one List call; nothing is
 // paginated, because a cache returns every object at once (and refuses
 // continue tokens).
+//
+// A Reader reads only namespaces its NamespacePolicy allows (by default
+// DefaultNamespacePolicy): the controller can read every Secret of the
+// cluster, and a FleetStage author must not be able to make it copy another
+// team's inventory into their Stages.
 type Reader struct {
-	client client.Reader
+	client     client.Reader
+	namespaces NamespacePolicy
 }
 
-// NewReader returns a Reader listing through c.
+// NewReader returns a Reader listing through c, allowing
+// DefaultNamespacePolicy.
 func NewReader(c client.Reader) *Reader {
-	return &Reader{client: c}
+	return &Reader{client: c, namespaces: DefaultNamespacePolicy()}
+}
+
+// WithNamespaces sets the namespaces the Reader may read and returns it.
+func (r *Reader) WithNamespaces(p NamespacePolicy) *Reader {
+	r.namespaces = p
+	return r
 }
 
 // Snapshot is what the sources of one FleetStage returned.
@@ -57,7 +70,9 @@ func (r *Reader) Read(ctx context.Context, fs *fleetv1alpha1.FleetStage) ([]plan
 // ReadSources reads every source. namespace is the FleetStage's namespace,
 // the default for KargoTarget and ClusterProfile sources. The first failing
 // List is returned: planning on part of the inventory would make the missing
-// targets look removed.
+// targets look removed. So is a source reading a namespace the policy does
+// not allow (ForbiddenNamespaceError), and a target holding a Kargo
+// expression (UnsafeValueError).
 func (r *Reader) ReadSources(ctx context.Context, namespace string, sources []fleetv1alpha1.TargetSource) (Snapshot, error) {
 	var snap Snapshot
 	for i := range sources {
@@ -69,16 +84,22 @@ func (r *Reader) ReadSources(ctx context.Context, namespace string, sources []fl
 		snap.Targets = append(snap.Targets, targets...)
 		snap.Skipped = append(snap.Skipped, skipped...)
 	}
+	if err := CheckExpressions(snap.Targets); err != nil {
+		return Snapshot{}, err
+	}
 	return snap, nil
 }
 
 // readSource reads one source.
 func (r *Reader) readSource(ctx context.Context, namespace string, src *fleetv1alpha1.TargetSource) ([]plan.Target, []SkippedObject, error) {
+	ns := SourceNamespace(namespace, src)
+	if src.Kind != fleetv1alpha1.InlineSource && !r.namespaces.Allows(namespace, ns) {
+		return nil, nil, &ForbiddenNamespaceError{Source: src.Kind, Namespace: ns, Allowed: r.namespaces.Namespaces()}
+	}
 	switch src.Kind {
 	case fleetv1alpha1.InlineSource:
 		return FromInline(src.Inline), nil, nil
 	case fleetv1alpha1.ArgoCDClusterSource:
-		ns := defaultString(src.Namespace, fleetv1alpha1.DefaultArgoCDNamespace)
 		sel, err := sourceSelector(src.Selector, ArgoCDSecretTypeLabel, ArgoCDSecretTypeCluster)
 		if err != nil {
 			return nil, nil, fmt.Errorf("error reading ArgoCDCluster source: %w", err)
@@ -90,7 +111,6 @@ func (r *Reader) readSource(ctx context.Context, namespace string, src *fleetv1a
 		targets, skipped := FromArgoCDSecrets(list.Items, src.Annotations)
 		return targets, skipped, nil
 	case fleetv1alpha1.KargoTargetSource:
-		ns := defaultString(src.Namespace, namespace)
 		sel, err := sourceSelector(src.Selector, "", "")
 		if err != nil {
 			return nil, nil, fmt.Errorf("error reading KargoTarget source: %w", err)
@@ -101,7 +121,6 @@ func (r *Reader) readSource(ctx context.Context, namespace string, src *fleetv1a
 		}
 		return FromKargoTargets(list.Items, src.Annotations), nil, nil
 	case fleetv1alpha1.ClusterProfileSource:
-		ns := defaultString(src.Namespace, namespace)
 		sel, err := sourceSelector(src.Selector, "", "")
 		if err != nil {
 			return nil, nil, fmt.Errorf("error reading ClusterProfile source: %w", err)
@@ -146,11 +165,4 @@ func sourceSelector(sel *metav1.LabelSelector, key, value string) (labels.Select
 		out = out.Add(*req)
 	}
 	return out, nil
-}
-
-func defaultString(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }

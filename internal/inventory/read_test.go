@@ -47,7 +47,12 @@ func inventoryObjects() []client.Object {
 		secret("other-ns", "argocd-2", "cluster", "https://x", map[string]string{"env": "prod"}),
 		&kargo.Target{ObjectMeta: metav1.ObjectMeta{Name: "store-1", Namespace: "project-a"},
 			Spec: kargo.TargetSpec{Params: map[string]apiextensionsv1.JSON{"url": {Raw: []byte(`"https://s1"`)}}}},
-		&kargo.Target{ObjectMeta: metav1.ObjectMeta{Name: "store-2", Namespace: "project-b"}},
+		&kargo.Target{ObjectMeta: metav1.ObjectMeta{Name: "store-2", Namespace: "project-b"},
+			Spec: kargo.TargetSpec{Params: map[string]apiextensionsv1.JSON{"dbPassword": {Raw: []byte(`"hunter2"`)}}}},
+		&kargo.Target{ObjectMeta: metav1.ObjectMeta{Name: "evil", Namespace: "project-c"},
+			Spec: kargo.TargetSpec{Params: map[string]apiextensionsv1.JSON{"url": {Raw: []byte(`"${{ secret('db').password }}"`)}}}},
+		&kargo.Target{ObjectMeta: metav1.ObjectMeta{Name: "evil-name", Namespace: "project-d",
+			Annotations: map[string]string{"example.com/note": "${{ vars.x }}"}}},
 		&ClusterProfile{ObjectMeta: metav1.ObjectMeta{Name: "member-1", Namespace: "fleet-system"}},
 	}
 }
@@ -57,6 +62,7 @@ func TestReader_ReadSources(t *testing.T) {
 	tests := []struct {
 		name        string
 		sources     []fleetv1alpha1.TargetSource
+		namespaces  []string
 		wantIDs     []string
 		wantSkipped []string
 		wantErr     string
@@ -75,9 +81,46 @@ func TestReader_ReadSources(t *testing.T) {
 			wantSkipped: []string{"no-server"},
 		},
 		{
-			name:    "explicit namespace",
+			name:       "explicit namespace the operator allows",
+			sources:    []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.ArgoCDClusterSource, Namespace: "argocd-2"}},
+			namespaces: []string{"argocd-2"},
+			wantIDs:    []string{"other-ns"},
+		},
+		{
+			name:    "explicit namespace the operator does not allow",
 			sources: []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.ArgoCDClusterSource, Namespace: "argocd-2"}},
-			wantIDs: []string{"other-ns"},
+			wantErr: `ArgoCDCluster source may not read namespace "argocd-2": inventory is read only from the ` +
+				`FleetStage's own namespace and "argocd" (controller flag --inventory-namespaces)`,
+		},
+		{
+			name:    "another Project's Kargo Targets",
+			sources: []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.KargoTargetSource, Namespace: "project-b"}},
+			wantErr: `KargoTarget source may not read namespace "project-b"`,
+		},
+		{
+			name:       "the default Argo CD namespace is refused when the operator leaves it out",
+			sources:    []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.ArgoCDClusterSource}},
+			namespaces: []string{"gitops"},
+			wantErr:    `ArgoCDCluster source may not read namespace "argocd"`,
+		},
+		{
+			name:       "a param holding a Kargo expression fails the read",
+			sources:    []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.KargoTargetSource, Namespace: "project-c"}},
+			namespaces: []string{"project-c"},
+			wantErr:    `target "evil" of source KargoTarget: params.url contains "${{"`,
+		},
+		{
+			name: "an annotation holding a Kargo expression fails the read",
+			sources: []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.KargoTargetSource, Namespace: "project-d",
+				Annotations: []string{"example.com/note"}}},
+			namespaces: []string{"project-d"},
+			wantErr:    `params.example.com/note contains "${{"`,
+		},
+		{
+			name: "an inline target holding a Kargo expression fails the read",
+			sources: []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.InlineSource,
+				Inline: []fleetv1alpha1.InlineTarget{{Name: "r", Params: map[string]string{"${{ x }}": "1"}}}}},
+			wantErr: `params.${{ x }} contains "${{"`,
 		},
 		{
 			name: "Kargo Targets and ClusterProfiles default to the FleetStage's namespace; sources keep their order",
@@ -86,7 +129,8 @@ func TestReader_ReadSources(t *testing.T) {
 				{Kind: fleetv1alpha1.KargoTargetSource},
 				{Kind: fleetv1alpha1.InlineSource, Inline: []fleetv1alpha1.InlineTarget{{Name: "router"}}},
 			},
-			wantIDs: []string{"member-1", "store-1", "router"},
+			namespaces: []string{"argocd", "fleet-system"},
+			wantIDs:    []string{"member-1", "store-1", "router"},
 		},
 		{
 			name: "bad selector",
@@ -104,7 +148,11 @@ func TestReader_ReadSources(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(inventoryObjects()...).Build()
-			snap, err := NewReader(c).ReadSources(context.Background(), "project-a", tt.sources)
+			r := NewReader(c)
+			if tt.namespaces != nil {
+				r = r.WithNamespaces(NewNamespacePolicy(tt.namespaces))
+			}
+			snap, err := r.ReadSources(context.Background(), "project-a", tt.sources)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return

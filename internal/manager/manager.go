@@ -22,7 +22,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/targetguard"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/versions"
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
-	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
@@ -70,6 +69,14 @@ type Options struct {
 	// StepServer configures the step server; nil reads it from the
 	// environment (steps.ServerOptionsFromEnv).
 	StepServer *steps.ServerOptions
+	// InventoryNamespaces are the namespaces FleetStage sources may read
+	// inventory from besides the FleetStage's own; nil means
+	// inventory.DefaultNamespaces (argocd).
+	InventoryNamespaces []string
+	// ControllerUsername is the controller's Kubernetes user name, whose
+	// FleetRollout requests the webhook trusts; empty means
+	// fswebhook.DefaultControllerUsername().
+	ControllerUsername string
 
 	// MetricsBindAddress serves Prometheus metrics; "" or "0" disables.
 	MetricsBindAddress string
@@ -145,7 +152,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 func setup(mgr ctrl.Manager, o Options) error {
 	copts := controller.Options{MaxConcurrentReconciles: max(1, o.MaxConcurrentReconciles)}
 	if o.Components&FleetStages != 0 {
-		r := fleetstages.NewFleetStageReconciler(mgr.GetClient(), inventory.NewReader(mgr.GetClient()),
+		r := fleetstages.NewFleetStageReconciler(mgr.GetClient(), inventoryReader(mgr, o),
 			mgr.GetEventRecorder("kargo-fleet-fleetstage"), clock.RealClock{})
 		r.StepServerURL = o.StepServerURL
 		if err := r.SetupWithManager(mgr, copts); err != nil {
@@ -158,7 +165,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if o.Components&FleetRollouts != 0 {
-		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventory.NewReader(mgr.GetClient()),
+		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventoryReader(mgr, o),
 			mgr.GetEventRecorder("kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
@@ -171,8 +178,8 @@ func setup(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if o.Webhooks {
-		if err := (fswebhook.FleetStageValidator{}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("error setting up the FleetStage webhook: %w", err)
+		if err := fswebhook.Setup(mgr, webhookOptions(o)); err != nil {
+			return err
 		}
 	}
 	return setupSteps(mgr, o)

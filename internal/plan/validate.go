@@ -103,7 +103,7 @@ func validateStage(s *fleetv1alpha1.StageSource, fldPath *field.Path) field.Erro
 		}
 		return errs
 	}
-	return nil
+	return validateRequestedFreight(s.Inline.RequestedFreight, fldPath.Child("inline", "requestedFreight"))
 }
 
 // validateSources checks spec.targets.sources. Inline target names must be
@@ -262,16 +262,14 @@ func compileWave(w *fleetv1alpha1.Wave, fldPath *field.Path) (compiledWave, fiel
 	}
 	cw.progressDeadline = deadline
 	if w.ProgressDeadline != nil {
-		if w.ProgressDeadline.Duration <= 0 {
+		if w.ProgressDeadline.Duration < minProgressDeadline {
 			errs = append(errs, field.Invalid(fldPath.Child("progressDeadline"), w.ProgressDeadline.String(),
-				"progressDeadline must be positive"))
+				"progressDeadline must be at least "+fleetv1alpha1.MinProgressDeadline))
 		}
 		cw.progressDeadline = w.ProgressDeadline.Duration
 	}
 	if w.Soak != nil {
-		if w.Soak.Duration < 0 {
-			errs = append(errs, field.Invalid(fldPath.Child("soak"), w.Soak.String(), "soak must not be negative"))
-		}
+		errs = append(errs, validateSoak(w.Soak.Duration, fldPath.Child("soak"))...)
 		cw.soak = w.Soak.Duration
 	}
 	switch w.Promotion {
@@ -291,6 +289,46 @@ func compileWave(w *fleetv1alpha1.Wave, fldPath *field.Path) (compiledWave, fiel
 			[]fleetv1alpha1.ApprovalPolicy{fleetv1alpha1.ApprovalNone, fleetv1alpha1.ApprovalRequired}))
 	}
 	return cw, errs
+}
+
+// Bounds of durations, parsed from the API's constants.
+var (
+	minProgressDeadline = mustDuration(fleetv1alpha1.MinProgressDeadline)
+	maxSoak             = mustDuration(fleetv1alpha1.MaxSoak)
+)
+
+func mustDuration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// validateSoak checks a soak or a requiredSoakTime: between 0 and MaxSoak.
+func validateSoak(d time.Duration, fldPath *field.Path) field.ErrorList {
+	if d < 0 || d > maxSoak {
+		return field.ErrorList{field.Invalid(fldPath, d.String(), "must be between 0s and "+fleetv1alpha1.MaxSoak+" (30 days)")}
+	}
+	return nil
+}
+
+// validateRequestedFreight checks an inline Stage's requested Freight: each
+// entry must make Freight available somehow.
+func validateRequestedFreight(rf []fleetv1alpha1.RequestedFreight, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range rf {
+		src := &rf[i].Sources
+		p := fldPath.Index(i).Child("sources")
+		if !src.Direct && len(src.Stages) == 0 {
+			errs = append(errs, field.Required(p,
+				"set direct or name at least one upstream Stage in stages, else no Freight is ever available"))
+		}
+		if src.RequiredSoakTime != nil {
+			errs = append(errs, validateSoak(src.RequiredSoakTime.Duration, p.Child("requiredSoakTime"))...)
+		}
+	}
+	return errs
 }
 
 // defaultProgressDeadline parses the API's default.

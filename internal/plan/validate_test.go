@@ -188,6 +188,37 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "durations out of bounds",
+			mutate: func(s *fleetv1alpha1.FleetStageSpec) {
+				s.Waves[0].ProgressDeadline = &metav1.Duration{Duration: time.Nanosecond}
+				s.Waves[1].ProgressDeadline = &metav1.Duration{Duration: 30 * time.Second}
+				s.Waves[1].Soak = &metav1.Duration{Duration: 876000 * time.Hour}
+				s.Waves[2].Soak = &metav1.Duration{Duration: 720 * time.Hour}
+			},
+			want: []errorKey{
+				{"spec.waves[0].progressDeadline", field.ErrorTypeInvalid},
+				{"spec.waves[1].soak", field.ErrorTypeInvalid},
+			},
+		},
+		{
+			name: "inline requested Freight that can never become available, negative soak",
+			mutate: func(s *fleetv1alpha1.FleetStageSpec) {
+				s.Stage.FromStage = ""
+				origin := fleetv1alpha1.FreightOrigin{Kind: "Warehouse", Name: "w"}
+				s.Stage.Inline = &fleetv1alpha1.InlineStageSpec{RequestedFreight: []fleetv1alpha1.RequestedFreight{
+					{Origin: origin, Sources: fleetv1alpha1.FreightSources{}},
+					{Origin: origin, Sources: fleetv1alpha1.FreightSources{Direct: true,
+						RequiredSoakTime: &metav1.Duration{Duration: -time.Hour}}},
+					{Origin: origin, Sources: fleetv1alpha1.FreightSources{Stages: []string{"test"},
+						RequiredSoakTime: &metav1.Duration{Duration: time.Hour}}},
+				}}
+			},
+			want: []errorKey{
+				{"spec.stage.inline.requestedFreight[0].sources", field.ErrorTypeRequired},
+				{"spec.stage.inline.requestedFreight[1].sources.requiredSoakTime", field.ErrorTypeInvalid},
+			},
+		},
+		{
 			name: "catch-all before the last wave",
 			mutate: func(s *fleetv1alpha1.FleetStageSpec) {
 				s.Waves = []fleetv1alpha1.Wave{{Name: "everything"}, {Name: "never", Selector: selectorOf("a=b")}}

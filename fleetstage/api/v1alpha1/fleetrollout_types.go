@@ -71,6 +71,7 @@ func (p RolloutPhase) IsFinal() bool {
 // +kubebuilder:printcolumn:name="Direction",type=string,JSONPath=`.spec.direction`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.rollbackOf) || self.spec.rollbackOf != self.metadata.name",message="spec.rollbackOf: a FleetRollout cannot roll back itself"
 type FleetRollout struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -88,10 +89,12 @@ type FleetRollout struct {
 // +kubebuilder:validation:XValidation:rule="self.fleetStage == oldSelf.fleetStage && self.freight == oldSelf.freight && self.direction == oldSelf.direction",message="spec: only spec.intent may change after creation"
 // +kubebuilder:validation:XValidation:rule="self.direction == 'Rollback' ? has(self.rollbackOf) : !has(self.rollbackOf)",message="spec.rollbackOf is required for a Rollback and forbidden otherwise"
 type FleetRolloutSpec struct {
-	// fleetStage is the FleetStage, in this namespace, being promoted.
+	// fleetStage is the FleetStage, in this namespace, being promoted: its
+	// name, a DNS label (no namespace).
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	FleetStage string `json:"fleetStage"`
 
 	// freight is the Freight the fleet moves to.
@@ -102,16 +105,22 @@ type FleetRolloutSpec struct {
 	// +required
 	Direction RolloutDirection `json:"direction"`
 
-	// rollbackOf names the FleetRollout whose targets a Rollback returns.
+	// rollbackOf names the FleetRollout, in this namespace, whose targets a
+	// Rollback returns; never the rollback itself.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	RollbackOf string `json:"rollbackOf,omitempty"`
 
 	// intent is Run, Pause or Abort. Default Run.
 	// +optional
 	Intent RolloutIntent `json:"intent,omitempty"`
 
-	// actor is who or what started the rollout.
+	// actor is who or what started the rollout. The admission webhook
+	// requires it to name the requesting user ("kubernetes:<username>"),
+	// except for the controller's own requests, which carry the actor of the
+	// Kargo Promotion they serve.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Actor string `json:"actor,omitempty"`

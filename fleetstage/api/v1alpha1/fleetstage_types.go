@@ -14,6 +14,14 @@ const (
 	DefaultProgressDeadline = "15m"
 	// DefaultArgoCDNamespace is where Argo CD cluster Secrets are read from.
 	DefaultArgoCDNamespace = "argocd"
+	// MaxSoak bounds a wave's soak and a requiredSoakTime (30 days): a longer
+	// soak is a typo that would hold the fleet for years (the CRD's CEL rules
+	// repeat the value).
+	MaxSoak = "720h"
+	// MinProgressDeadline bounds a wave's progressDeadline from below: a
+	// target Promotion cannot succeed faster, so a shorter deadline fails
+	// every target.
+	MinProgressDeadline = "30s"
 	// FrozenLabel excludes a target from every FleetStage while it is present.
 	FrozenLabel = "fleet.kargo-fleet.io/frozen"
 	// ComplianceHoldLabel excludes a target from every FleetStage while present.
@@ -205,9 +213,12 @@ type FreightCount struct {
 
 // FreightReference names a Freight.
 type FreightReference struct {
-	// name is the Freight's name.
+	// name is the Freight's name: Kargo names Freight with 40 hex digits;
+	// any lowercase DNS subdomain is accepted.
 	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 	// origin is the Warehouse that produced it.
 	// +optional

@@ -78,6 +78,7 @@ type FreightOrigin struct {
 }
 
 // FreightSources mirrors Kargo's Freight sources.
+// +kubebuilder:validation:XValidation:rule="(has(self.direct) && self.direct) || (has(self.stages) && size(self.stages) > 0)",message="sources: set direct or name at least one upstream Stage in stages, else no Freight is ever available"
 type FreightSources struct {
 	// direct makes Freight available straight from the origin.
 	// +optional
@@ -89,8 +90,10 @@ type FreightSources struct {
 	// +kubebuilder:validation:MaxItems=16
 	Stages []string `json:"stages,omitempty"`
 
-	// requiredSoakTime is how long Freight must have been verified upstream.
+	// requiredSoakTime is how long Freight must have been verified upstream:
+	// at least 0s, at most 720h.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('720h')",message="requiredSoakTime must be between 0s and 720h (30 days)"
 	RequiredSoakTime *metav1.Duration `json:"requiredSoakTime,omitempty"`
 }
 

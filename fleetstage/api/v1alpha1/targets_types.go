@@ -61,10 +61,13 @@ type TargetSource struct {
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
 	// annotations lists object annotations copied into the target's params.
+	// Annotations under kubectl.kubernetes.io/ are refused: kubectl keeps a
+	// copy of the whole object there, Secret data included.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !a.startsWith('kubectl.kubernetes.io/'))",message="annotations under kubectl.kubernetes.io/ may not be copied: they can hold a copy of the object, Secret data included"
 	Annotations []string `json:"annotations,omitempty"`
 
 	// inline lists targets that are not Kubernetes objects.

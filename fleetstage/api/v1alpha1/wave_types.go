@@ -79,13 +79,16 @@ type Wave struct {
 	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
 
 	// progressDeadline is how long one target may take to succeed before it
-	// counts as failed. Default 15m.
+	// counts as failed: at least 30s. Default 15m.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="progressDeadline must be at least 30s"
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 
 	// soak is how long Freight must stay verified in this wave before the next
-	// wave may take it (the next wave Stage's requiredSoakTime).
+	// wave may take it (the next wave Stage's requiredSoakTime): between 0s
+	// and 720h (30 days).
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('720h')",message="soak must be between 0s and 720h (30 days)"
 	Soak *metav1.Duration `json:"soak,omitempty"`
 
 	// approval makes the wave wait for `kargo approve`. Default None.

@@ -26,6 +26,11 @@ import (
 // snapshotKey is the ConfigMap key holding a rollout's plan.
 const snapshotKey = "plan.json.gz"
 
+// maxSnapshotBytes bounds a decompressed plan snapshot (a 10,000-target plan
+// is a few MiB): a ConfigMap of 1 MiB of gzip could otherwise expand to a
+// gigabyte in the controller's memory.
+const maxSnapshotBytes = 64 << 20
+
 // snapshots keeps decoded plan snapshots by rollout UID: a snapshot never
 // changes, so it is read from the API server once per process.
 type snapshots struct {
@@ -177,9 +182,12 @@ func decodePlan(raw []byte) (*plan.WavePlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(zr)
+	data, err := io.ReadAll(io.LimitReader(zr, maxSnapshotBytes+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > maxSnapshotBytes {
+		return nil, fmt.Errorf("plan snapshot expands to more than %d bytes", maxSnapshotBytes)
 	}
 	p := &plan.WavePlan{}
 	if err := json.Unmarshal(data, p); err != nil {

@@ -25,6 +25,12 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/test/envtest"
 )
 
+// The webhooks' settings: what --inventory-namespaces and
+// --controller-username would say.
+const controllerUser = "system:serviceaccount:kargo-fleet:kargo-fleet"
+
+var inventoryNamespaces = []string{"argocd", "shared-inventory"}
+
 var (
 	env *envtest.Env
 	// writes counts every write the reconciler makes.
@@ -44,6 +50,8 @@ func run(m *testing.M) (int, error) {
 	var err error
 	env, err = envtest.Start(envtest.WithWebhooks(nil, []*admissionregistrationv1.ValidatingWebhookConfiguration{
 		envtest.ValidatingWebhook("fleetstages.fleet.kargo-fleet.io", "fleet.kargo-fleet.io", "v1alpha1", "fleetstages", fswebhook.ValidatePath),
+		envtest.ValidatingWebhook("fleetrollouts.fleet.kargo-fleet.io", "fleet.kargo-fleet.io", "v1alpha1", "fleetrollouts",
+			fswebhook.ValidateRolloutPath),
 	}))
 	if err != nil {
 		return 0, err
@@ -59,6 +67,8 @@ func run(m *testing.M) (int, error) {
 		Webhooks:                true,
 		WebhookServer:           env.WebhookServerOptions(),
 		MaxConcurrentReconciles: 2,
+		InventoryNamespaces:     inventoryNamespaces,
+		ControllerUsername:      controllerUser,
 		NewClient: func(config *rest.Config, options client.Options) (client.Client, error) {
 			c, err := client.New(config, options)
 			if err != nil {

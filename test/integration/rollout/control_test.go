@@ -148,7 +148,7 @@ func TestManualRollbackRestoresExactlyTheMovedTargets(t *testing.T) {
 	rb := &fleetv1alpha1.FleetRollout{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: bad.Name + "-rb", Labels: map[string]string{fleetv1alpha1.FleetStageLabel: "fleet"}},
 		Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: "fleet", Freight: fleetv1alpha1.FreightReference{Name: f.good},
-			Direction: fleetv1alpha1.DirectionRollback, RollbackOf: bad.Name, Actor: "alice"},
+			Direction: fleetv1alpha1.DirectionRollback, RollbackOf: bad.Name, Actor: adminActor(t)},
 	}
 	require.NoError(t, env.Client.Create(context.Background(), rb))
 	require.Eventually(t, func() bool {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
@@ -220,4 +222,13 @@ func (f *fleet) latestWavePromotion(wave, freight string) *kargo.Promotion {
 		}
 	}
 	return newest
+}
+
+// adminActor is the actor the FleetRollout webhook requires of the test's
+// administrator client: "kubernetes:<username>", as the CLI records it.
+func adminActor(t *testing.T) string {
+	t.Helper()
+	review := &authenticationv1.SelfSubjectReview{}
+	require.NoError(t, env.Client.Create(context.Background(), review))
+	return fswebhook.Actor(review.Status.UserInfo.Username)
 }

@@ -134,7 +134,7 @@ func TestNewerFreightQueuesOrSupersedes(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "newer", Labels: map[string]string{fleetv1alpha1.FleetStageLabel: "fleet"},
 					Annotations: map[string]string{"wave.fleet.kargo-fleet.io/all": "manual"}},
 				Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: "fleet", Freight: fleetv1alpha1.FreightReference{Name: f.bad},
-					Direction: fleetv1alpha1.DirectionForward},
+					Direction: fleetv1alpha1.DirectionForward, Actor: adminActor(t)},
 			}
 			require.NoError(t, env.Client.Create(context.Background(), newer))
 			if tc.policy == fleetv1alpha1.SupersedeQueue {

@@ -1,0 +1,149 @@
+package inventory
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+)
+
+// ReservedAnnotationPrefix marks annotations that are never copied into a
+// target's params, even when a source lists them: kubectl keeps a copy of
+// the whole applied object in kubectl.kubernetes.io/last-applied-configuration,
+// Secret data included.
+const ReservedAnnotationPrefix = "kubectl.kubernetes.io/"
+
+// ExpressionMarker opens a Kargo expression. Target data reaches Stages as
+// variables, whose values Kargo evaluates: an inventory value holding it
+// would run an expression (${{ secret('...') }}) with the Project's rights.
+const ExpressionMarker = "${{"
+
+// IsReservedAnnotation reports whether an annotation key may never be copied
+// from an inventory object.
+func IsReservedAnnotation(key string) bool {
+	return strings.HasPrefix(key, ReservedAnnotationPrefix)
+}
+
+// DefaultNamespaces are the namespaces, besides a FleetStage's own, that
+// inventory may be read from when the operator does not say.
+var DefaultNamespaces = []string{fleetv1alpha1.DefaultArgoCDNamespace}
+
+// NamespacePolicy says which namespaces a FleetStage's sources may read
+// inventory from: the FleetStage's own namespace, always, and the ones the
+// operator lists (the controller's --inventory-namespaces flag). The zero
+// value allows only the FleetStage's own namespace.
+type NamespacePolicy struct {
+	allowed map[string]bool
+}
+
+// NewNamespacePolicy returns a policy allowing the given namespaces besides
+// each FleetStage's own. Empty names are ignored.
+func NewNamespacePolicy(namespaces []string) NamespacePolicy {
+	p := NamespacePolicy{allowed: map[string]bool{}}
+	for _, ns := range namespaces {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			p.allowed[ns] = true
+		}
+	}
+	return p
+}
+
+// DefaultNamespacePolicy allows DefaultNamespaces and each FleetStage's own
+// namespace.
+func DefaultNamespacePolicy() NamespacePolicy { return NewNamespacePolicy(DefaultNamespaces) }
+
+// Allows reports whether a FleetStage in fleetNamespace may read inventory
+// from namespace.
+func (p NamespacePolicy) Allows(fleetNamespace, namespace string) bool {
+	return namespace == fleetNamespace || p.allowed[namespace]
+}
+
+// Namespaces returns the listed namespaces, sorted.
+func (p NamespacePolicy) Namespaces() []string {
+	return slices.Sorted(maps.Keys(p.allowed))
+}
+
+// ForbiddenNamespaceError refuses a source reading from a namespace the
+// operator did not allow.
+type ForbiddenNamespaceError struct {
+	Source    fleetv1alpha1.TargetSourceKind
+	Namespace string
+	Allowed   []string
+}
+
+func (e *ForbiddenNamespaceError) Error() string {
+	return fmt.Sprintf("%s source may not read namespace %q: inventory is read only from the FleetStage's own "+
+		"namespace and %s (controller flag --inventory-namespaces)", e.Source, e.Namespace, quoteList(e.Allowed))
+}
+
+func quoteList(names []string) string {
+	if len(names) == 0 {
+		return "no other namespace"
+	}
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// SourceNamespace returns the namespace a source reads: its namespace, else
+// "argocd" for ArgoCDCluster and the FleetStage's namespace for the other
+// kinds. Inline sources read no namespace ("").
+func SourceNamespace(fleetNamespace string, src *fleetv1alpha1.TargetSource) string {
+	switch {
+	case src.Kind == fleetv1alpha1.InlineSource:
+		return ""
+	case src.Namespace != "":
+		return src.Namespace
+	case src.Kind == fleetv1alpha1.ArgoCDClusterSource:
+		return fleetv1alpha1.DefaultArgoCDNamespace
+	default:
+		return fleetNamespace
+	}
+}
+
+// UnsafeValueError refuses inventory data that Kargo would evaluate as an
+// expression.
+type UnsafeValueError struct {
+	// Target is the target's name (possibly the unsafe value itself, quoted).
+	Target string
+	// Source is the inventory kind.
+	Source string
+	// Field names what holds the marker: name, labels.<key>, params.<key>.
+	Field string
+}
+
+func (e *UnsafeValueError) Error() string {
+	return fmt.Sprintf("target %q of source %s: %s contains %q, which Kargo would evaluate as an expression; "+
+		"remove it from the inventory object (no target of this FleetStage is planned until then)",
+		e.Target, e.Source, e.Field, ExpressionMarker)
+}
+
+// CheckExpressions returns an UnsafeValueError for the first target whose
+// name, labels or params (keys or values) hold ExpressionMarker, or nil.
+//
+// The whole read fails rather than the one target being skipped: a skipped
+// target looks removed from the fleet, and its Stage would be pruned.
+func CheckExpressions(targets []plan.Target) error {
+	for i := range targets {
+		t := &targets[i]
+		if strings.Contains(t.Name, ExpressionMarker) {
+			return &UnsafeValueError{Target: t.Name, Source: t.Source, Field: "name"}
+		}
+		for _, group := range []struct {
+			name string
+			m    map[string]string
+		}{{"labels", t.Labels}, {"params", t.Params}} {
+			for _, k := range slices.Sorted(maps.Keys(group.m)) {
+				if strings.Contains(k, ExpressionMarker) || strings.Contains(group.m[k], ExpressionMarker) {
+					return &UnsafeValueError{Target: t.Name, Source: t.Source, Field: group.name + "." + k}
+				}
+			}
+		}
+	}
+	return nil
+}
