@@ -28,14 +28,14 @@ build: ## Build bin/kargo-fleet.
 .PHONY: generate
 generate: ## Regenerate deepcopy code and CRDs.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./fleetstage/api/... paths=./internal/kargo/...
-	$(CONTROLLER_GEN) crd paths=./fleetstage/api/... output:crd:artifacts:config=charts/kargo-fleet/crds
+	$(CONTROLLER_GEN) crd paths=./fleetstage/api/... output:crd:artifacts:config=charts/kargo-fleet/files/crds
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./internal/kargo/... output:crd:artifacts:config=internal/kargo/crds
-	$(CONTROLLER_GEN) rbac:roleName=kargo-fleet-controller paths=./fleetstage/... paths=./steps/... output:rbac:artifacts:config=charts/kargo-fleet/templates/generated
+	$(CONTROLLER_GEN) rbac:roleName=kargo-fleet-controller paths=./fleetstage/... paths=./steps/... output:rbac:artifacts:config=charts/kargo-fleet/files/rbac
 
 .PHONY: verify
 verify: generate ## Fail when generated files are stale.
-	@if [ -n "$$(git status --porcelain -- charts/kargo-fleet/crds charts/kargo-fleet/templates/generated internal/kargo/crds '*zz_generated*')" ]; then \
-	  git status --porcelain -- charts/kargo-fleet/crds charts/kargo-fleet/templates/generated internal/kargo/crds '*zz_generated*'; \
+	@if [ -n "$$(git status --porcelain -- charts/kargo-fleet/files internal/kargo/crds '*zz_generated*')" ]; then \
+	  git status --porcelain -- charts/kargo-fleet/files internal/kargo/crds '*zz_generated*'; \
 	  echo "generated files are stale: run 'make generate' and commit the result"; exit 1; fi
 
 .PHONY: control-plane

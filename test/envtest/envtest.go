@@ -134,7 +134,7 @@ func Start(opts ...Option) (*Env, error) {
 	}
 	kargoPaths, real := KargoCRDPaths()
 	e := &envtest.Environment{
-		CRDDirectoryPaths:        append([]string{filepath.Join(root, "charts", "kargo-fleet", "crds")}, kargoPaths...),
+		CRDDirectoryPaths:        append([]string{filepath.Join(root, "charts", "kargo-fleet", "files", "crds")}, kargoPaths...),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
