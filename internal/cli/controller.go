@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -27,7 +28,10 @@ type controllerOptions struct {
 	leaderElectionNS string
 	webhooks         bool
 	webhookPort      int
+	webhookAddr      string
+	webhookHost      string
 	webhookCertDir   string
+	webhookCert      webhookCertOptions
 	concurrency      int
 	stepServerURL    string
 	qps              float32
@@ -64,8 +68,10 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.leaderElection, "leader-elect", true, "Elect a leader so only one replica orchestrates rollouts.")
 	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's).")
 	f.BoolVar(&o.webhooks, "webhooks", true, "Serve the FleetStage validating webhook.")
-	f.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	f.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server (--webhook-bind-address wins when set).")
+	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "Address of the webhook server, host:port (default: every interface, --webhook-port).")
 	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
+	o.webhookCert.addFlags(f)
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
 	f.StringVar(&o.stepServerURL, "step-server-url", "", "URL wave Stages pass to the fleet-wave task to reach the step server (default: the task's in-cluster Service URL).")
 	f.Float32Var(&o.qps, "kube-api-qps", 100, "Sustained requests per second to the apiserver: expanding a fleet writes one Stage per target.")
@@ -77,7 +83,17 @@ func (o *controllerOptions) validate() error {
 	if o.probeAddr == "" || o.probeAddr == "0" {
 		return errors.New("--health-probe-bind-address must be set: Kubernetes probes need it")
 	}
-	return nil
+	if o.webhookAddr != "" {
+		host, port, err := net.SplitHostPort(o.webhookAddr)
+		if err != nil {
+			return fmt.Errorf("--webhook-bind-address: %w", err)
+		}
+		if o.webhookPort, err = strconv.Atoi(port); err != nil || o.webhookPort < 1 || o.webhookPort > 65535 {
+			return fmt.Errorf("--webhook-bind-address: invalid port %q", port)
+		}
+		o.webhookHost = host
+	}
+	return o.webhookCert.validate(o.webhooks, o.webhookCertDir)
 }
 
 func (o *controllerOptions) run(cmd *cobra.Command) error {
@@ -97,7 +113,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		LeaderElectionID:        "kargo-fleet-controller",
 		LeaderElectionNamespace: o.leaderElectionNS,
 		Cache:                   controller.CacheOptions(),
-		WebhookServer:           webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
+		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("error creating manager: %w", err)
@@ -105,11 +121,15 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 	if err := controller.Setup(mgr, controller.Options{Webhooks: o.webhooks, MaxConcurrentReconciles: o.concurrency, StepServerURL: o.stepServerURL}); err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("error adding health check: %w", err)
+	if o.webhooks {
+		// The webhook server reads its certificate when it starts, so a
+		// generated one is written before the manager starts.
+		if err := o.webhookCert.setup(cmd.Context(), cfg, mgr, o.webhookCertDir); err != nil {
+			return err
+		}
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("error adding readiness check: %w", err)
+	if err := o.addChecks(mgr); err != nil {
+		return err
 	}
 	return mgr.Start(cmd.Context())
 }

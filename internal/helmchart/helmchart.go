@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -87,7 +88,7 @@ func Lint(namespace string, values map[string]any) error {
 	res := l.Run([]string{Dir()}, values)
 	var errs []error
 	for _, m := range res.Messages {
-		if m.Severity >= 2 { // support.WarningSev
+		if m.Severity >= support.WarningSev {
 			errs = append(errs, m)
 		}
 	}
