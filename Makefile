@@ -25,6 +25,21 @@ all: build
 build: ## Build bin/kargo-fleet.
 	$(GO) build -o bin/kargo-fleet ./cmd/kargo-fleet
 
+# The release version: the chart's appVersion, so the chart's default image
+# tag is the image `make image` builds.
+VERSION       ?= v$(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/kargo-fleet/Chart.yaml)
+REVISION      ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_EPOCH  ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: image
+image: ## Build the container image (static binary, non-root, no shell) as an OCI layout in bin/image.
+	$(GO) run ./hack/image -out bin/image -version $(VERSION) -revision $(REVISION) -created $(SOURCE_EPOCH) -platforms $(IMAGE_PLATFORMS)
+
+.PHONY: dist
+dist: ## Build the CLI for linux and darwin (amd64, arm64) into bin/dist with checksums and a krew manifest.
+	$(GO) run ./hack/dist -out bin/dist -version $(VERSION) -mtime $(SOURCE_EPOCH)
+
 .PHONY: generate
 generate: ## Regenerate deepcopy code and CRDs.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./fleetstage/api/... paths=./internal/kargo/...
