@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/controller"
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // controllerOptions configures `kargo-fleet controller`.
@@ -66,7 +69,7 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's net/http/pprof profiles (default: off).")
 	f.BoolVar(&o.leaderElection, "leader-elect", true, "Elect a leader so only one replica orchestrates rollouts.")
-	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's).")
+	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: $POD_NAMESPACE, else the pod's).")
 	f.BoolVar(&o.webhooks, "webhooks", true, "Serve the FleetStage validating webhook.")
 	f.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server (--webhook-bind-address wins when set).")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "Address of the webhook server, host:port (default: every interface, --webhook-port).")
@@ -111,7 +114,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElection,
 		LeaderElectionID:        "kargo-fleet-controller",
-		LeaderElectionNamespace: o.leaderElectionNS,
+		LeaderElectionNamespace: cmp.Or(o.leaderElectionNS, os.Getenv(steps.EnvPodNamespace)),
 		Cache:                   controller.CacheOptions(),
 		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir}),
 	})

@@ -66,7 +66,9 @@ func (o *webhookCertOptions) setup(ctx context.Context, cfg *rest.Config, mgr ct
 		CertDir:              certDir,
 		Clock:                clock.RealClock{},
 	}
-	if err := m.Ensure(ctx); err != nil {
+	// The webhook server needs the files to start; the CA bundle can follow
+	// (the webhook configuration may not exist yet), Start retries it.
+	if err := m.Ensure(ctx); err != nil && !errors.Is(err, webhookcert.ErrCABundle) {
 		return fmt.Errorf("error generating the webhook certificate: %w", err)
 	}
 	return mgr.Add(m)

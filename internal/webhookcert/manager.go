@@ -3,6 +3,7 @@ package webhookcert
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,6 +22,9 @@ import (
 // DefaultCheckInterval is how often a running Manager checks its
 // certificate.
 const DefaultCheckInterval = time.Hour
+
+// RetryInterval is how soon a failed check is retried.
+const RetryInterval = 10 * time.Second
 
 // Manager keeps the webhook's serving certificate.
 type Manager struct {
@@ -50,8 +54,14 @@ func (m *Manager) DNSNames() []string {
 	return []string{base, base + ".cluster.local"}
 }
 
+// ErrCABundle wraps a failure to write the CA bundle into the webhook
+// configuration: the webhook server can serve, but the API server does not
+// trust it yet.
+var ErrCABundle = errors.New("error writing the webhook CA bundle")
+
 // Ensure makes the Secret hold a valid certificate, writes it to CertDir and
-// the CA bundle into the webhook configuration.
+// the CA bundle into the webhook configuration. An error wrapping
+// ErrCABundle means only the last part failed.
 func (m *Manager) Ensure(ctx context.Context) error {
 	b, err := m.ensureSecret(ctx)
 	if err != nil {
@@ -60,7 +70,10 @@ func (m *Manager) Ensure(ctx context.Context) error {
 	if err := m.writeFiles(b); err != nil {
 		return err
 	}
-	return m.injectCABundle(ctx, b[KeyBundle])
+	if err := m.injectCABundle(ctx, b[KeyBundle]); err != nil {
+		return fmt.Errorf("%w: %w", ErrCABundle, err)
+	}
+	return nil
 }
 
 func (m *Manager) ensureSecret(ctx context.Context) (Bundle, error) {
@@ -155,23 +168,25 @@ func (m *Manager) injectCABundle(ctx context.Context, bundle []byte) error {
 // NeedLeaderElection is false: every replica serves the webhook.
 func (m *Manager) NeedLeaderElection() bool { return false }
 
-// Start checks the certificate every CheckInterval until ctx ends; a failed
-// check is logged and retried at the next one (the current certificate
-// stays valid for months).
+// Start checks the certificate every CheckInterval until ctx ends. It checks
+// at once when started, and a failed check is logged and retried after
+// RetryInterval (the current certificate stays valid for months; a webhook
+// configuration created after the Pod started gets its CA bundle then).
 func (m *Manager) Start(ctx context.Context) error {
 	interval := m.CheckInterval
 	if interval <= 0 {
 		interval = DefaultCheckInterval
 	}
-	t := m.Clock.NewTicker(interval)
-	defer t.Stop()
+	next := time.Duration(0)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C():
+		case <-m.Clock.After(next):
+			next = interval
 			if err := m.Ensure(ctx); err != nil {
-				log.FromContext(ctx).Error(err, "Error renewing the webhook certificate")
+				log.FromContext(ctx).Error(err, "Error checking the webhook certificate")
+				next = RetryInterval
 			}
 		}
 	}
