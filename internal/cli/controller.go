@@ -79,7 +79,7 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.stepServerURL, "step-server-url", "", "URL wave Stages pass to the fleet-wave task to reach the step server (default: the task's in-cluster Service URL).")
 	f.Float32Var(&o.qps, "kube-api-qps", 100, "Sustained requests per second to the apiserver: expanding a fleet writes one Stage per target.")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the apiserver.")
-	o.zap.BindFlags(flagSetOf(cmd))
+	addGoFlags(cmd, o.zap.BindFlags)
 }
 
 func (o *controllerOptions) validate() error {

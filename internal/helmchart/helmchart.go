@@ -66,14 +66,20 @@ func Render(r Release) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	for _, name := range names {
 		for doc := range strings.SplitSeq(files[name], "\n---") {
-			obj := map[string]any{}
-			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			j, err := yaml.YAMLToJSON([]byte(doc))
+			if err != nil {
 				return nil, fmt.Errorf("error decoding %s: %w", name, err)
 			}
-			if len(obj) == 0 {
+			if string(j) == "null" {
 				continue
 			}
-			objs = append(objs, &unstructured.Unstructured{Object: obj})
+			// Unstructured's own decoder keeps integers int64, as the API
+			// machinery expects.
+			obj := &unstructured.Unstructured{}
+			if err := obj.UnmarshalJSON(j); err != nil {
+				return nil, fmt.Errorf("error decoding %s: %w", name, err)
+			}
+			objs = append(objs, obj)
 		}
 	}
 	return objs, nil

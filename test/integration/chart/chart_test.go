@@ -55,7 +55,7 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 			client.ForceOwnership, client.FieldOwner("helm")), "%s %s", o.GetKind(), o.GetName())
 	}
 
-	logs := startController(t)
+	logs, ctrlDone := startController(t)
 	defer func() {
 		if t.Failed() {
 			t.Logf("controller log (tail):\n%s", tail(logs, 6000))
@@ -65,6 +65,11 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 	// Ready: the probe port answers /readyz, covering both servers.
 	probes := fmt.Sprintf("http://127.0.0.1:%d", ports["probes"])
 	require.Eventually(t, func() bool {
+		select {
+		case <-ctrlDone:
+			require.FailNow(t, "the controller stopped")
+		default:
+		}
 		code, _ := get(probes + "/readyz")
 		return code == http.StatusOK
 	}, wait, tick, "the controller never became ready")
@@ -155,8 +160,9 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 // Deployment's arguments and environment, authenticated as the rendered
 // ServiceAccount. Only what a Pod gets from its surroundings is supplied:
 // a kubeconfig in place of the in-cluster config, the downward API's
-// namespace, and a folder for each volume mount. It returns the log file.
-func startController(t *testing.T) string {
+// namespace, and a folder for each volume mount. It returns the log file
+// and a channel closed when the controller stops.
+func startController(t *testing.T) (string, <-chan struct{}) {
 	t.Helper()
 	dep := &appsv1.Deployment{}
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(helmchart.Find(objs, "Deployment", "").Object, dep))
@@ -198,19 +204,23 @@ func startController(t *testing.T) string {
 	cmd := cli.NewRootCommand(io.Discard, logFile)
 	cmd.SetArgs(args)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
+	stopped := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(stopped)
+		runErr = cmd.ExecuteContext(ctx)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case err := <-done:
-			require.NoError(t, err)
+		case <-stopped:
+			require.NoError(t, runErr)
 		case <-time.After(30 * time.Second):
 			t.Error("the controller did not stop")
 		}
 		_ = logFile.Close()
 	})
-	return logs
+	return logs, stopped
 }
 
 func get(url string) (int, string) {
