@@ -95,6 +95,10 @@ SCALE_TARGETS ?= 10000
 scale: control-plane ## Scale run on a local control plane: a rollout, a breach and its rollback at 10,000 targets (SCALE_TARGETS); report in bin/scale-report.md.
 	$(GO) run ./hack/scale -targets $(SCALE_TARGETS)
 
+.PHONY: helm-lint
+helm-lint: ## Render the chart for every tested variant and lint it strictly (Helm SDK).
+	$(GO) test -count=1 ./internal/helmchart/
+
 .PHONY: lint
 lint: ## go vet and golangci-lint.
 	$(GO) vet ./...
