@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"net"
+	"strconv"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -49,6 +51,39 @@ func TestControllerFlags(t *testing.T) {
 			}
 			require.NoError(t, err)
 			tt.check(t, o)
+		})
+	}
+}
+
+func Test_listening(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closedPort := strconv.Itoa(closed.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, closed.Close())
+	tests := []struct {
+		name    string
+		addr    string
+		wantErr bool
+	}{
+		{name: "listening, explicit host", addr: "127.0.0.1:" + port},
+		{name: "listening, every interface", addr: ":" + port},
+		{name: "nothing listening", addr: "127.0.0.1:" + closedPort, wantErr: true},
+		{name: "not an address", addr: "9090", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := listening(tt.addr)(nil)
+			if tt.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
 		})
 	}
 }
