@@ -42,9 +42,14 @@ func run(out, version, baseURL string, mtime int64) error {
 	if mtime > 0 {
 		when = time.Unix(mtime, 0)
 	}
+	tmp, err := os.MkdirTemp("", "kargo-fleet-dist-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
 	var arts []dist.Artifact
 	for _, p := range dist.Platforms {
-		bin := filepath.Join(out, fmt.Sprintf("%s_%s_%s", dist.BinaryName, p.OS, p.Arch))
+		bin := filepath.Join(tmp, fmt.Sprintf("%s_%s_%s", dist.BinaryName, p.OS, p.Arch))
 		if err := dist.BuildBinary(context.Background(), ".", p, version, bin); err != nil {
 			return err
 		}
