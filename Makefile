@@ -26,17 +26,32 @@ all: build
 build: ## Build bin/kargo-fleet.
 	$(GO) build -o bin/kargo-fleet ./cmd/kargo-fleet
 
+# The release version: the chart's appVersion, so the chart's default image
+# tag is the image `make image` builds.
+VERSION       ?= v$(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/kargo-fleet/Chart.yaml)
+REVISION      ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_EPOCH  ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: image
+image: ## Build the container image (static binary, non-root, no shell) as an OCI layout in bin/image.
+	$(GO) run ./hack/image -out bin/image -version $(VERSION) -revision $(REVISION) -created $(SOURCE_EPOCH) -platforms $(IMAGE_PLATFORMS)
+
+.PHONY: dist
+dist: ## Build the CLI for linux and darwin (amd64, arm64) into bin/dist with checksums and a krew manifest.
+	$(GO) run ./hack/dist -out bin/dist -version $(VERSION) -mtime $(SOURCE_EPOCH)
+
 .PHONY: generate
 generate: ## Regenerate deepcopy code and CRDs.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./fleetstage/api/... paths=./internal/kargo/...
-	$(CONTROLLER_GEN) crd paths=./fleetstage/api/... output:crd:artifacts:config=charts/kargo-fleet/crds
+	$(CONTROLLER_GEN) crd paths=./fleetstage/api/... output:crd:artifacts:config=charts/kargo-fleet/files/crds
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./internal/kargo/... output:crd:artifacts:config=internal/kargo/crds
-	$(CONTROLLER_GEN) rbac:roleName=kargo-fleet-controller paths=./fleetstage/... paths=./steps/... output:rbac:artifacts:config=charts/kargo-fleet/templates/generated
+	$(CONTROLLER_GEN) rbac:roleName=kargo-fleet-controller paths=./fleetstage/... paths=./steps/... output:rbac:artifacts:config=charts/kargo-fleet/files/rbac
 
 .PHONY: verify
 verify: generate ## Fail when generated files are stale.
-	@if [ -n "$$(git status --porcelain -- charts/kargo-fleet/crds charts/kargo-fleet/templates/generated internal/kargo/crds '*zz_generated*')" ]; then \
-	  git status --porcelain -- charts/kargo-fleet/crds charts/kargo-fleet/templates/generated internal/kargo/crds '*zz_generated*'; \
+	@if [ -n "$$(git status --porcelain -- charts/kargo-fleet/files internal/kargo/crds '*zz_generated*')" ]; then \
+	  git status --porcelain -- charts/kargo-fleet/files internal/kargo/crds '*zz_generated*'; \
 	  echo "generated files are stale: run 'make generate' and commit the result"; exit 1; fi
 
 .PHONY: control-plane
@@ -90,6 +105,10 @@ SCALE_TARGETS ?= 10000
 .PHONY: scale
 scale: control-plane ## Scale run on a local control plane: a rollout, a breach and its rollback at 10,000 targets (SCALE_TARGETS); report in bin/scale-report.md.
 	$(GO) run ./hack/scale -targets $(SCALE_TARGETS)
+
+.PHONY: helm-lint
+helm-lint: ## Render the chart for every tested variant and lint it strictly (Helm SDK).
+	$(GO) test -count=1 ./internal/helmchart/
 
 .PHONY: lint
 lint: ## go vet and golangci-lint.

@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // controllerOptions configures `kargo-fleet controller`.
@@ -27,7 +32,10 @@ type controllerOptions struct {
 	leaderElectionNS string
 	webhooks         bool
 	webhookPort      int
+	webhookAddr      string
+	webhookHost      string
 	webhookCertDir   string
+	webhookCert      webhookCertOptions
 	concurrency      int
 	stepServerURL    string
 	inventoryNS      []string
@@ -64,10 +72,12 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's net/http/pprof profiles (default: off).")
 	f.BoolVar(&o.leaderElection, "leader-elect", true, "Elect a leader so only one replica orchestrates rollouts.")
-	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's).")
+	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: $POD_NAMESPACE, else the pod's).")
 	f.BoolVar(&o.webhooks, "webhooks", true, "Serve the FleetStage validating webhook.")
-	f.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	f.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server (--webhook-bind-address wins when set).")
+	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "Address of the webhook server, host:port (default: every interface, --webhook-port).")
 	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
+	o.webhookCert.addFlags(f)
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
 	f.StringVar(&o.stepServerURL, "step-server-url", "", "URL wave Stages pass to the fleet-wave task to reach the step server (default: the task's in-cluster Service URL).")
 	f.StringSliceVar(&o.inventoryNS, "inventory-namespaces", inventory.DefaultNamespaces,
@@ -80,7 +90,7 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 			"system:serviceaccount:$POD_NAMESPACE:$SERVICE_ACCOUNT_NAME, falling back to kargo-fleet for either).")
 	f.Float32Var(&o.qps, "kube-api-qps", 100, "Sustained requests per second to the apiserver: expanding a fleet writes one Stage per target.")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the apiserver.")
-	o.zap.BindFlags(flagSetOf(cmd))
+	addGoFlags(cmd, o.zap.BindFlags)
 }
 
 // namespaces returns --inventory-namespaces without empty entries, never nil
@@ -99,7 +109,17 @@ func (o *controllerOptions) validate() error {
 	if o.probeAddr == "" || o.probeAddr == "0" {
 		return errors.New("--health-probe-bind-address must be set: Kubernetes probes need it")
 	}
-	return nil
+	if o.webhookAddr != "" {
+		host, port, err := net.SplitHostPort(o.webhookAddr)
+		if err != nil {
+			return fmt.Errorf("--webhook-bind-address: %w", err)
+		}
+		if o.webhookPort, err = strconv.Atoi(port); err != nil || o.webhookPort < 1 || o.webhookPort > 65535 {
+			return fmt.Errorf("--webhook-bind-address: invalid port %q", port)
+		}
+		o.webhookHost = host
+	}
+	return o.webhookCert.validate(o.webhooks, o.webhookCertDir)
 }
 
 func (o *controllerOptions) run(cmd *cobra.Command) error {
@@ -112,18 +132,28 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	mgr, err := manager.New(cfg, manager.Options{
 		Webhooks:                o.webhooks,
-		WebhookServer:           webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir},
+		WebhookServer:           webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir},
 		MaxConcurrentReconciles: o.concurrency,
 		StepServerURL:           o.stepServerURL,
 		MetricsBindAddress:      o.metricsAddr,
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElection,
-		LeaderElectionNamespace: o.leaderElectionNS,
+		LeaderElectionNamespace: cmp.Or(o.leaderElectionNS, os.Getenv(steps.EnvPodNamespace)),
 		InventoryNamespaces:     o.namespaces(),
 		ControllerUsername:      o.controllerUser,
 	})
 	if err != nil {
+		return err
+	}
+	if o.webhooks {
+		// The webhook server reads its certificate when it starts, so a
+		// generated one is written before the manager starts.
+		if err := o.webhookCert.setup(cmd.Context(), cfg, mgr, o.webhookCertDir); err != nil {
+			return err
+		}
+	}
+	if err := o.addChecks(mgr); err != nil {
 		return err
 	}
 	return mgr.Start(cmd.Context())

@@ -1,11 +1,93 @@
 package cli
 
 import (
+	"bytes"
 	"io"
+	"net"
+	"strconv"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 )
+
+func TestControllerFlags(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+		check   func(*testing.T, *controllerOptions)
+	}{
+		{name: "zap flags the chart passes", args: []string{"--zap-log-level=debug", "--zap-encoder=json"},
+			check: func(t *testing.T, o *controllerOptions) { require.NotNil(t, o.zap.Level) }},
+		{name: "webhook bind address", args: []string{"--webhook-bind-address=127.0.0.1:19443"},
+			check: func(t *testing.T, o *controllerOptions) {
+				require.Equal(t, "127.0.0.1", o.webhookHost)
+				require.Equal(t, 19443, o.webhookPort)
+			}},
+		{name: "webhook port alone", args: []string{"--webhook-port=9444"},
+			check: func(t *testing.T, o *controllerOptions) { require.Equal(t, 9444, o.webhookPort) }},
+		{name: "bad webhook bind address", args: []string{"--webhook-bind-address=9443"}, wantErr: "--webhook-bind-address"},
+		{name: "bad webhook port", args: []string{"--webhook-bind-address=:http"}, wantErr: "invalid port"},
+		{name: "generated certificates need webhooks", args: []string{"--webhook-cert-secret=x", "--webhooks=false"},
+			wantErr: "--webhook-cert-secret"},
+		{name: "generated certificates need a folder", args: []string{"--webhook-cert-secret=x"}, wantErr: "--webhook-cert-dir"},
+		{name: "generated certificates", args: []string{"--webhook-cert-secret=x", "--webhook-cert-dir=/tmp/certs"},
+			check: func(t *testing.T, o *controllerOptions) { require.Equal(t, "x", o.webhookCert.secret) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o := &controllerOptions{errOut: &bytes.Buffer{}}
+			cmd := &cobra.Command{Use: "controller"}
+			o.addFlags(cmd)
+			err := cmd.Flags().Parse(tt.args)
+			if err == nil {
+				err = o.validate()
+			}
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, o)
+		})
+	}
+}
+
+func Test_listening(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closedPort := strconv.Itoa(closed.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, closed.Close())
+	tests := []struct {
+		name    string
+		addr    string
+		wantErr bool
+	}{
+		{name: "listening, explicit host", addr: "127.0.0.1:" + port},
+		{name: "listening, every interface", addr: ":" + port},
+		{name: "nothing listening", addr: "127.0.0.1:" + closedPort, wantErr: true},
+		{name: "not an address", addr: "9090", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := listening(tt.addr)(nil)
+			if tt.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+		})
+	}
+}
 
 func Test_controllerOptions_namespaces(t *testing.T) {
 	t.Parallel()

@@ -6,10 +6,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// flagSetOf returns a standard-library flag set whose flags are added to the
-// command, for libraries (zap, klog) that bind to *flag.FlagSet.
-func flagSetOf(cmd *cobra.Command) *goflag.FlagSet {
+// addGoFlags adds to the command the flags bind registers on a
+// standard-library flag set, for libraries (zap, klog) that bind to
+// *flag.FlagSet. The flags must be bound before they are added: pflag copies
+// the flags a Go flag set holds when it is added, not later ones.
+func addGoFlags(cmd *cobra.Command, bind func(*goflag.FlagSet)) {
 	fs := goflag.NewFlagSet(cmd.Name(), goflag.ContinueOnError)
+	bind(fs)
 	cmd.Flags().AddGoFlagSet(fs)
-	return fs
 }

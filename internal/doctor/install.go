@@ -120,7 +120,7 @@ func (d *Doctor) checkKargoCRDs(ctx context.Context) Result {
 }
 
 func (d *Doctor) checkFleetCRDs(ctx context.Context) Result {
-	const fix = "install the kargo-fleet Helm chart (or kubectl apply -f charts/kargo-fleet/crds/)"
+	const fix = "install the kargo-fleet Helm chart (or kubectl apply -f charts/kargo-fleet/files/crds/)"
 	var missing, notReady []string
 	for _, name := range fleetCRDs {
 		crd := &apiextensionsv1.CustomResourceDefinition{}

@@ -137,7 +137,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 // installControllerRBAC binds the controller's user to the ClusterRole the
 // chart ships.
 func (e *Env) installControllerRBAC(ctx context.Context) error {
-	raw, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "charts", "kargo-fleet", "templates", "generated", "role.yaml"))
+	raw, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "charts", "kargo-fleet", "files", "rbac", "role.yaml"))
 	if err != nil {
 		return fmt.Errorf("error reading the controller ClusterRole: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -80,7 +79,9 @@ type Options struct {
 
 	// MetricsBindAddress serves Prometheus metrics; "" or "0" disables.
 	MetricsBindAddress string
-	// HealthProbeBindAddress serves /healthz and /readyz; "" disables.
+	// HealthProbeBindAddress serves /healthz and /readyz; "" disables. The
+	// caller adds the checks (the controller command checks the webhook and
+	// step servers).
 	HealthProbeBindAddress string
 	// PprofBindAddress serves Go's profiles; "" disables.
 	PprofBindAddress string
@@ -136,14 +137,6 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := setup(mgr, o); err != nil {
 		return nil, err
-	}
-	if o.HealthProbeBindAddress != "" {
-		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-			return nil, fmt.Errorf("error adding health check: %w", err)
-		}
-		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-			return nil, fmt.Errorf("error adding readiness check: %w", err)
-		}
 	}
 	return mgr, nil
 }

@@ -163,7 +163,7 @@ func Start(opts ...Option) (*Env, error) {
 	kargoPaths, real := KargoCRDPaths()
 	e := &envtest.Environment{
 		CRDDirectoryPaths: append([]string{
-			filepath.Join(root, "charts", "kargo-fleet", "crds"),
+			filepath.Join(root, "charts", "kargo-fleet", "files", "crds"),
 			filepath.Join(root, "test", "envtest", "crds"),
 		}, kargoPaths...),
 		ErrorIfCRDPathMissing:    true,

@@ -216,7 +216,7 @@ func TestDoctor(t *testing.T) {
 		t.Cleanup(func() {
 			kargoPaths, _ := envtest.KargoCRDPaths()
 			_, err := crdinstall.InstallCRDs(env.Config, crdinstall.CRDInstallOptions{
-				Paths: append(kargoPaths, filepath.Join(envtest.RepoRoot(), "charts", "kargo-fleet", "crds")), ErrorIfPathMissing: true,
+				Paths: append(kargoPaths, filepath.Join(envtest.RepoRoot(), "charts", "kargo-fleet", "files", "crds")), ErrorIfPathMissing: true,
 			})
 			require.NoError(t, err)
 		})

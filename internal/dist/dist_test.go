@@ -1,0 +1,73 @@
+package dist
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+func TestKrewManifestMatchesChecksums(t *testing.T) {
+	t.Parallel()
+	var arts []Artifact
+	for i, p := range Platforms {
+		sum := sha256.Sum256([]byte{byte(i)})
+		arts = append(arts, Artifact{Platform: p, File: ArchiveName("v1.2.3", p), SHA256: hex.EncodeToString(sum[:])})
+	}
+	sums, err := ParseChecksums(Checksums(arts))
+	require.NoError(t, err)
+	require.Len(t, sums, len(Platforms))
+
+	raw, err := KrewManifest("v1.2.3", "https://example.com/releases/v1.2.3/", arts)
+	require.NoError(t, err)
+	var m krewPlugin
+	require.NoError(t, yaml.UnmarshalStrict(raw, &m))
+	require.Equal(t, "fleet", m.Metadata["name"])
+	require.Len(t, m.Spec.Platforms, len(Platforms))
+	seen := map[string]bool{}
+	for _, p := range m.Spec.Platforms {
+		file := p.URI[len("https://example.com/releases/v1.2.3/"):]
+		require.Equal(t, sums[file], p.SHA256, file)
+		require.Equal(t, BinaryName, p.Bin)
+		labels := p.Selector["matchLabels"].(map[string]any)
+		require.Equal(t, ArchiveName("v1.2.3", Platform{labels["os"].(string), labels["arch"].(string)}), file)
+		seen[file] = true
+	}
+	require.Len(t, seen, len(Platforms))
+}
+
+func TestKrewManifestNeedsSemver(t *testing.T) {
+	t.Parallel()
+	_, err := KrewManifest("dev", "https://example.com", nil)
+	require.Error(t, err)
+}
+
+func TestParseChecksums(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		raw     string
+		want    map[string]string
+		wantErr bool
+	}{
+		{name: "empty", raw: "", want: map[string]string{}},
+		{name: "one", raw: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa  x.tar.gz\n",
+			want: map[string]string{"x.tar.gz": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}},
+		{name: "short sum", raw: "abc  x.tar.gz\n", wantErr: true},
+		{name: "one space", raw: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa x\n", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ParseChecksums([]byte(tt.raw))
+			if tt.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}

@@ -1,0 +1,94 @@
+package ociimage
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/dist"
+)
+
+// TestImage builds the image for this machine's platform as `make image`
+// does, reopens it from its OCI layout and checks what a cluster runs: the
+// entrypoint, the non-root user, the labels and annotations, no shell, and
+// that the binary taken out of the image runs.
+func TestImage(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	tmp := t.TempDir()
+	p := dist.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}
+	bin := filepath.Join(tmp, "kargo-fleet")
+	require.NoError(t, dist.BuildBinary(context.Background(), root, p, "v9.8.7", bin))
+	raw, err := os.ReadFile(bin)
+	require.NoError(t, err)
+
+	created := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	opts := Options{Binary: raw, Platform: v1.Platform{OS: p.OS, Architecture: p.Arch},
+		Version: "v9.8.7", Revision: "0123abc", Created: created}
+	img, err := Build(opts)
+	require.NoError(t, err)
+	again, err := Build(opts)
+	require.NoError(t, err)
+	d1, err := img.Digest()
+	require.NoError(t, err)
+	d2, err := again.Digest()
+	require.NoError(t, err)
+	require.Equal(t, d1, d2, "the same inputs must build the same image")
+
+	idx, err := Index(opts.Annotations(), img)
+	require.NoError(t, err)
+	dir := filepath.Join(tmp, "layout")
+	require.NoError(t, WriteLayout(dir, idx))
+
+	// Read it back as a registry client would.
+	lp, err := layout.FromPath(dir)
+	require.NoError(t, err)
+	read, err := lp.ImageIndex()
+	require.NoError(t, err)
+	im, err := read.IndexManifest()
+	require.NoError(t, err)
+	require.Len(t, im.Manifests, 1)
+	require.Equal(t, p.OS, im.Manifests[0].Platform.OS)
+	require.Equal(t, p.Arch, im.Manifests[0].Platform.Architecture)
+	got, err := read.Image(im.Manifests[0].Digest)
+	require.NoError(t, err)
+
+	cf, err := got.ConfigFile()
+	require.NoError(t, err)
+	require.Equal(t, []string{"/kargo-fleet"}, cf.Config.Entrypoint)
+	require.Equal(t, "65532:65532", cf.Config.User)
+	for k, want := range map[string]string{
+		"org.opencontainers.image.source":   Source,
+		"org.opencontainers.image.version":  "v9.8.7",
+		"org.opencontainers.image.revision": "0123abc",
+	} {
+		require.Equal(t, want, cf.Config.Labels[k], "label %s", k)
+	}
+	m, err := got.Manifest()
+	require.NoError(t, err)
+	require.Equal(t, "v9.8.7", m.Annotations["org.opencontainers.image.version"])
+	require.Equal(t, "0123abc", m.Annotations["org.opencontainers.image.revision"])
+
+	passwd, err := ReadFile(got, "etc/passwd")
+	require.NoError(t, err)
+	require.Contains(t, string(passwd), ":65532:65532:")
+	_, err = ReadFile(got, "bin/sh")
+	require.Error(t, err, "the image has no shell")
+
+	extracted, err := ReadFile(got, "kargo-fleet")
+	require.NoError(t, err)
+	run := filepath.Join(tmp, "from-image")
+	require.NoError(t, os.WriteFile(run, extracted, 0o755))
+	out, err := exec.Command(run, "version").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, strings.TrimSpace(string(out)), "v9.8.7")
+}

@@ -1,0 +1,243 @@
+//go:build integration
+
+package chart_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/cli"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
+	"github.com/kargo-fleet/kargo-fleet/internal/helmchart"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+	"github.com/kargo-fleet/kargo-fleet/steps"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+const (
+	wait = 90 * time.Second
+	tick = 100 * time.Millisecond
+)
+
+// TestReleaseRunsAsRendered applies every rendered object, runs the
+// controller from the rendered Deployment under the rendered RBAC, and
+// checks that it becomes ready, serves its webhook with the certificate it
+// generated, and runs a wave Promotion through the rendered tasks.
+func TestReleaseRunsAsRendered(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}))
+	for _, o := range objs {
+		require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
+			client.ForceOwnership, client.FieldOwner("helm")), "%s %s", o.GetKind(), o.GetName())
+	}
+
+	logs, ctrlDone := startController(t)
+	defer func() {
+		if t.Failed() {
+			t.Logf("controller log (tail):\n%s", tail(logs, 6000))
+		}
+	}()
+
+	// Ready: the probe port answers /readyz, covering both servers.
+	probes := fmt.Sprintf("http://127.0.0.1:%d", ports["probes"])
+	require.Eventually(t, func() bool {
+		select {
+		case <-ctrlDone:
+			require.FailNow(t, "the controller stopped")
+		default:
+		}
+		code, _ := get(probes + "/readyz")
+		return code == http.StatusOK
+	}, wait, tick, "the controller never became ready")
+	_, body := get(probes + "/readyz?verbose")
+	require.Contains(t, body, "[+]steps ok")
+	require.Contains(t, body, "[+]webhook ok")
+	code, body := get(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports["metrics"]))
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "controller_runtime_")
+
+	// Webhook: the generated CA is in the rendered webhook configuration and
+	// the webhook server presents a certificate it signed for the Service.
+	vwcName := helmchart.Find(objs, "ValidatingWebhookConfiguration", "").GetName()
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.Eventually(t, func() bool {
+		return c.Get(ctx, client.ObjectKey{Name: vwcName}, vwc) == nil && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0
+	}, wait, tick, "the CA bundle was never written")
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(vwc.Webhooks[0].ClientConfig.CABundle))
+	svc := vwc.Webhooks[0].ClientConfig.Service
+	conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports["webhook"]),
+		&tls.Config{RootCAs: pool, ServerName: fmt.Sprintf("%s.%s.svc", svc.Name, svc.Namespace), MinVersion: tls.VersionTLS12})
+	require.NoError(t, err, "the webhook server's certificate must verify against the CA bundle")
+	require.NoError(t, conn.Close())
+
+	// Leader election records its Event, allowed by the rendered Role.
+	require.Eventually(t, func() bool {
+		evs := &corev1.EventList{}
+		if c.List(ctx, evs, client.InNamespace(releaseNamespace)) != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "LeaderElection" {
+				return true
+			}
+		}
+		return false
+	}, wait, tick, "no leader election Event in %s", releaseNamespace)
+
+	// envtest's API server cannot reach a Service, so it cannot call the
+	// rendered webhook configuration; the FleetStage webhook keeps running
+	// in the environment, served next to the simulator's.
+	require.NoError(t, c.Delete(ctx, vwc))
+
+	// A FleetStage reconciles and a wave Promotion runs the rendered
+	// fleet-wave task against the step server at the task's default URL.
+	ns := "chart-project"
+	require.NoError(t, c.Create(ctx, envtest.ProjectNamespace(ns)))
+	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
+	require.NoError(t, c.Create(ctx, &kargo.Stage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
+		Spec: kargo.StageSpec{
+			RequestedFreight: []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
+			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{
+				Uses: "argocd-update", As: "sync",
+				Config: &apiextensionsv1.JSON{Raw: []byte(`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}"}]}`)},
+			}}}},
+		},
+	}))
+	targets := []fleetv1alpha1.InlineTarget{{Name: "eu-1"}, {Name: "us-1"}}
+	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").InlineTargets(targets...).
+		Waves(fleetv1alpha1.Wave{Name: "all"}).Obj()
+	require.NoError(t, c.Create(ctx, fs))
+	require.Eventually(t, func() bool {
+		got := &fleetv1alpha1.FleetStage{}
+		return c.Get(ctx, client.ObjectKeyFromObject(fs), got) == nil &&
+			meta.IsStatusConditionTrue(got.Status.Conditions, fleetv1alpha1.ReadyCondition)
+	}, wait, tick, "the FleetStage never became Ready")
+
+	require.NoError(t, c.Create(ctx, &kargo.Freight{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "f1"},
+		Origin:     origin,
+		Images:     []apiextensionsv1.JSON{{Raw: []byte(`{"repoURL":"example.com/guestbook","tag":"f1"}`)}},
+	}))
+	wave := kargo.NewPromotion(ns, render.WaveStageName("fleet", "all"), "f1", nil, nil)
+	require.NoError(t, c.Create(ctx, wave))
+	require.Eventually(t, func() bool {
+		got := &kargo.Promotion{}
+		return c.Get(ctx, client.ObjectKeyFromObject(wave), got) == nil && got.Status.Phase == kargo.PromotionSucceeded
+	}, wait, tick, "the wave Promotion never succeeded")
+	ros := &fleetv1alpha1.FleetRolloutList{}
+	require.NoError(t, c.List(ctx, ros, client.InNamespace(ns)))
+	require.Len(t, ros.Items, 1)
+	require.Equal(t, fleetv1alpha1.RolloutSucceeded, ros.Items[0].Status.Phase)
+}
+
+// startController runs `kargo-fleet` in this process with the rendered
+// Deployment's arguments and environment, authenticated as the rendered
+// ServiceAccount. Only what a Pod gets from its surroundings is supplied:
+// a kubeconfig in place of the in-cluster config, the downward API's
+// namespace, and a folder for each volume mount. It returns the log file
+// and a channel closed when the controller stops.
+func startController(t *testing.T) (string, <-chan struct{}) {
+	t.Helper()
+	dep := &appsv1.Deployment{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(helmchart.Find(objs, "Deployment", "").Object, dep))
+	pod := dep.Spec.Template.Spec
+	ctr := pod.Containers[0]
+
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", releaseNamespace, pod.ServiceAccountName)
+	cfg, err := env.AddUser(user, "system:serviceaccounts", "system:serviceaccounts:"+releaseNamespace)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, fleetenv.WriteKubeconfig(cfg, kubeconfig))
+
+	args := append([]string{}, ctr.Args...)
+	for _, m := range ctr.VolumeMounts {
+		local := filepath.Join(dir, "mounts", m.Name)
+		require.NoError(t, os.MkdirAll(local, 0o700))
+		for i, a := range args {
+			args[i] = strings.ReplaceAll(a, m.MountPath, local)
+		}
+	}
+	args = append(args, "--kubeconfig="+kubeconfig)
+
+	// fleetenv configures an in-process step server through the
+	// environment; a Pod has only what the Deployment says.
+	t.Setenv(steps.EnvSigningKeyFile, "")
+	for _, e := range ctr.Env {
+		v := e.Value
+		if e.ValueFrom != nil {
+			require.Equal(t, "metadata.namespace", e.ValueFrom.FieldRef.FieldPath, e.Name)
+			v = releaseNamespace
+		}
+		t.Setenv(e.Name, v)
+	}
+
+	logs := filepath.Join(dir, "controller.log")
+	logFile, err := os.Create(logs)
+	require.NoError(t, err)
+	cmd := cli.NewRootCommand(io.Discard, logFile)
+	cmd.SetArgs(args)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(stopped)
+		runErr = cmd.ExecuteContext(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-stopped:
+			require.NoError(t, runErr)
+		case <-time.After(30 * time.Second):
+			t.Error("the controller did not stop")
+		}
+		_ = logFile.Close()
+	})
+	return logs, stopped
+}
+
+func get(url string) (int, string) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(bytes.TrimSpace(b))
+}
