@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
 
@@ -192,8 +193,7 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 		return d
 	case !rollback && ws.pw.Approval == fleetv1alpha1.ApprovalRequired && !o.ApprovedWaves[ws.pw.Name] && ws.succeeded+ws.failed+ws.inFlight == 0:
 		wp.Phase = fleetv1alpha1.WaveWaitingForApproval
-		wp.Waiting = fmt.Sprintf("waiting for approval: kargo approve --project %s --freight %s --stage %s",
-			r.Namespace, r.Spec.Freight.Name, o.WaveStage(ws.pw.Name))
+		wp.Waiting = "waiting for approval: " + kargo.ApproveCommand(r.Namespace, r.Spec.Freight.Name, o.WaveStage(ws.pw.Name))
 		d.Phase, d.Message = fleetv1alpha1.RolloutWaitingForApproval, wp.Waiting
 		return d
 	}
