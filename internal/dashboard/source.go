@@ -30,6 +30,8 @@ type namespaceCache struct {
 	hub    *hub
 	err    error
 	ready  chan struct{}
+	// stop stops the informers (they also stop with the server's context).
+	stop context.CancelFunc
 }
 
 // caches starts and keeps one informer cache per viewed namespace.
@@ -133,7 +135,7 @@ func (c *caches) start(ns string, nc *namespaceCache) {
 		return
 	}
 	c.log.V(2).Info("Watching Project", "namespace", ns)
-	nc.reader = ca
+	nc.reader, nc.stop = ca, cancel
 }
 
 // hub tells subscribers that something in a namespace changed. It never
