@@ -38,6 +38,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		newAbortCommand(out, kubeOptions{}),
 		newRollbackCommand(out, kubeOptions{}),
 		newPlanCommand(os.Stdin, out, errOut),
+		newDashboardCommand(out, kubeOptions{}),
 	)
 	return root
 }
