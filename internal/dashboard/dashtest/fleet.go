@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
@@ -154,7 +155,8 @@ func (f *Fleet) addTarget(wi int, t plan.Target, st byte) {
 			CreationTimestamp: metav1.NewTime(f.Now.Add(-time.Minute)),
 			Labels: map[string]string{fleetv1alpha1.FleetStageLabel: FleetStage, fleetv1alpha1.RolloutLabel: Rollout,
 				fleetv1alpha1.TargetLabel: t.ID, fleetv1alpha1.WaveLabel: w.Name}},
-		Spec: kargo.PromotionSpec{Stage: stage.Name, Freight: f.Bad},
+		Spec: kargo.PromotionSpec{Stage: stage.Name, Freight: f.Bad,
+			Steps: []kargo.PromotionStep{{Uses: "argocd-update", As: "sync"}}},
 	}
 	switch st {
 	case 's':
@@ -174,8 +176,13 @@ func (f *Fleet) buildFleetStage() {
 			Stage: fleetv1alpha1.StageSource{FromStage: "prod"},
 			Targets: fleetv1alpha1.TargetsSpec{Sources: []fleetv1alpha1.TargetSource{{
 				Kind: fleetv1alpha1.ArgoCDClusterSource}}},
-			Waves: []fleetv1alpha1.Wave{{Name: "pilot"}, {Name: "canary"}, {Name: "general"},
-				{Name: "critical", Approval: fleetv1alpha1.ApprovalRequired}},
+			Waves: []fleetv1alpha1.Wave{
+				{Name: "pilot", Count: ptr(intstr.FromInt32(2))},
+				{Name: "canary", Count: ptr(intstr.FromString("10%")), MaxFailures: ptr(intstr.FromInt32(2))},
+				{Name: "general", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "standard"}},
+					MaxFailures: ptr(intstr.FromString("10%"))},
+				{Name: "critical", Approval: fleetv1alpha1.ApprovalRequired},
+			},
 		},
 	}
 	fs.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ReadyCondition, Status: metav1.ConditionTrue,
@@ -374,3 +381,5 @@ func (f *Fleet) writeStatuses(ctx context.Context, c client.Client) error {
 	fs.Status = *f.fleetStage.Status.DeepCopy()
 	return c.Status().Update(ctx, fs)
 }
+
+func ptr[T any](v T) *T { return &v }

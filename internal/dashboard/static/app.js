@@ -59,7 +59,7 @@
     gridEl.textContent = '';
     cells = new Array(grid.ids.length);
     drifted = new Set(grid.drifted);
-    const big = grid.ids.length > 1000;
+    const big = grid.ids.length > 1000, anyFailed = grid.states.includes('f');
     let start = 0;
     grid.groups.forEach((gr) => {
       const g = {start: start, count: gr.count, filled: false};
@@ -74,7 +74,8 @@
       d.appendChild(g.box);
       d._g = g;
       d.addEventListener('toggle', () => { if (d.open) fill(g); });
-      if (!big || k.f || k.i) { d.open = true; fill(g); }
+      // A large fleet opens only the groups with failures (else the first).
+      if (!big || k.f || (!anyFailed && gridEl.children.length === 0)) { d.open = true; fill(g); }
       gridEl.appendChild(d);
     });
     gridEl.removeAttribute('aria-busy');

@@ -117,7 +117,7 @@ func TestDashboard_liveFleet(t *testing.T) {
 	require.Equal(t, 2, count(t, ctx, "#grid i.c.f"))
 	require.Equal(t, 10, count(t, ctx, "#grid i.c.i"))
 	require.Equal(t, 5, count(t, ctx, "#grid details.group"), "grouped by region")
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	screenshot(t, "dashboard-200.png", png)
 
@@ -160,7 +160,7 @@ func TestDashboard_liveFleet(t *testing.T) {
 	notReloaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`))
 	require.NoError(t, err)
 	require.True(t, notReloaded, "the page was updated in place, not reloaded")
-	png, err = chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	screenshot(t, "dashboard-gate.png", png)
 
