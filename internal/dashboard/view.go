@@ -106,6 +106,8 @@ type RolloutView struct {
 	Waves []WaveView
 	// Gate is the approval the rollout waits for, if any.
 	Gate *Gate
+	// Message is the rollout's message, unless the gate box already says it.
+	Message string
 	// FleetThreshold is the fleet-wide failure allowance, when set.
 	FleetThreshold *Threshold
 }
@@ -121,6 +123,8 @@ type WaveView struct {
 	// Threshold says how close the wave is to breaching its maxFailures;
 	// nil when the plan snapshot is unknown.
 	Threshold *Threshold
+	// Note says why the wave waits, unless the gate box already says it.
+	Note string
 }
 
 // Threshold is a failure allowance and how much of it is used.
@@ -247,6 +251,20 @@ func buildRollout(fs *fleetv1alpha1.FleetStage, r report.Rollout, p *plan.WavePl
 				Command: kargo.ApproveCommand(fs.Namespace, r.Freight.Name, wv.Stage)}
 		}
 		rv.Waves = append(rv.Waves, wv)
+	}
+	rv.Message = r.Message
+	for i := range rv.Waves {
+		w := &rv.Waves[i]
+		w.Note = w.Waiting
+		if !strings.HasPrefix(w.Note, "waiting") && w.Note != "" {
+			w.Note = "waiting: " + w.Note
+		}
+		if rv.Gate != nil && strings.Contains(w.Waiting, rv.Gate.Command) {
+			w.Note = ""
+		}
+	}
+	if rv.Gate != nil && strings.Contains(rv.Message, rv.Gate.Command) {
+		rv.Message = ""
 	}
 	if p != nil && p.FleetMaxFailures != nil {
 		rv.FleetThreshold = newThreshold(int(r.Totals.Failed), *p.FleetMaxFailures)

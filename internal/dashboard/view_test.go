@@ -77,9 +77,15 @@ func TestBuildFleet(t *testing.T) {
 			edit: func(in *FleetInput) {
 				ro := &in.Rollouts[0]
 				ro.Status.Waves[3].Phase = fleetv1alpha1.WaveWaitingForApproval
-				ro.Status.Phase = fleetv1alpha1.RolloutWaitingForApproval
+				ro.Status.Waves[3].Waiting = "waiting for approval: " +
+					kargo.ApproveCommand("shop", dashtest.BadFreight, "prod-critical")
+				ro.Status.Phase, ro.Status.Message = fleetv1alpha1.RolloutWaitingForApproval, ro.Status.Waves[3].Waiting
+				ro.Status.Waves[2].Waiting = "change window closed"
 			},
 			assertions: func(t *testing.T, v FleetView) {
+				require.Empty(t, v.Rollout.Message, "the gate box says it")
+				require.Empty(t, v.Rollout.Waves[3].Note, "the gate box says it")
+				require.Equal(t, "waiting: change window closed", v.Rollout.Waves[2].Note)
 				require.Equal(t, &Gate{Wave: "critical", Stage: "prod-critical",
 					Command: "kargo approve --project shop --freight " + dashtest.BadFreight + " --stage prod-critical"}, v.Rollout.Gate)
 			},

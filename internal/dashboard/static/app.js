@@ -60,6 +60,7 @@
     cells = new Array(grid.ids.length);
     drifted = new Set(grid.drifted);
     const big = grid.ids.length > 1000, anyFailed = grid.states.includes('f');
+    gridEl.classList.toggle('big', big);
     let start = 0;
     grid.groups.forEach((gr) => {
       const g = {start: start, count: gr.count, filled: false};

@@ -119,7 +119,7 @@ func TestDashboard_liveFleet(t *testing.T) {
 	require.Equal(t, 5, count(t, ctx, "#grid details.group"), "grouped by region")
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
-	screenshot(t, "dashboard-200.png", png)
+	screenshot(t, "dashboard-live-200.png", png)
 
 	// A target's details are fetched on click.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#grid i.c.f"))))
@@ -160,7 +160,7 @@ func TestDashboard_liveFleet(t *testing.T) {
 	notReloaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`))
 	require.NoError(t, err)
 	require.True(t, notReloaded, "the page was updated in place, not reloaded")
-	png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
 	screenshot(t, "dashboard-gate.png", png)
 
