@@ -61,6 +61,8 @@ func (d *demoDashboard) stop() {
 		_ = d.ln.Close()
 	default:
 		d.cancel()
-		<-d.done
+		if err := <-d.done; err != nil {
+			ctrl.Log.WithName("dashboard").Error(err, "Dashboard stopped with an error")
+		}
 	}
 }
