@@ -171,7 +171,9 @@
     source = new EventSource(api + '/events?groupBy=' + encodeURIComponent(groupBy));
     source.addEventListener('open', () => { live.className = 'live on'; live.title = 'live'; });
     source.addEventListener('error', () => { live.className = 'live err'; live.title = 'disconnected, retrying'; });
+    source.addEventListener('problem', (e) => { live.className = 'live err'; live.title = JSON.parse(e.data); });
     source.addEventListener('update', (e) => {
+      live.className = 'live on'; live.title = 'live';
       const u = JSON.parse(e.data);
       $('summary').innerHTML = u.summary;
       window.dashboardTimings.updates = (window.dashboardTimings.updates || 0) + 1;
