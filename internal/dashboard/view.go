@@ -176,10 +176,10 @@ type Live struct {
 	States string `json:"states"`
 	// Freight holds each target's current Freight index (freightDigits).
 	Freight string `json:"freight"`
-	// Drifted lists the indexes of targets whose live state drifted from
-	// what their Freight says. It is set when the FleetStage's status
-	// reports drift; the dashboard draws those targets with the "drifted"
-	// class.
+	// Drifted lists the indexes of the targets whose Drifted field is set
+	// (see gridTarget): those whose live state drifted from their Freight,
+	// as the FleetStage's status reports it. The page draws them with the
+	// "drifted" class.
 	Drifted []int `json:"drifted"`
 }
 
@@ -284,12 +284,17 @@ func newThreshold(failed, allowed int) *Threshold {
 	return t
 }
 
-// gridTarget is one target while the grid is built.
+// gridTarget is one target of the grid while it is built.
 type gridTarget struct {
 	id, name, group string
 	wave            int
 	state           byte
 	freight         int
+	// Drifted is set when the FleetStage's status reports that the target's
+	// live state drifted from its Freight; the page then draws the target
+	// with the "drifted" class (an outline). Nothing reports drift yet, so
+	// it stays false.
+	Drifted bool
 }
 
 func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []report.Version) Grid {
@@ -378,6 +383,9 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 			g.Names[i] = t.name
 		}
 		states[i], freights[i], waves[i] = t.state, digit(t.freight), digit(t.wave)
+		if t.Drifted {
+			g.Drifted = append(g.Drifted, i)
+		}
 		key.WriteString("|" + t.id + "@" + t.group)
 	}
 	g.States, g.Freight, g.Wave = string(states), string(freights), string(waves)
@@ -508,7 +516,8 @@ type TargetDetail struct {
 	LastPromotion *PromotionDetail `json:"lastPromotion,omitempty"`
 	// KargoURL links to the target Stage in Kargo's UI, when configured.
 	KargoURL string `json:"kargoURL,omitempty"`
-	// Drifted is set when the FleetStage's status reports drift.
+	// Drifted is set when the FleetStage's status reports that the target's
+	// live state drifted from its Freight (nothing reports drift yet).
 	Drifted bool `json:"drifted"`
 }
 
