@@ -26,7 +26,7 @@
   }
   function cellClass(i) {
     let c = 'c ' + grid.states[i];
-    if (drifted.has(i)) c += ' d';
+    if (drifted.has(i)) c += ' drifted';
     if (!matches(i)) c += ' x';
     if (i === selected) c += ' sel';
     return c;
