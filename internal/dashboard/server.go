@@ -172,10 +172,12 @@ func (s *Server) snapshot(ctx context.Context, ro *fleetv1alpha1.FleetRollout) *
 	cm := &corev1.ConfigMap{}
 	err := s.direct.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: plan.SnapshotConfigMapName(ro.Name)}, cm)
 	switch {
-	case apierrors.IsNotFound(err):
-		return nil // not taken yet: try again on the next update
-	case err != nil:
+	case apierrors.IsForbidden(err):
+		// The viewer may not read ConfigMaps: remember, and show the page
+		// without labels and thresholds.
 		s.o.Log.V(2).Info("Cannot read a plan snapshot", "FleetRollout", ro.Namespace+"/"+ro.Name, "error", err.Error())
+	case err != nil:
+		return nil // not taken yet, or a passing error: try again on the next update
 	default:
 		if p, err = plan.DecodeSnapshot(cm.BinaryData[plan.SnapshotKey]); err != nil {
 			s.o.Log.Info("Cannot decode a plan snapshot", "FleetRollout", ro.Namespace+"/"+ro.Name, "error", err.Error())

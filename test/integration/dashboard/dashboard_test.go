@@ -143,7 +143,7 @@ func TestDashboard_liveFleet(t *testing.T) {
 	require.NoError(t, fleet.Finish(bg, env.Client, inFlight[0]))
 	waitTrue(t, ctx, liveWithin-time.Since(start), `document.querySelector('tr.wave[data-wave="general"] .count').innerText === '149/158' && document.querySelectorAll('#grid i.c.i').length === 9`)
 	took := time.Since(start)
-	t.Logf("report: dashboard live update: a finished Promotion showed on the page %s after the change", took.Round(time.Millisecond))
+	fmt.Printf("report: dashboard live update: a finished Promotion showed on the page %s after the change\n", took.Round(time.Millisecond))
 	require.Contains(t, text(t, ctx, `tr.wave[data-wave="general"] .detail`), "9 in flight")
 
 	// The rest finish: general is through, critical waits for approval, and
@@ -153,7 +153,7 @@ func TestDashboard_liveFleet(t *testing.T) {
 		require.NoError(t, fleet.Finish(bg, env.Client, id))
 	}
 	waitTrue(t, ctx, liveWithin, `document.querySelector('#gate code') !== null`)
-	t.Logf("report: dashboard live update: the approval gate showed %s after the last change", time.Since(start).Round(time.Millisecond))
+	fmt.Printf("report: dashboard live update: the approval gate showed %s after the last change\n", time.Since(start).Round(time.Millisecond))
 	require.Equal(t, kargo.ApproveCommand(dashtest.Namespace, dashtest.BadFreight, "prod-critical"), text(t, ctx, "#gate code"))
 	require.Equal(t, "158/158", text(t, ctx, `tr.wave[data-wave="general"] .count`))
 	require.Equal(t, 0, count(t, ctx, "#grid i.c.i"))
@@ -220,9 +220,9 @@ func TestDashboard_pageWeight(t *testing.T) {
 			require.NoError(t, err)
 			var m pageMetrics
 			require.NoError(t, json.Unmarshal([]byte(raw), &m))
-			t.Logf("report: dashboard %d targets: HTML %.0f B (%.0f B decoded), JSON+assets %.0f B (%.0f B decoded), "+
+			fmt.Printf("report: dashboard %d targets: HTML %.0f B (%.0f B decoded), JSON+assets %.0f B (%.0f B decoded), "+
 				"total %.1f KiB transferred; DOMContentLoaded %.0f ms, grid drawn at %.0f ms (grid fetch %.0f ms, drawing %.0f ms); "+
-				"%.0f DOM nodes, %.0f target cells; resources %v",
+				"%.0f DOM nodes, %.0f target cells; resources %v\n",
 				n, m.HTML, m.HTMLDecoded, m.Assets, m.AssetsDecoded, (m.HTML+m.Assets)/1024, m.DCL, m.GridRendered,
 				m.GridFetchMs, m.GridRenderMs, m.DOMNodes, m.Cells, m.Resources)
 			require.Positive(t, m.GridRendered)
