@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 // GateConfig is the config of the fleet-gate step (schemas/fleet-gate.json).
@@ -104,8 +105,7 @@ func (s *gateStep) run(ctx context.Context, in *Input, cfg GateConfig) (Result, 
 		approved := freight.IsApprovedFor(stage)
 		outputs["approved"] = approved
 		if !approved {
-			closed = append(closed, fmt.Sprintf("approval: kargo approve --project %s --freight %s --stage %s",
-				c.Project, c.Freight, stage))
+			closed = append(closed, "approval: "+kargo.ApproveCommand(c.Project, c.Freight, stage))
 		}
 	}
 	if cfg.Window {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
 )
 
 // Counts counts targets by state.
@@ -80,7 +81,7 @@ type linkVars struct {
 func (v linkVars) links(configured []Link) []Link {
 	c := v.in.Context
 	out := make([]Link, 0, 2+len(configured))
-	if base, ok := uiBase(c.UIBaseURL); ok {
+	if base, ok := link.Base(c.UIBaseURL); ok {
 		project := base + "/project/" + url.PathEscape(c.Project)
 		out = append(out,
 			Link{URL: project + "/stage/" + url.PathEscape(c.Stage), Label: "Stage " + c.Stage},
@@ -107,16 +108,6 @@ func (v linkVars) links(configured []Link) []Link {
 		out = append(out, Link{URL: r.Replace(l.URL), Label: l.Label})
 	}
 	return out
-}
-
-// uiBase returns Kargo's UI base URL without a trailing slash, if it is an
-// http(s) URL.
-func uiBase(raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", false
-	}
-	return strings.TrimRight(raw, "/"), true
 }
 
 // shortName shortens a Freight name for labels, as Kargo's UI does.

@@ -214,8 +214,8 @@ func waveProgress(in *Input, ro *fleetv1alpha1.FleetRollout, wp *fleetv1alpha1.W
 	case wp == nil:
 		msg = fmt.Sprintf("waiting for the controller to plan wave %q of FleetRollout %q", wave, ro.Name)
 	case wp.Phase == fleetv1alpha1.WaveWaitingForApproval:
-		msg = fmt.Sprintf("wave %q waits for approval: kargo approve --project %s --freight %s --stage %s",
-			wave, in.Context.Project, in.Context.Freight, in.Context.Stage)
+		msg = fmt.Sprintf("wave %q waits for approval: %s", wave,
+			kargo.ApproveCommand(in.Context.Project, in.Context.Freight, in.Context.Stage))
 	default:
 		phase := wp.Phase
 		if phase == "" {

@@ -55,6 +55,8 @@ func run() int {
 	flag.StringVar(&opts.Kubeconfig, "kubeconfig", filepath.Join("bin", "demo.kubeconfig"),
 		"Where to write a kubeconfig for the local control plane (for kargo-fleet status beside the demo).")
 	flag.BoolVar(&opts.Keep, "keep", false, "Keep the control plane running after the story, until Ctrl-C.")
+	flag.StringVar(&opts.Dashboard, "dashboard", demo.DefaultDashboard,
+		"Address to serve the read-only dashboard on while the story runs (empty: none).")
 	flag.StringVar(&profile, "cpuprofile", "", "Write a CPU profile of the controller and the Kargo simulator to this file.")
 	_ = flag.Parse(os.Args[1:])
 

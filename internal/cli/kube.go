@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +51,21 @@ func (k *kubeOptions) connect() (client.Client, string, error) {
 	if k.client != nil {
 		return k.client, cmp.Or(k.namespace, "default"), nil
 	}
+	cfg, ns, err := k.restConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: cliScheme()})
+	if err != nil {
+		return nil, "", fmt.Errorf("error creating a client for %s: %w", cfg.Host, err)
+	}
+	k.client = c
+	return c, ns, nil
+}
+
+// restConfig loads the kubeconfig as kubectl does and returns the config
+// and the namespace to work in.
+func (k *kubeOptions) restConfig() (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = k.kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{
@@ -64,12 +80,7 @@ func (k *kubeOptions) connect() (client.Client, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("error reading the namespace from the kubeconfig: %w", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: cliScheme()})
-	if err != nil {
-		return nil, "", fmt.Errorf("error creating a client for %s: %w", cfg.Host, err)
-	}
-	k.client = c
-	return c, ns, nil
+	return cfg, ns, nil
 }
 
 // connectFleetStage connects and reads the named FleetStage (the

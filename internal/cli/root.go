@@ -40,6 +40,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		newPlanCommand(os.Stdin, out, errOut),
 		newTargetsCommand(out, errOut, kubeOptions{}),
 		newDoctorCommand(out, kubeOptions{}, clock.RealClock{}),
+		newDashboardCommand(out, kubeOptions{}),
 	)
 	return root
 }

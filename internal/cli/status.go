@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
 )
@@ -41,6 +42,9 @@ type statusOptions struct {
 	watch      bool
 	interval   time.Duration
 	barWidth   int
+	// dashboardURL is the dashboard's base URL; when set, the FleetStage's
+	// dashboard link is printed under the report.
+	dashboardURL string
 
 	out   io.Writer
 	clock clock.WithTicker
@@ -77,6 +81,9 @@ func (o *statusOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVarP(&o.watch, "watch", "w", false, "Keep showing the status, redrawn every --interval, until interrupted.")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "Time between two redraws with --watch.")
 	f.IntVar(&o.barWidth, "bar-width", report.DefaultBarWidth, "Width of the progress bars, in characters.")
+	f.StringVar(&o.dashboardURL, "dashboard-url", os.Getenv(link.DashboardURLEnv),
+		"Base URL of `kargo-fleet dashboard`: the FleetStage's page there is printed under the report (default: $"+
+			link.DashboardURLEnv+").")
 }
 
 func (o *statusOptions) validate() error {
@@ -95,6 +102,9 @@ func (o *statusOptions) validate() error {
 	}
 	if o.barWidth < 5 || o.barWidth > 200 {
 		return fmt.Errorf("--bar-width must be between 5 and 200")
+	}
+	if _, ok := link.Base(o.dashboardURL); o.dashboardURL != "" && !ok {
+		return fmt.Errorf("--dashboard-url %q: must be an http(s) URL", o.dashboardURL)
 	}
 	return nil
 }
@@ -156,6 +166,9 @@ func (o *statusOptions) render(ctx context.Context, c client.Client, ns string) 
 		err = report.RenderText(&buf, r, report.TextOptions{
 			Now: o.clock.Now(), BarWidth: o.barWidth, ASCII: o.ascii, Color: o.useColor(),
 		})
+		if u := link.FleetStageURL(o.dashboardURL, fs.Namespace, fs.Name); u != "" && err == nil {
+			fmt.Fprintf(&buf, "\nDashboard: %s\n", u)
+		}
 	}
 	return buf.Bytes(), err
 }

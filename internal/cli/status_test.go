@@ -132,6 +132,22 @@ func TestStatusCommand(t *testing.T) {
 			},
 		},
 		{
+			name: "--dashboard-url prints the FleetStage's dashboard page",
+			objs: objs,
+			args: []string{"prod", "-n", "shop", "--dashboard-url", "http://127.0.0.1:3100/"},
+			assertions: func(t *testing.T, out string, err error) {
+				require.NoError(t, err)
+				require.Contains(t, out, "\nDashboard: http://127.0.0.1:3100/projects/shop/fleetstages/prod\n")
+			},
+		},
+		{
+			name: "bad dashboard URL",
+			args: []string{"--dashboard-url", "localhost:3100"},
+			assertions: func(t *testing.T, _ string, err error) {
+				require.EqualError(t, err, `--dashboard-url "localhost:3100": must be an http(s) URL`)
+			},
+		},
+		{
 			name: "bad output",
 			args: []string{"-o", "yaml"},
 			assertions: func(t *testing.T, _ string, err error) {

@@ -66,6 +66,10 @@ type Options struct {
 	// Keep leaves the control plane running after the story until ctx is
 	// done.
 	Keep bool
+	// Dashboard is the address `kargo-fleet dashboard` is served on while
+	// the story runs ("" serves none). When the address is taken, a free
+	// port is used instead.
+	Dashboard string
 }
 
 func (o Options) withDefaults() Options {
@@ -96,14 +100,21 @@ var ErrStoryBroken = errors.New("the demo did not happen as told")
 func Run(ctx context.Context, o Options) error {
 	o = o.withDefaults()
 	s := &story{o: o, out: o.Out, good: FreightName(GoodAlias), bad: FreightName(BadAlias), start: o.Clock.Now()}
+	if o.Dashboard != "" {
+		s.dash = listenDashboard(o.Dashboard)
+	}
 	s.banner()
 	err := s.run(ctx)
 	s.summary(err)
 	if o.Keep && s.env != nil {
 		fmt.Fprintf(s.out, "\nThe control plane keeps running: kargo-fleet status %s -n %s --kubeconfig %s --watch\n"+
 			"Press Ctrl-C to stop it.\n", FleetStageName, Project, s.kubeconfig)
+		if s.dash != nil && s.dash.ln != nil {
+			fmt.Fprintf(s.out, "The dashboard keeps serving at %s\n", s.dash.url)
+		}
 		<-ctx.Done()
 	}
+	s.dash.stop()
 	if s.env != nil {
 		if stopErr := s.env.Stop(); stopErr != nil {
 			fmt.Fprintf(s.out, "warning: stopping the local control plane: %v\n", stopErr)
@@ -127,6 +138,8 @@ type story struct {
 	movedBack               int32
 	// kubeconfig reaches the control plane as its administrator.
 	kubeconfig string
+	// dash serves the dashboard once the control plane is up.
+	dash *demoDashboard
 }
 
 // run runs the expectations in order and stops at the first that fails.
@@ -188,6 +201,9 @@ func (s *story) startEnv(ctx context.Context) (string, error) {
 	cfg.QPS, cfg.Burst = 200, 400
 	if s.c, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
 		return "", fmt.Errorf("error creating a client: %w", err)
+	}
+	if err := s.dash.serve(env); err != nil {
+		return "", err
 	}
 	s.kubeconfig = s.o.Kubeconfig
 	if s.kubeconfig == "" {

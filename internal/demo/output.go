@@ -27,6 +27,9 @@ func (s *story) banner() {
 		"                   webhooks, http steps and auto-promotion; other steps are simulated",
 		"  kargo-fleet      the FleetStage and FleetRollout controllers and the step server, in this process",
 	}
+	if s.dash != nil && s.dash.ln != nil {
+		lines = append(lines, "  dashboard        "+s.dash.url+" (read-only, live)")
+	}
 	if s.o.LogFile != "" {
 		lines = append(lines, "  logs             "+s.o.LogFile+" (Kargo simulator lines are named \"kargo-simulator\")")
 	}

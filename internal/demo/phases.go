@@ -123,8 +123,7 @@ func (s *story) phaseGood(ctx context.Context) (string, error) {
 					return false, err
 				}
 				approved = true
-				v.note(fmt.Sprintf("operator: kargo approve --project %s --freight %s --stage %s",
-					Project, GoodAlias, s.waveStage(WaveCritical)))
+				v.note("operator: " + kargo.ApproveCommand(Project, GoodAlias, s.waveStage(WaveCritical)))
 			}
 			switch ro.Status.Phase {
 			case fleetv1alpha1.RolloutSucceeded:

@@ -83,3 +83,9 @@ func (f *Freight) IsApprovedFor(stage string) bool {
 	_, ok := f.Status.ApprovedFor[stage]
 	return ok
 }
+
+// ApproveCommand is the `kargo approve` command that approves freight for
+// stage in project, as operators type it.
+func ApproveCommand(project, freight, stage string) string {
+	return "kargo approve --project " + project + " --freight " + freight + " --stage " + stage
+}

@@ -140,7 +140,7 @@ func (t *textWriter) fleet(f *Fleet) {
 	t.printf("%s %s/%s: %s, %d targets in %d waves", t.paint(colorBold, "FleetStage"), f.Namespace, f.Name,
 		ready, f.Targets.Selected, len(f.Waves))
 	if f.LastGoodFreight != nil {
-		t.printf(", last good Freight %s", displayFreight(*f.LastGoodFreight))
+		t.printf(", last good Freight %s", DisplayFreight(*f.LastGoodFreight))
 	} else {
 		t.printf(", no last good Freight yet")
 	}
@@ -177,7 +177,7 @@ func (t *textWriter) versions(vs []Version) {
 	nameWidth, countWidth := 0, 1
 	for _, v := range vs {
 		total += v.Targets
-		nameWidth = max(nameWidth, utf8.RuneCountInString(displayFreight(v.Freight)))
+		nameWidth = max(nameWidth, utf8.RuneCountInString(DisplayFreight(v.Freight)))
 		countWidth = max(countWidth, len(fmt.Sprint(v.Targets)))
 	}
 	for i, v := range vs {
@@ -187,14 +187,14 @@ func (t *textWriter) versions(vs []Version) {
 		}
 		bar := drawBar(Segments{Succeeded: int(v.Targets), Total: int(total)}, t.o.BarWidth,
 			Glyphs{Succeeded: t.glyphs.Succeeded, Pending: t.glyphs.Pending}, t.paint)
-		t.printf("%s%s [%s] %*d  %3d%%\n", label, padRight(displayFreight(v.Freight), nameWidth), bar, countWidth,
+		t.printf("%s%s [%s] %*d  %3d%%\n", label, padRight(DisplayFreight(v.Freight), nameWidth), bar, countWidth,
 			v.Targets, percent(v.Targets, total))
 	}
 }
 
 func (t *textWriter) rollout(r *Rollout) {
 	t.printf("%s %s (%s): %s to %s, %s, %s", t.paint(colorBold, "FleetRollout"), r.Name, r.Role, r.Direction,
-		displayFreight(r.Freight), t.phase(string(r.Phase)), t.elapsed(r))
+		DisplayFreight(r.Freight), t.phase(string(r.Phase)), t.elapsed(r))
 	t.printf("\n")
 	var facts []string
 	if r.RollbackOf != "" {
@@ -336,8 +336,8 @@ func formatDuration(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-// displayFreight names a Freight by alias and short name: "v1.4.0 (1a2b3c4)".
-func displayFreight(f FreightName) string {
+// DisplayFreight names a Freight by alias and short name: "v1.4.0 (1a2b3c4)".
+func DisplayFreight(f FreightName) string {
 	short := f.Name
 	if len(short) > 12 && isHex(short) {
 		short = short[:7]

@@ -6,13 +6,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
-	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
 // maxFailureExamples bounds the examples kept per failure reason.
@@ -238,8 +237,7 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 		return handOff(o, d, current)
 	case !rollback && ws.pw.Approval == fleetv1alpha1.ApprovalRequired && !o.ApprovedWaves[ws.pw.Name] && ws.succeeded+ws.failed+ws.inFlight == 0:
 		wp.Phase = fleetv1alpha1.WaveWaitingForApproval
-		wp.Waiting = fmt.Sprintf("waiting for approval: kargo approve --project %s --freight %s --stage %s",
-			r.Namespace, r.Spec.Freight.Name, o.WaveStage(ws.pw.Name))
+		wp.Waiting = "waiting for approval: " + kargo.ApproveCommand(r.Namespace, r.Spec.Freight.Name, o.WaveStage(ws.pw.Name))
 		d.Phase, d.Message = fleetv1alpha1.RolloutWaitingForApproval, wp.Waiting
 		return d
 	}

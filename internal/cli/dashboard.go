@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/dashboard"
+	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
+)
+
+// defaultDashboardAddress is where `kargo-fleet dashboard` listens: this
+// machine only, since it serves with the viewer's own credentials.
+const defaultDashboardAddress = "127.0.0.1:3100"
+
+// dashboardOptions configures `kargo-fleet dashboard`.
+type dashboardOptions struct {
+	kube     kubeOptions
+	address  string
+	kargoURL string
+
+	out io.Writer
+}
+
+func newDashboardCommand(out io.Writer, kube kubeOptions) *cobra.Command {
+	o := &dashboardOptions{kube: kube, out: out}
+	cmd := &cobra.Command{
+		Use:   "dashboard",
+		Short: "Serve a read-only live web view of fleets on this machine",
+		Long: "Serves a read-only web page showing every FleetStage: the Freight each target runs, the " +
+			"current rollout's waves with progress and thresholds, the approval it waits for, failures grouped " +
+			"by reason, and a grid of every target. It reads with your own kubeconfig and RBAC, watches the " +
+			"Projects being viewed, and pushes changes to open pages within a second or two.",
+		Example: "  kargo-fleet dashboard\n  kargo-fleet dashboard -n shop --kargo-url https://kargo.example.com\n" +
+			"  kubectl fleet dashboard --address 127.0.0.1:8080",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *dashboardOptions) addFlags(cmd *cobra.Command) {
+	o.kube.addFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.Lookup("namespace").Usage = "Show only this Kargo Project (default: every namespace with a FleetStage you may list)."
+	f.StringVar(&o.address, "address", defaultDashboardAddress, "Address to serve the dashboard on.")
+	f.StringVar(&o.kargoURL, "kargo-url", "", "Kargo UI base URL: target details link to their Stage there.")
+}
+
+func (o *dashboardOptions) validate() error {
+	if _, _, err := net.SplitHostPort(o.address); err != nil {
+		return fmt.Errorf("--address %q: %w", o.address, err)
+	}
+	if o.kargoURL != "" {
+		if _, ok := link.Base(o.kargoURL); !ok {
+			return fmt.Errorf("--kargo-url %q: must be an http(s) URL", o.kargoURL)
+		}
+	}
+	return nil
+}
+
+func (o *dashboardOptions) run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	cfg, _, err := o.kube.restConfig()
+	if err != nil {
+		return err
+	}
+	var namespaces []string
+	if o.kube.namespace != "" {
+		namespaces = []string{o.kube.namespace}
+	}
+	srv, err := dashboard.New(ctx, dashboard.Options{Config: cfg, Scheme: cliScheme(), Namespaces: namespaces,
+		KargoURL: o.kargoURL, Log: ctrl.Log.WithName("dashboard")})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.address)
+	if err != nil {
+		return fmt.Errorf("error listening on %s: %w", o.address, err)
+	}
+	url := dashboard.URL(ln) + "/projects"
+	if len(namespaces) == 1 {
+		url = dashboard.URL(ln) + link.ProjectPath(namespaces[0])
+	}
+	fmt.Fprintf(o.out, "kargo-fleet dashboard (read-only) at %s\nPress Ctrl-C to stop it.\n", url)
+	return srv.Serve(ctx, ln)
+}

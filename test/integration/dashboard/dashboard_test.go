@@ -1,0 +1,238 @@
+//go:build integration
+
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/dashboard"
+	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/dashtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+// liveWithin is how soon a change must show on an open page.
+const liveWithin = 2 * time.Second
+
+// serve serves the dashboard until the test ends and returns its URL.
+func serve(t *testing.T, o dashboard.Options) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	o.Scheme, o.Log = env.Scheme, logr.Discard()
+	srv, err := dashboard.New(ctx, o)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return dashboard.URL(ln)
+}
+
+// waitTrue evaluates a JavaScript condition until it holds, and returns how
+// long that took.
+func waitTrue(t *testing.T, ctx context.Context, within time.Duration, cond string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](cond))
+		require.NoError(t, err)
+		if ok {
+			return time.Since(start)
+		}
+		if time.Since(start) > within {
+			summary, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('summary').innerText`))
+			t.Fatalf("not true within %s: %s\npage summary:\n%s", within, cond, summary)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	require.NoError(t, err)
+	return strings.TrimSpace(s)
+}
+
+func count(t *testing.T, ctx context.Context, sel string) int {
+	t.Helper()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
+	require.NoError(t, err)
+	return n
+}
+
+const gridReady = `document.getElementById('grid').getAttribute('aria-busy') === null && document.querySelectorAll('#grid i.c').length > 0`
+
+// TestDashboard_liveFleet opens the page of a 200-target fleet in the
+// middle of a rollout, checks what it shows, then finishes in-flight
+// targets the way Kargo and the controller would and watches the page
+// follow within two seconds, without a reload.
+func TestDashboard_liveFleet(t *testing.T) {
+	bg := context.Background()
+	require.NoError(t, env.Client.Create(bg, envtest.ProjectNamespace(dashtest.Namespace)))
+	fleet := dashtest.NewFleet(200, time.Now())
+	require.NoError(t, fleet.Create(bg, env.Client))
+
+	base := serve(t, dashboard.Options{Config: env.Config, KargoURL: "https://kargo.example.com", Clock: clock.RealClock{}})
+	ctx := browser(t)
+	page := base + "/projects/shop/fleetstages/prod"
+
+	// The Projects page lists the FleetStage.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/projects"),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/projects/shop/fleetstages/prod"]`))))
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(page)))
+	waitTrue(t, ctx, 20*time.Second, gridReady)
+
+	// What a person sees: the distribution, wave bars with counts, the
+	// thresholds, the failures and the grid.
+	require.Contains(t, text(t, ctx, "#versions + .vlegend"), "v1.5.0 (fba72e3) 168")
+	require.Equal(t, "2/2", text(t, ctx, `tr.wave[data-wave="pilot"] .count`))
+	require.Equal(t, "18/20", text(t, ctx, `tr.wave[data-wave="canary"] .count`))
+	require.Equal(t, "148/158", text(t, ctx, `tr.wave[data-wave="general"] .count`))
+	require.Equal(t, "0/20", text(t, ctx, `tr.wave[data-wave="critical"] .count`))
+	require.Contains(t, text(t, ctx, `tr.wave[data-wave="canary"] .threshold`), "2 of 2 allowed failures: the next failure halts")
+	require.Contains(t, text(t, ctx, `tr.wave[data-wave="general"] .detail`), "10 in flight")
+	require.Equal(t, "168 succeeded2 failed10 in flight20 pendingof 200", strings.ReplaceAll(text(t, ctx, "#totals"), "\n", ""))
+	require.Equal(t, "PromotionFailed", text(t, ctx, ".failure-reason"))
+	require.Contains(t, text(t, ctx, ".failures"), `eu-west-1-01: simulated failure of step "sync" (argocd-update)`)
+	require.Equal(t, 0, count(t, ctx, "#gate"), "no approval is awaited yet")
+	require.Equal(t, 200, count(t, ctx, "#grid i.c"))
+	require.Equal(t, 2, count(t, ctx, "#grid i.c.f"))
+	require.Equal(t, 10, count(t, ctx, "#grid i.c.i"))
+	require.Equal(t, 5, count(t, ctx, "#grid details.group"), "grouped by region")
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	screenshot(t, "dashboard-live-200.png", png)
+
+	// A target's details are fetched on click.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#grid i.c.f"))))
+	waitTrue(t, ctx, 5*time.Second, `!document.getElementById('detail').hidden && document.getElementById('detail').innerText.includes('PromotionFailed')`)
+	detail := text(t, ctx, "#detail")
+	require.Contains(t, detail, dashtest.FailureMessage)
+	require.Contains(t, detail, "label region")
+	require.Contains(t, detail, "param server")
+	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#detail a').href`))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(href, "https://kargo.example.com/project/shop/stage/prod."), href)
+	png, err = chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#targets")))
+	require.NoError(t, err)
+	screenshot(t, "dashboard-detail.png", png)
+
+	// Live: a Promotion finishes; the page follows without a reload.
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded = true`))
+	require.NoError(t, err)
+	inFlight := fleet.InFlight()
+	start := time.Now()
+	require.NoError(t, fleet.Finish(bg, env.Client, inFlight[0]))
+	waitTrue(t, ctx, liveWithin-time.Since(start), `document.querySelector('tr.wave[data-wave="general"] .count').innerText === '149/158' && document.querySelectorAll('#grid i.c.i').length === 9`)
+	took := time.Since(start)
+	fmt.Printf("report: dashboard live update: a finished Promotion showed on the page %s after the change\n", took.Round(time.Millisecond))
+	require.Contains(t, text(t, ctx, `tr.wave[data-wave="general"] .detail`), "9 in flight")
+
+	// The rest finish: general is through, critical waits for approval, and
+	// the page shows the exact command.
+	start = time.Now()
+	for _, id := range inFlight[1:] {
+		require.NoError(t, fleet.Finish(bg, env.Client, id))
+	}
+	waitTrue(t, ctx, liveWithin, `document.querySelector('#gate code') !== null`)
+	fmt.Printf("report: dashboard live update: the approval gate showed %s after the last change\n", time.Since(start).Round(time.Millisecond))
+	require.Equal(t, kargo.ApproveCommand(dashtest.Namespace, dashtest.BadFreight, "prod-critical"), text(t, ctx, "#gate code"))
+	require.Equal(t, "158/158", text(t, ctx, `tr.wave[data-wave="general"] .count`))
+	require.Equal(t, 0, count(t, ctx, "#grid i.c.i"))
+	notReloaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`))
+	require.NoError(t, err)
+	require.True(t, notReloaded, "the page was updated in place, not reloaded")
+	png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	screenshot(t, "dashboard-gate.png", png)
+
+	// Filtering and regrouping happen in the page.
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](
+		`(() => { const e = document.getElementById('state'); e.value = 'f'; return e.dispatchEvent(new Event('change')); })()`))
+	require.NoError(t, err)
+	require.Equal(t, 2, count(t, ctx, "#grid i.c:not(.x)"))
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](
+		`(() => { const e = document.getElementById('groupby'); e.value = 'wave'; return e.dispatchEvent(new Event('change')); })()`))
+	require.NoError(t, err)
+	waitTrue(t, ctx, 5*time.Second, `[...document.querySelectorAll('#grid details.group > summary')].map(s => s.firstChild.textContent.trim()).join(',') === 'pilot,canary,general,critical'`)
+}
+
+// pageMetrics is what the browser measured of one page load.
+type pageMetrics struct {
+	HTML          float64 `json:"html"`
+	HTMLDecoded   float64 `json:"htmlDecoded"`
+	Assets        float64 `json:"assets"`
+	AssetsDecoded float64 `json:"assetsDecoded"`
+	Resources     [][]any `json:"resources"`
+	DCL           float64 `json:"domContentLoaded"`
+	Load          float64 `json:"load"`
+	GridRendered  float64 `json:"gridRendered"`
+	GridRenderMs  float64 `json:"gridRenderMs"`
+	GridFetchMs   float64 `json:"gridFetchMs"`
+	DOMNodes      float64 `json:"domNodes"`
+	Cells         float64 `json:"cells"`
+}
+
+const measure = `(() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const res = performance.getEntriesByType('resource').filter(r => !r.name.includes('/events'));
+  const sum = (k) => res.reduce((a, r) => a + r[k], 0);
+  const mark = performance.getEntriesByName('grid-rendered')[0];
+  return JSON.stringify({html: nav.transferSize, htmlDecoded: nav.decodedBodySize, assets: sum('transferSize'),
+    assetsDecoded: sum('decodedBodySize'), resources: res.map(r => [r.name.split('/').pop(), r.transferSize, r.decodedBodySize]),
+    domContentLoaded: nav.domContentLoadedEventEnd, load: nav.loadEventEnd, gridRendered: mark ? mark.startTime : -1,
+    gridRenderMs: window.dashboardTimings.gridRenderMs, gridFetchMs: window.dashboardTimings.gridFetchMs,
+    domNodes: document.getElementsByTagName('*').length, cells: document.querySelectorAll('#grid i.c').length});
+})()`
+
+// TestDashboard_pageWeight measures the page of a fleet of 200 and of
+// 10,000 targets in the browser: bytes of HTML, JSON and assets, and the
+// time until the grid is drawn. The fleet is served from memory so that
+// the figures are the dashboard's, not the API server's.
+func TestDashboard_pageWeight(t *testing.T) {
+	for _, n := range []int{200, 10000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			fleet := dashtest.NewFleet(n, time.Now())
+			c := fake.NewClientBuilder().WithScheme(env.Scheme).WithObjects(fleet.Objects()...).Build()
+			base := serve(t, dashboard.Options{Reader: c, Namespaces: []string{dashtest.Namespace}})
+			ctx := browser(t)
+			require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/projects/shop/fleetstages/prod")))
+			waitTrue(t, ctx, 60*time.Second, gridReady)
+			raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](measure))
+			require.NoError(t, err)
+			var m pageMetrics
+			require.NoError(t, json.Unmarshal([]byte(raw), &m))
+			fmt.Printf("report: dashboard %d targets: HTML %.0f B (%.0f B decoded), JSON+assets %.0f B (%.0f B decoded), "+
+				"total %.1f KiB transferred; DOMContentLoaded %.0f ms, grid drawn at %.0f ms (grid fetch %.0f ms, drawing %.0f ms); "+
+				"%.0f DOM nodes, %.0f target cells; resources %v\n",
+				n, m.HTML, m.HTMLDecoded, m.Assets, m.AssetsDecoded, (m.HTML+m.Assets)/1024, m.DCL, m.GridRendered,
+				m.GridFetchMs, m.GridRenderMs, m.DOMNodes, m.Cells, m.Resources)
+			require.Positive(t, m.GridRendered)
+			if n > 1000 {
+				require.Less(t, m.Cells, float64(n), "a large fleet draws only the groups that need attention")
+				require.Less(t, m.HTML+m.Assets, 300.0*1024, "a 10,000-target page stays under 300 KiB on the wire")
+			}
+			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			require.NoError(t, err)
+			screenshot(t, fmt.Sprintf("dashboard-%d.png", n), png)
+		})
+	}
+}
