@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -170,7 +172,7 @@ func (s *Server) snapshot(ctx context.Context, ro *fleetv1alpha1.FleetRollout) *
 		return p
 	}
 	cm := &corev1.ConfigMap{}
-	err := s.direct.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: plan.SnapshotConfigMapName(ro.Name)}, cm)
+	err := s.direct.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: fleetrollout.SnapshotName(ro.Name)}, cm)
 	switch {
 	case apierrors.IsForbidden(err):
 		// The viewer may not read ConfigMaps: remember, and show the page

@@ -13,13 +13,11 @@ import (
 const (
 	// SnapshotKey is the ConfigMap key holding the compressed plan.
 	SnapshotKey = "plan.json.gz"
-	// snapshotSuffix ends the snapshot ConfigMap's name.
-	snapshotSuffix = "-plan"
+	// maxSnapshotBytes bounds a decompressed plan snapshot (a 10,000-target
+	// plan is a few MiB): anyone who may write ConfigMaps in the Project can
+	// write one, and 1 MiB of gzip could otherwise expand to gigabytes.
+	maxSnapshotBytes = 64 << 20
 )
-
-// SnapshotConfigMapName is the name of the ConfigMap holding a rollout's
-// plan snapshot: "<rollout>-plan".
-func SnapshotConfigMapName(rollout string) string { return rollout + snapshotSuffix }
 
 // DecodeSnapshot decodes a plan snapshot as stored under SnapshotKey.
 func DecodeSnapshot(raw []byte) (*WavePlan, error) {
@@ -27,9 +25,12 @@ func DecodeSnapshot(raw []byte) (*WavePlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error decompressing plan snapshot: %w", err)
 	}
-	data, err := io.ReadAll(zr)
+	data, err := io.ReadAll(io.LimitReader(zr, maxSnapshotBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("error decompressing plan snapshot: %w", err)
+	}
+	if len(data) > maxSnapshotBytes {
+		return nil, fmt.Errorf("error decompressing plan snapshot: it expands to more than %d bytes", maxSnapshotBytes)
 	}
 	p := &WavePlan{}
 	if err := json.Unmarshal(data, p); err != nil {

@@ -19,7 +19,6 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	got, err := DecodeSnapshot(raw)
 	require.NoError(t, err)
 	require.Equal(t, p, got)
-	require.Equal(t, "prod-1a-plan", SnapshotConfigMapName("prod-1a"))
 
 	_, err = DecodeSnapshot([]byte("not gzip"))
 	require.ErrorContains(t, err, "error decompressing plan snapshot")

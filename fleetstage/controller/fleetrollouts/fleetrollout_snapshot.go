@@ -1,12 +1,8 @@
 package fleetrollouts
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 
@@ -22,14 +18,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
-
-// snapshotKey is the ConfigMap key holding a rollout's plan.
-const snapshotKey = "plan.json.gz"
-
-// maxSnapshotBytes bounds a decompressed plan snapshot (a 10,000-target plan
-// is a few MiB): a ConfigMap of 1 MiB of gzip could otherwise expand to a
-// gigabyte in the controller's memory.
-const maxSnapshotBytes = 64 << 20
 
 // snapshots keeps decoded plan snapshots by rollout UID: a snapshot never
 // changes, so it is read from the API server once per process.
@@ -83,7 +71,7 @@ func (r *FleetRolloutReconciler) readSnapshot(ctx context.Context, namespace, ro
 	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleetrollout.SnapshotName(rollout)}, cm); err != nil {
 		return nil, err
 	}
-	p, err := decodePlan(cm.BinaryData[snapshotKey])
+	p, err := plan.DecodeSnapshot(cm.BinaryData[plan.SnapshotKey])
 	if err != nil {
 		return nil, fmt.Errorf("error decoding plan snapshot %q: %w", cm.Name, err)
 	}
@@ -105,7 +93,7 @@ func (r *FleetRolloutReconciler) takeSnapshot(ctx context.Context, ro *fleetv1al
 		p = fp.Plan
 	}
 	p = &plan.WavePlan{Hash: p.Hash, Waves: p.Waves, FleetMaxFailures: p.FleetMaxFailures}
-	raw, err := encodePlan(p)
+	raw, err := plan.EncodeSnapshot(p)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +107,7 @@ func (r *FleetRolloutReconciler) takeSnapshot(ctx context.Context, ro *fleetv1al
 			}},
 		},
 		Immutable:  &immutable,
-		BinaryData: map[string][]byte{snapshotKey: raw},
+		BinaryData: map[string][]byte{plan.SnapshotKey: raw},
 	}
 	if err := r.client.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
 		return r.readSnapshot(ctx, ro.Namespace, ro.Name)
@@ -163,37 +151,6 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 		}
 	}
 	return out, nil
-}
-
-func encodePlan(p *plan.WavePlan) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(p); err != nil {
-		return nil, fmt.Errorf("error encoding plan snapshot: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("error compressing plan snapshot: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-func decodePlan(raw []byte) (*plan.WavePlan, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(io.LimitReader(zr, maxSnapshotBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxSnapshotBytes {
-		return nil, fmt.Errorf("plan snapshot expands to more than %d bytes", maxSnapshotBytes)
-	}
-	p := &plan.WavePlan{}
-	if err := json.Unmarshal(data, p); err != nil {
-		return nil, err
-	}
-	return p, nil
 }
 
 func shortHash(h string) string {

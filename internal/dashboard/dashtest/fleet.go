@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -220,7 +222,7 @@ func (f *Fleet) buildRollout() {
 	}
 	f.rollout.Status.StartedAt = &started
 	f.rollout.Status.Snapshot = &fleetv1alpha1.PlanSnapshot{PlanHash: f.Plan.Hash, Targets: int32(f.N),
-		ConfigMap: plan.SnapshotConfigMapName(Rollout), TakenAt: &started}
+		ConfigMap: fleetrollout.SnapshotName(Rollout), TakenAt: &started}
 	f.progress()
 }
 
@@ -278,7 +280,7 @@ func (f *Fleet) Objects() []client.Object {
 		panic(err)
 	}
 	objs := []client.Object{f.fleetStage.DeepCopy(), f.rollout.DeepCopy(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: plan.SnapshotConfigMapName(Rollout)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: fleetrollout.SnapshotName(Rollout)},
 		BinaryData: map[string][]byte{plan.SnapshotKey: raw}}}
 	for i, alias := range []string{"v1.4.0", "v1.5.0"} {
 		objs = append(objs, &kargo.Freight{

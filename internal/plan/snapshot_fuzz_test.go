@@ -1,4 +1,4 @@
-package fleetrollouts
+package plan
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
 
 // FuzzDecodePlan decodes arbitrary plan snapshots (the ConfigMap is
@@ -15,9 +13,9 @@ import (
 // panics, and a snapshot that decodes encodes and decodes again to the same
 // plan.
 func FuzzDecodePlan(f *testing.F) {
-	p := &plan.WavePlan{Hash: "abc", Candidates: 2, Waves: []plan.PlannedWave{{Name: "pilot",
-		Members: []plan.Target{{ID: "c1", Name: "c1", Source: "Inline", Params: map[string]string{"a": "b"}}}}}}
-	raw, err := encodePlan(p)
+	p := &WavePlan{Hash: "abc", Candidates: 2, Waves: []PlannedWave{{Name: "pilot",
+		Members: []Target{{ID: "c1", Name: "c1", Source: "Inline", Params: map[string]string{"a": "b"}}}}}}
+	raw, err := EncodeSnapshot(p)
 	require.NoError(f, err)
 	f.Add(raw)
 	f.Add([]byte("not gzip"))
@@ -27,13 +25,13 @@ func FuzzDecodePlan(f *testing.F) {
 	_ = zw.Close()
 	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		p, err := decodePlan(raw)
+		p, err := DecodeSnapshot(raw)
 		if err != nil {
 			return
 		}
-		again, err := encodePlan(p)
+		again, err := EncodeSnapshot(p)
 		require.NoError(t, err)
-		q, err := decodePlan(again)
+		q, err := DecodeSnapshot(again)
 		require.NoError(t, err)
 		require.Equal(t, p, q)
 	})
