@@ -12,6 +12,7 @@ package fleetenv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -62,6 +63,10 @@ type Options struct {
 	// Controller configures kargo-fleet's controller; StepServerURL and
 	// Webhooks are set by Start.
 	Controller manager.Options
+	// ControllerUsername is the user the FleetRollout webhook trusts as
+	// kargo-fleet's controller (default ControllerUser): set it when the
+	// controller runs elsewhere under another identity.
+	ControllerUsername string
 	// ExternalController leaves kargo-fleet's controller and step server
 	// out of this process: the caller runs them elsewhere (e.g. the
 	// kargo-fleet binary, to measure it on its own) with ControllerConfig
@@ -248,7 +253,7 @@ func (e *Env) startSimulator() error {
 	// The FleetStage and FleetRollout webhooks are served next to Kargo's:
 	// they stay up while the controller is stopped and restarted.
 	if err := fswebhook.Setup(mgr, fswebhook.Options{
-		InventoryNamespaces: inventory.DefaultNamespacePolicy(), ControllerUsername: ControllerUser,
+		InventoryNamespaces: inventory.DefaultNamespacePolicy(), ControllerUsername: cmp.Or(e.opts.ControllerUsername, ControllerUser),
 	}); err != nil {
 		return err
 	}

@@ -192,8 +192,14 @@ func startController(t *testing.T) (string, <-chan struct{}) {
 	for _, e := range ctr.Env {
 		v := e.Value
 		if e.ValueFrom != nil {
-			require.Equal(t, "metadata.namespace", e.ValueFrom.FieldRef.FieldPath, e.Name)
-			v = releaseNamespace
+			switch path := e.ValueFrom.FieldRef.FieldPath; path {
+			case "metadata.namespace":
+				v = releaseNamespace
+			case "spec.serviceAccountName":
+				v = pod.ServiceAccountName
+			default:
+				t.Fatalf("env %s comes from field %s, which this test does not fill", e.Name, path)
+			}
 		}
 		t.Setenv(e.Name, v)
 	}

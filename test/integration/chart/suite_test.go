@@ -79,9 +79,14 @@ func run(m *testing.M) int {
 	// The controller runs outside the environment (below, from the rendered
 	// Deployment); the simulator's http step reaches it through
 	// serviceTransport.
+	dep := helmchart.Find(objs, "Deployment", "")
+	sa, _, _ := unstructured.NestedString(dep.Object, "spec", "template", "spec", "serviceAccountName")
 	env, err = fleetenv.Start(context.Background(), fleetenv.Options{
 		Simulator:          kargosim.Options{Seed: 7, HTTPTransport: transport},
 		ExternalController: true,
+		// The FleetRollout webhook trusts the rendered ServiceAccount, as
+		// the rendered --controller-username default says.
+		ControllerUsername: fmt.Sprintf("system:serviceaccount:%s:%s", releaseNamespace, sa),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

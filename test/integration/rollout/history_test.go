@@ -41,7 +41,7 @@ func TestHistoryLimitPrunesOldRollouts(t *testing.T) {
 		ro := &fleetv1alpha1.FleetRollout{
 			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{fleetv1alpha1.FleetStageLabel: "fleet"}},
 			Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: "fleet", Freight: fleetv1alpha1.FreightReference{Name: f.good},
-				Direction: fleetv1alpha1.DirectionForward, Intent: fleetv1alpha1.IntentPause},
+				Direction: fleetv1alpha1.DirectionForward, Intent: fleetv1alpha1.IntentPause, Actor: "kubernetes:admin"},
 		}
 		require.NoError(t, c.Create(ctx, ro))
 		waitFor(t, ro, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Snapshot != nil })
@@ -84,7 +84,7 @@ func unfinishedRollbackOf(t *testing.T, f *fleet, ro *fleetv1alpha1.FleetRollout
 	}, nil)))
 	current := &fleetv1alpha1.FleetRollout{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(ro), current))
-	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: current, Freight: fleetv1alpha1.FreightReference{Name: f.good}, Actor: "test"})
+	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: current, Freight: fleetv1alpha1.FreightReference{Name: f.good}, Actor: "kubernetes:admin"})
 	rb.Spec.Intent = fleetv1alpha1.IntentPause
 	require.NoError(t, env.Client.Create(ctx, rb))
 	waitFor(t, rb, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Phase == fleetv1alpha1.RolloutPaused })
