@@ -75,13 +75,14 @@ func newEngine(opts Options) *engine {
 	return e
 }
 
-// SetupWithManager registers the Promotion webhooks on the manager's
-// webhook server and the Promotion and Stage controllers.
+// SetupWithManager registers the Promotion and Stage webhooks on the
+// manager's webhook server and the Promotion and Stage controllers.
 func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePromotionPath, &webhook.Admission{Handler: &mutatingHandler{sim: s, decoder: decoder}})
 	srv.Register(ValidatePromotionPath, &webhook.Admission{Handler: &validatingHandler{sim: s, decoder: decoder}})
+	srv.Register(ValidateStagePath, &webhook.Admission{Handler: &stageValidatingHandler{decoder: decoder}})
 	if err := mgr.Add(s.freightStatus); err != nil {
 		return fmt.Errorf("error adding the simulated Freight status writer: %w", err)
 	}
