@@ -137,7 +137,7 @@ func judgeAll(o Observation, d *Decision) ([]*waveState, []failure) {
 		for j := range pw.Members {
 			t := &pw.Members[j]
 			obs := o.Targets[t.ID]
-			j := Judge(obs, pw.ProgressDeadline, o.Now)
+			j := Judge(obs, Limits{ProgressDeadline: pw.ProgressDeadline, UnhealthyGrace: pw.UnhealthyGrace}, o.Now)
 			if j.State == TargetPending && o.Expected[t.ID] {
 				j.State = TargetInFlight
 			}

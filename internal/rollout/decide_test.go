@@ -395,12 +395,64 @@ func TestJudge(t *testing.T) {
 	promo := func(phase kargo.PromotionPhase, age time.Duration) *PromotionObservation {
 		return &PromotionObservation{Name: "p", Phase: phase, CreatedAt: now.Add(-age)}
 	}
+	// done is a Promotion created age ago that succeeded ago.
+	done := func(age, ago time.Duration) *PromotionObservation {
+		p := promo(kargo.PromotionSucceeded, age)
+		p.FinishedAt = now.Add(-ago)
+		return p
+	}
+	grace := Limits{ProgressDeadline: 10 * time.Minute, UnhealthyGrace: 2 * time.Minute}
 	tests := []struct {
-		name       string
-		obs        TargetObservation
-		wantState  TargetState
-		wantReason string
+		name         string
+		obs          TargetObservation
+		limits       *Limits
+		wantState    TargetState
+		wantReason   string
+		wantMessage  string
+		wantDeadline time.Time
 	}{
+		{
+			name:         "unhealthy within the grace waits until the grace ends",
+			obs:          TargetObservation{Promotion: done(2*time.Minute, time.Minute), OnFreight: true, Health: kargo.HealthUnhealthy},
+			limits:       &grace,
+			wantState:    TargetInFlight,
+			wantDeadline: now.Add(time.Minute),
+		},
+		{
+			name:        "unhealthy for the grace after the Promotion succeeded fails long before the deadline",
+			obs:         TargetObservation{Promotion: done(3*time.Minute, 2*time.Minute), OnFreight: true, Health: kargo.HealthUnhealthy},
+			limits:      &grace,
+			wantState:   TargetFailed,
+			wantReason:  ReasonUnhealthy,
+			wantMessage: "the Stage is unhealthy 2m0s after the Promotion succeeded (unhealthyGrace 2m0s)",
+		},
+		{
+			name:      "healthy again within the grace succeeds",
+			obs:       TargetObservation{Promotion: done(3*time.Minute, time.Minute), OnFreight: true, Health: kargo.HealthHealthy},
+			limits:    &grace,
+			wantState: TargetSucceeded,
+		},
+		{
+			name:         "progressing health is not unhealthy: only the deadline applies",
+			obs:          TargetObservation{Promotion: done(3*time.Minute, 3*time.Minute), OnFreight: false, Health: kargo.HealthProgressing},
+			limits:       &grace,
+			wantState:    TargetInFlight,
+			wantDeadline: now.Add(7 * time.Minute),
+		},
+		{
+			name:         "a deadline sooner than the grace comes first",
+			obs:          TargetObservation{Promotion: done(9*time.Minute+30*time.Second, 10*time.Second), OnFreight: true, Health: kargo.HealthUnhealthy},
+			limits:       &grace,
+			wantState:    TargetInFlight,
+			wantDeadline: now.Add(30 * time.Second),
+		},
+		{
+			name:         "no grace (a snapshot from before the setting): only the deadline fails an unhealthy target",
+			obs:          TargetObservation{Promotion: done(3*time.Minute, 3*time.Minute), OnFreight: true, Health: kargo.HealthUnhealthy},
+			limits:       &Limits{ProgressDeadline: 10 * time.Minute},
+			wantState:    TargetInFlight,
+			wantDeadline: now.Add(7 * time.Minute),
+		},
 		{name: "no promotion", wantState: TargetPending},
 		{name: "left before start", obs: TargetObservation{StageGone: true}, wantState: TargetSkipped},
 		{name: "running", obs: TargetObservation{Promotion: promo(kargo.PromotionRunning, time.Minute)}, wantState: TargetInFlight},
@@ -444,9 +496,19 @@ func TestJudge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			j := Judge(tt.obs, 10*time.Minute, now)
+			limits := Limits{ProgressDeadline: 10 * time.Minute}
+			if tt.limits != nil {
+				limits = *tt.limits
+			}
+			j := Judge(tt.obs, limits, now)
 			require.Equal(t, tt.wantState, j.State)
 			require.Equal(t, tt.wantReason, j.Reason)
+			if tt.wantMessage != "" {
+				require.Equal(t, tt.wantMessage, j.Message)
+			}
+			if !tt.wantDeadline.IsZero() {
+				require.Equal(t, tt.wantDeadline, j.DeadlineAt)
+			}
 		})
 	}
 }
