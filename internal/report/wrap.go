@@ -67,7 +67,6 @@ func wrapWords(s string, width int) []string {
 		}
 		if len(line) > 0 {
 			lines = append(lines, string(line))
-			line = nil
 		}
 		for len(w) > width {
 			lines = append(lines, string(w[:width]))
