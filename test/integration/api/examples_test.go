@@ -38,9 +38,10 @@ type document struct {
 }
 
 // TestExamplesAreAccepted admits every object of examples/, of the chart's
-// ClusterPromotionTasks and every complete object (apiVersion and kind) in
-// a ```yaml block of the docs through the real apiserver (CRD schema and
-// CEL) and the admission webhooks: the FleetStage webhook, and the Kargo
+// ClusterPromotionTasks, and every ```yaml block of the docs that is a
+// complete object (apiVersion and kind) or a list of promotion steps (in a
+// Stage's template) through the real apiserver (CRD schema and CEL) and the
+// admission webhooks: the FleetStage webhook, and the Kargo
 // simulator's Stage and Promotion webhooks, which refuse what Kargo v1.11.2
 // refuses. Objects are created with a server-side dry run, so examples that
 // share a name do not collide; their namespaces are created as Kargo
@@ -145,8 +146,11 @@ func yamlDocuments(t *testing.T, path string) []document {
 
 var yamlBlock = regexp.MustCompile("(?ms)^```yaml\n(.*?)^```")
 
-// markdownObjects returns the ```yaml blocks of a Markdown file that are
-// complete Kubernetes objects (top-level apiVersion and kind).
+// markdownObjects returns the ```yaml blocks of a Markdown file that a
+// user copies into a cluster: complete Kubernetes objects (top-level
+// apiVersion and kind), and lists of promotion steps (every item has `uses`
+// or `task`, alone or under `steps:`), which go into a Stage's promotion
+// template and are admitted as one.
 func markdownObjects(t *testing.T, path string) []document {
 	t.Helper()
 	raw, err := os.ReadFile(path)
@@ -156,15 +160,58 @@ func markdownObjects(t *testing.T, path string) []document {
 	var out []document
 	for _, m := range yamlBlock.FindAllSubmatchIndex(raw, -1) {
 		block := raw[m[2]:m[3]]
+		source := rel + ":" + itoa(1+bytes.Count(raw[:m[0]], []byte("\n")))
+		if steps := promotionSteps(block); steps != nil {
+			out = append(out, document{source: source, raw: stageWithSteps(t, steps)})
+			continue
+		}
 		if !regexp.MustCompile(`(?m)^apiVersion:`).Match(block) || !regexp.MustCompile(`(?m)^kind:`).Match(block) {
 			continue
 		}
-		line := 1 + bytes.Count(raw[:m[0]], []byte("\n"))
 		for i, doc := range strings.Split(string(block), "\n---\n") {
-			out = append(out, document{source: rel + ":" + itoa(line) + "#" + itoa(i), raw: []byte(doc)})
+			out = append(out, document{source: source + "#" + itoa(i), raw: []byte(doc)})
 		}
 	}
 	return out
+}
+
+// promotionSteps returns the steps of a block that is a list of promotion
+// steps, or nil.
+func promotionSteps(block []byte) []any {
+	var list []any
+	if err := yaml.Unmarshal(block, &list); err != nil {
+		var obj map[string]any
+		if yaml.Unmarshal(block, &obj) != nil || len(obj) != 1 {
+			return nil
+		}
+		if list, _ = obj["steps"].([]any); list == nil {
+			return nil
+		}
+	}
+	for _, item := range list {
+		step, ok := item.(map[string]any)
+		if !ok || (step["uses"] == nil && step["task"] == nil) {
+			return nil
+		}
+	}
+	return list
+}
+
+// stageWithSteps is a Stage whose promotion template runs steps.
+func stageWithSteps(t *testing.T, steps []any) []byte {
+	t.Helper()
+	raw, err := yaml.Marshal(map[string]any{
+		"apiVersion": "kargo.akuity.io/v1alpha1", "kind": "Stage",
+		"metadata": map[string]any{"namespace": "docs", "name": "snippet"},
+		"spec": map[string]any{
+			"requestedFreight": []any{map[string]any{
+				"origin": map[string]any{"kind": "Warehouse", "name": "apps"}, "sources": map[string]any{"direct": true},
+			}},
+			"promotionTemplate": map[string]any{"spec": map[string]any{"steps": steps}},
+		},
+	})
+	require.NoError(t, err)
+	return raw
 }
 
 func stripComments(b []byte) []byte {
