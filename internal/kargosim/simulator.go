@@ -21,8 +21,8 @@ import (
 // comes from the Kargo simulator, not from Kargo.
 const LoggerName = "kargo-simulator"
 
-// Simulator plays Kargo's controller and Promotion webhooks against one
-// apiserver. Create it with New and add it to a manager with
+// Simulator plays Kargo's controller and Promotion and Stage webhooks
+// against one apiserver. Create it with New and add it to a manager with
 // SetupWithManager; the manager's identity is the simulated Kargo
 // controller's (it needs to read and write Kargo objects, read Secrets and
 // ConfigMaps and create SubjectAccessReviews).
