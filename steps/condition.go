@@ -2,12 +2,14 @@ package steps
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 // maxCachedPrograms bounds the compiled-condition cache; conditions come
@@ -80,10 +82,11 @@ func conditionEnvShape() map[string]any {
 //	rollout.{name,phase,direction,freight} and rollout.counts.{total,succeeded,failed,inFlight,pending}
 //	rollout.waves.<wave>.{phase,total,succeeded,failed,inFlight,pending}
 //	freight, stage, wave (of the calling Promotion)
-//	onFreight, onFreightPercent (targets running the calling Promotion's Freight)
+//	onFreight, onFreightPercent (targets running the calling Promotion's Freight;
+//	with countCaller, the calling target included, see onFreightCounts)
 //
 // ro may be nil when the FleetStage has no rollout.
-func conditionEnv(in *Input, ro *fleetv1alpha1.FleetRollout) map[string]any {
+func conditionEnv(in *Input, ro *fleetv1alpha1.FleetRollout, countCaller bool) map[string]any {
 	fs := in.FleetStage
 	waves := map[string]any{}
 	for _, w := range fs.Status.Waves {
@@ -98,7 +101,7 @@ func conditionEnv(in *Input, ro *fleetv1alpha1.FleetRollout) map[string]any {
 	if fs.Status.LastGoodFreight != nil {
 		lastGood = fs.Status.LastGoodFreight.Name
 	}
-	onFreight, pct := onFreightCounts(fs, in.Context.Freight)
+	onFreight, pct := onFreightCounts(fs, in.Stage, in.Context.Freight, countCaller)
 	return map[string]any{
 		"fleet": map[string]any{
 			"name": fs.Name,
@@ -157,16 +160,29 @@ func countsEnv(c Counts) map[string]any {
 
 // onFreightCounts returns how many selected targets run the Freight, and
 // which percentage of the selected targets that is (rounded down).
-func onFreightCounts(fs *fleetv1alpha1.FleetStage, freight string) (int, int) {
+//
+// The count is the FleetStage's version distribution (status.versions: the
+// target Stages whose current Freight it is). With countCaller, a target
+// Stage calling the step counts as running the Freight even before Kargo
+// records it there: fleet-status runs after the target's own steps in its
+// Promotion, and Kargo runs a step only when the steps before it succeeded,
+// so the target is on the Freight as far as the template can tell. A caller
+// whose Stage already runs the Freight is already in the count.
+func onFreightCounts(fs *fleetv1alpha1.FleetStage, caller *kargo.Stage, freight string, countCaller bool) (int, int) {
 	n := 0
 	for _, v := range fs.Status.Versions {
 		if v.Freight == freight {
 			n = int(v.Targets)
 		}
 	}
+	if countCaller && caller != nil && caller.Labels[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget &&
+		!slices.Contains(caller.CurrentFreightNames(), freight) {
+		n++
+	}
 	selected := int(fs.Status.Targets.Selected)
 	if selected == 0 {
 		return n, 0
 	}
+	n = min(n, selected)
 	return n, n * 100 / selected
 }

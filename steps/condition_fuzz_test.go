@@ -53,7 +53,7 @@ func FuzzCondition(f *testing.F) {
 			return
 		}
 		for _, r := range []*fleetv1alpha1.FleetRollout{ro, nil} {
-			if _, err := eval(p, src, conditionEnv(in, r)); err != nil {
+			if _, err := eval(p, src, conditionEnv(in, r, false)); err != nil {
 				require.True(t, errors.As(err, &te), "evaluation errors are terminal: %v", err)
 			}
 		}

@@ -165,7 +165,8 @@ func (s *gateStep) condition(ctx context.Context, in *Input, src string) (bool, 
 	if err != nil {
 		return false, err
 	}
-	return eval(p, src, conditionEnv(in, ro))
+	// A gate holds a target before its own steps: it is not on the Freight.
+	return eval(p, src, conditionEnv(in, ro, false))
 }
 
 // currentRollout returns the FleetStage's current rollout, else its last

@@ -82,7 +82,7 @@ func (s *statusStep) run(ctx context.Context, in *Input, cfg StatusConfig) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	onFreight, pct := onFreightCounts(fs, in.Context.Freight)
+	onFreight, pct := onFreightCounts(fs, in.Stage, in.Context.Freight, true)
 	t := fs.Status.Targets
 	waves := make([]WaveMembers, 0, len(fs.Status.Waves))
 	for _, w := range fs.Status.Waves {
@@ -142,5 +142,5 @@ func (s *statusStep) require(in *Input, ro *fleetv1alpha1.FleetRollout, src stri
 	if err != nil {
 		return false, err
 	}
-	return eval(p, src, conditionEnv(in, ro))
+	return eval(p, src, conditionEnv(in, ro, true))
 }

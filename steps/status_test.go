@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 func Test_statusStep_convert(t *testing.T) {
@@ -115,4 +116,82 @@ func Test_statusStep_run(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, StateSucceeded, got.State, got.Message)
 	})
+}
+
+// onStage returns a target Stage whose current Freight is freight ("" for
+// a Stage that has none yet).
+func onStage(name, freight string) *kargo.Stage {
+	st := testStage(name, fleetv1alpha1.RoleTarget, "pilot")
+	if freight != "" {
+		st.Status.FreightHistory = []kargo.FreightCollection{{Items: map[string]kargo.FreightReference{
+			"Warehouse/apps": {Name: freight},
+		}}}
+	}
+	return st
+}
+
+func Test_onFreightCounts(t *testing.T) {
+	t.Parallel()
+	fleet := func(selected int32, versions ...fleetv1alpha1.FreightCount) *fleetv1alpha1.FleetStage {
+		fs := testFleetStage()
+		fs.Status.Targets.Selected = selected
+		fs.Status.Versions = versions
+		return fs
+	}
+	tests := []struct {
+		name        string
+		fs          *fleetv1alpha1.FleetStage
+		caller      *kargo.Stage
+		countCaller bool
+		wantN       int
+		wantPct     int
+	}{
+		{
+			name: "first target of the fleet counts itself", fs: fleet(10),
+			caller: onStage("prod.c01", ""), countCaller: true, wantN: 1, wantPct: 10,
+		},
+		{
+			name: "target moving from older Freight counts itself", fs: fleet(10, fleetv1alpha1.FreightCount{Freight: testFreight, Targets: 4},
+				fleetv1alpha1.FreightCount{Freight: "old", Targets: 6}),
+			caller: onStage("prod.c05", "old"), countCaller: true, wantN: 5, wantPct: 50,
+		},
+		{
+			name: "target already on the Freight is counted once", fs: fleet(10, fleetv1alpha1.FreightCount{Freight: testFreight, Targets: 4}),
+			caller: onStage("prod.c05", testFreight), countCaller: true, wantN: 4, wantPct: 40,
+		},
+		{
+			name: "a gate does not count its caller", fs: fleet(10, fleetv1alpha1.FreightCount{Freight: testFreight, Targets: 4}),
+			caller: onStage("prod.c05", "old"), countCaller: false, wantN: 4, wantPct: 40,
+		},
+		{
+			name: "a wave Stage is not a target", fs: fleet(10, fleetv1alpha1.FreightCount{Freight: testFreight, Targets: 4}),
+			caller: testStage("prod-pilot", fleetv1alpha1.RoleWave, "pilot"), countCaller: true, wantN: 4, wantPct: 40,
+		},
+		{
+			name: "never more than the selected targets", fs: fleet(4, fleetv1alpha1.FreightCount{Freight: testFreight, Targets: 4}),
+			caller: onStage("prod.c05", "old"), countCaller: true, wantN: 4, wantPct: 100,
+		},
+		{name: "no selected targets", fs: fleet(0), caller: onStage("prod.c01", ""), countCaller: true, wantN: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n, pct := onFreightCounts(tt.fs, tt.caller, testFreight, tt.countCaller)
+			require.Equal(t, tt.wantN, n)
+			require.Equal(t, tt.wantPct, pct)
+		})
+	}
+}
+
+// Test_statusStep_firstTarget is a per-target template requiring
+// "onFreight >= 1": the first target of a fleet passes.
+func Test_statusStep_firstTarget(t *testing.T) {
+	t.Parallel()
+	fs := testFleetStage()
+	c := newFakeClient(t)
+	got, err := NewStatusStep(NewAPIStore(c, c)).Run(context.Background(),
+		testInput(fs, onStage("prod.c01", ""), `{"require": "onFreight >= 1"}`))
+	require.NoError(t, err)
+	require.Equal(t, StateSucceeded, got.State, got.Message)
+	require.Equal(t, 1, got.Outputs["onFreight"])
 }

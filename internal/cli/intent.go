@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 )
 
 // intentOptions configures the verbs that set spec.intent on a FleetStage's
@@ -91,6 +93,10 @@ func (o *intentOptions) run(ctx context.Context) error {
 			fs.Namespace, fs.Name, o.verb)
 		return err
 	}
+	actor := ""
+	if !o.dryRun {
+		actor = whoAmI(ctx, c)
+	}
 	changed := 0
 	for _, ro := range targets {
 		current := cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun)
@@ -102,7 +108,7 @@ func (o *intentOptions) run(ctx context.Context) error {
 				ro.Name, describeRollout(ro), current, o.verb)
 		default:
 			if !o.dryRun {
-				if err := setIntent(ctx, c, ro, o.intent); err != nil {
+				if err := setIntent(ctx, c, ro, o.intent, actor); err != nil {
 					return err
 				}
 			}
@@ -135,9 +141,16 @@ func (o *intentOptions) explainNoRollout(all []fleetv1alpha1.FleetRollout, fs *f
 }
 
 // setIntent merge-patches spec.intent, the only field of a FleetRollout's
-// spec that may change.
-func setIntent(ctx context.Context, c client.Client, ro *fleetv1alpha1.FleetRollout, intent fleetv1alpha1.RolloutIntent) error {
-	patch := []byte(fmt.Sprintf(`{"spec":{"intent":%q}}`, intent))
+// spec that may change, and records who changed it in the same write.
+func setIntent(ctx context.Context, c client.Client, ro *fleetv1alpha1.FleetRollout, intent fleetv1alpha1.RolloutIntent,
+	actor string) error {
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{fleetrollout.IntentActorAnnotation: actor}},
+		"spec":     map[string]any{"intent": intent},
+	})
+	if err != nil {
+		return err
+	}
 	if err := c.Patch(ctx, ro, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("error setting intent %s on FleetRollout %q: %w", intent, ro.Name, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 )
 
 func TestIntentCommands(t *testing.T) {
@@ -157,4 +158,28 @@ func TestIntentCommands_patchError(t *testing.T) {
 	var out bytes.Buffer
 	_, err := execute(newPauseCommand(&out, kubeOptions{client: failing}), &out, "-n", "shop")
 	require.EqualError(t, err, `error setting intent Pause on FleetRollout "a": forbidden`)
+}
+
+func TestIntentCommands_recordActor(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		user, want string
+	}{
+		{user: "bob", want: "kubernetes:bob"},
+		{user: "", want: defaultActor}, // the server does not say who
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			t.Parallel()
+			c := newFakeClient(tt.user, fleetStage("", "", ""),
+				rollout("a", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutProgressing, "", 0),
+				rollout("done", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutSucceeded, "", 0))
+			var out bytes.Buffer
+			_, err := execute(newAbortCommand(&out, kubeOptions{client: c}), &out, "prod", "-n", "shop")
+			require.NoError(t, err)
+			a := getRollout(t, c, "a")
+			require.Equal(t, fleetv1alpha1.IntentAbort, a.Spec.Intent)
+			require.Equal(t, tt.want, fleetrollout.IntentActor(a), "who aborted is recorded with the intent")
+			require.Empty(t, fleetrollout.IntentActor(getRollout(t, c, "done")), "an unchanged rollout records nobody")
+		})
+	}
 }

@@ -164,7 +164,7 @@ func (o *statusOptions) render(ctx context.Context, c client.Client, ns string) 
 		err = report.RenderJSON(&buf, r)
 	} else {
 		err = report.RenderText(&buf, r, report.TextOptions{
-			Now: o.clock.Now(), BarWidth: o.barWidth, ASCII: o.ascii, Color: o.useColor(),
+			Now: o.clock.Now(), BarWidth: o.barWidth, ASCII: o.ascii, Color: o.useColor(), Width: o.width,
 		})
 		if u := link.FleetStageURL(o.dashboardURL, fs.Namespace, fs.Name); u != "" && err == nil {
 			fmt.Fprintf(&buf, "\nDashboard: %s\n", u)

@@ -300,14 +300,14 @@ type gridTarget struct {
 func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []report.Version) Grid {
 	members := map[string]*plan.Target{}
 	waveOf := map[string]string{}
-	deadline := map[string]time.Duration{}
+	limits := map[string]rollout.Limits{}
 	if in.Plan != nil {
 		for wi := range in.Plan.Waves {
 			w := &in.Plan.Waves[wi]
 			for mi := range w.Members {
 				members[w.Members[mi].ID] = &w.Members[mi]
 				waveOf[w.Members[mi].ID] = w.Name
-				deadline[w.Members[mi].ID] = w.ProgressDeadline
+				limits[w.Members[mi].ID] = rollout.Limits{ProgressDeadline: w.ProgressDeadline, UnhealthyGrace: w.UnhealthyGrace}
 			}
 		}
 	}
@@ -349,7 +349,7 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 			t.freight = fi
 		}
 		if m := members[id]; m != nil && shown != nil {
-			j := rollout.Judge(observeTarget(st, promos[id], shown.Spec.Freight.Name), deadline[id], in.Now)
+			j := rollout.Judge(observeTarget(st, promos[id], shown.Spec.Freight.Name), limits[id], in.Now)
 			t.state = stateChar(j.State)
 		}
 		switch {
@@ -549,12 +549,13 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 		Wave: st.Labels[fleetv1alpha1.WaveLabel], Stage: st.Name, Labels: map[string]string{}, Params: map[string]string{},
 		State: string(rollout.TargetPending), KargoURL: link.KargoStageURL(in.KargoURL, fs.Namespace, st.Name)}
 	var member *plan.Target
-	var deadline time.Duration
+	var limits rollout.Limits
 	if in.Plan != nil {
 		for _, w := range in.Plan.Waves {
 			for mi := range w.Members {
 				if w.Members[mi].ID == id {
-					member, deadline, d.Wave = &w.Members[mi], w.ProgressDeadline, w.Name
+					member, d.Wave = &w.Members[mi], w.Name
+					limits = rollout.Limits{ProgressDeadline: w.ProgressDeadline, UnhealthyGrace: w.UnhealthyGrace}
 				}
 			}
 		}
@@ -579,7 +580,7 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 	shown := ShownRollout(fs, in.Rollouts)
 	if member != nil && shown != nil {
 		j := rollout.Judge(observeTarget(st, newestPromotions(in.Promotions, shown)[id], shown.Spec.Freight.Name),
-			deadline, in.Now)
+			limits, in.Now)
 		d.State, d.Reason, d.Message = string(j.State), j.Reason, j.Message
 	} else {
 		d.State = "NotInRollout"

@@ -157,7 +157,7 @@ func (s *story) frame(title string, elapsed time.Duration, v *view) string {
 	fmt.Fprintf(&b, "── %s · %s ──\n\n", title, elapsed.Round(100*time.Millisecond))
 	in := report.Input{FleetStage: v.fs, Rollouts: recent(v), Aliases: map[string]string{s.good: GoodAlias, s.bad: BadAlias}}
 	_ = report.RenderText(&b, report.Build(in), report.TextOptions{
-		Now: v.now, ASCII: s.o.ASCII, Color: s.o.Color, MaxExamples: 2, NoLegend: true,
+		Now: v.now, ASCII: s.o.ASCII, Color: s.o.Color, MaxExamples: 2, NoLegend: true, Width: s.o.Width,
 	})
 	for _, n := range v.notes {
 		fmt.Fprintf(&b, "\n%s\n", n)

@@ -29,6 +29,11 @@ const (
 	StepKeyAnnotation = "fleet.kargo-fleet.io/step-key"
 	// ReasonAnnotation, on a rollback, says why it was asked for.
 	ReasonAnnotation = "fleet.kargo-fleet.io/reason"
+	// IntentActorAnnotation records who last set spec.intent (pause,
+	// resume, abort), as Kargo names actors: "kubernetes:<user>". Whoever
+	// changes the intent sets it in the same write; the rollout's Events
+	// name it.
+	IntentActorAnnotation = "fleet.kargo-fleet.io/intent-actor"
 	// WaveRequestAnnotationPrefix prefixes the annotation recording that a
 	// Promotion of a wave Stage asks the wave to run:
 	// wave.fleet.kargo-fleet.io/<wave>: <promotion name>. The rollout
@@ -74,4 +79,10 @@ func ParseStepKey(value string) (promotion, alias string, ok bool) {
 func hashOf(parts ...string) string {
 	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(sum[:])
+}
+
+// IntentActor returns who last set the rollout's spec.intent, or "" when
+// nobody recorded it.
+func IntentActor(ro *fleetv1alpha1.FleetRollout) string {
+	return ro.Annotations[IntentActorAnnotation]
 }

@@ -1,6 +1,7 @@
 // Package kargosim is the Kargo simulator: a stand-in for Kargo v1.11.2's
-// controller and Promotion webhooks that runs beside kargo-fleet against the
-// same apiserver, for tests and the demo, where real Kargo cannot run.
+// controller and its Promotion and Stage webhooks that runs beside
+// kargo-fleet against the same apiserver, for tests and the demo, where real
+// Kargo cannot run.
 //
 // It reproduces the Kargo behaviour kargo-fleet relies on (see
 // docs/kargo-simulator.md for each behaviour, how faithful it is and the Kargo
@@ -8,15 +9,18 @@
 //
 //   - admission: Promotion renaming to <stage>.<ulid>.<freight[:7]>, steps and
 //     vars copied from the Stage's template, task expansion, the Freight
-//     availability refusal and the custom "promote" verb check, served as real
-//     mutating and validating webhooks (see WebhookConfigurations);
+//     availability refusal and the custom "promote" verb check, and the Stage
+//     rule that a template step referencing a task has neither 'if' nor
+//     config, served as real mutating and validating webhooks (see
+//     WebhookConfigurations);
 //   - execution: one Promotion at a time per Stage, in name order, with real
 //     "http" and "compose-output" steps, expr-lang expressions, retries, abort
-//     and refresh; "argocd-update" refuses existing Argo CD Applications
-//     whose kargo.akuity.io/authorized-stage annotation does not name the
-//     Stage, as Kargo does; every other step kind (and the update itself) is
-//     simulated, its outcome driven by fault-injection knobs on the target
-//     Stage (see FaultVar and FaultLabel);
+//     (which never interrupts a step inside its request) and refresh;
+//     "argocd-update" refuses existing Argo CD Applications whose
+//     kargo.akuity.io/authorized-stage annotation does not name the Stage, as
+//     Kargo does; every other step kind (and the update itself) is simulated,
+//     its outcome driven by fault-injection knobs on the target Stage (see
+//     FaultVar and FaultLabel);
 //   - Stage and Freight status: freight history, health, verification,
 //     currentlyIn, verifiedIn (written a configurable delay after the
 //     Promotion succeeds), auto-promotion with holds, and approvals (Approve).

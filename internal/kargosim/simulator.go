@@ -21,8 +21,8 @@ import (
 // comes from the Kargo simulator, not from Kargo.
 const LoggerName = "kargo-simulator"
 
-// Simulator plays Kargo's controller and Promotion webhooks against one
-// apiserver. Create it with New and add it to a manager with
+// Simulator plays Kargo's controller and Promotion and Stage webhooks
+// against one apiserver. Create it with New and add it to a manager with
 // SetupWithManager; the manager's identity is the simulated Kargo
 // controller's (it needs to read and write Kargo objects, read Secrets and
 // ConfigMaps and create SubjectAccessReviews).
@@ -79,13 +79,14 @@ func newEngine(opts Options, apps applicationReader) *engine {
 	return e
 }
 
-// SetupWithManager registers the Promotion webhooks on the manager's
-// webhook server and the Promotion and Stage controllers.
+// SetupWithManager registers the Promotion and Stage webhooks on the
+// manager's webhook server and the Promotion and Stage controllers.
 func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePromotionPath, &webhook.Admission{Handler: &mutatingHandler{sim: s, decoder: decoder}})
 	srv.Register(ValidatePromotionPath, &webhook.Admission{Handler: &validatingHandler{sim: s, decoder: decoder}})
+	srv.Register(ValidateStagePath, &webhook.Admission{Handler: &stageValidatingHandler{decoder: decoder}})
 	if err := mgr.Add(s.freightStatus); err != nil {
 		return fmt.Errorf("error adding the simulated Freight status writer: %w", err)
 	}

@@ -14,6 +14,8 @@ const (
 	MutatePromotionPath = "/mutate-kargo-akuity-io-v1alpha1-promotion"
 	// ValidatePromotionPath serves the Promotion validating webhook.
 	ValidatePromotionPath = "/validate-kargo-akuity-io-v1alpha1-promotion"
+	// ValidateStagePath serves the Stage validating webhook.
+	ValidateStagePath = "/validate-kargo-akuity-io-v1alpha1-stage"
 )
 
 // webhookService is the (nominal) Service the configurations name; envtest
@@ -24,19 +26,20 @@ const (
 )
 
 // WebhookConfigurations returns the admission webhook configurations that
-// route Promotion admission to the simulator, as Kargo's chart installs them
-// for its own webhooks: mutating on CREATE and UPDATE, validating on CREATE,
-// UPDATE and DELETE, failing closed. Pass them to envtest
+// route Promotion and Stage admission to the simulator, as Kargo's chart
+// installs them for its own webhooks: Promotions mutating on CREATE and
+// UPDATE and validating on CREATE, UPDATE and DELETE; Stages validating on
+// CREATE and UPDATE; all failing closed. Pass them to envtest
 // (envtest.WithWebhooks) and serve them with Simulator.SetupWithManager.
 func WebhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfiguration,
 	[]*admissionregistrationv1.ValidatingWebhookConfiguration) {
-	rule := func(ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+	rule := func(resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
 		return []admissionregistrationv1.RuleWithOperations{{
 			Operations: ops,
 			Rule: admissionregistrationv1.Rule{
 				APIGroups:   []string{kargo.GroupVersion.Group},
 				APIVersions: []string{kargo.GroupVersion.Version},
-				Resources:   []string{"promotions"},
+				Resources:   []string{resource},
 				Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
 			},
 		}}
@@ -53,7 +56,7 @@ func WebhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfigur
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:                    "promotion.kargo.akuity.io",
 			ClientConfig:            client(MutatePromotionPath),
-			Rules:                   rule(admissionregistrationv1.Create, admissionregistrationv1.Update),
+			Rules:                   rule("promotions", admissionregistrationv1.Create, admissionregistrationv1.Update),
 			SideEffects:             &sideEffects,
 			FailurePolicy:           &fail,
 			AdmissionReviewVersions: []string{"v1"},
@@ -65,8 +68,16 @@ func WebhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfigur
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:         "promotion.kargo.akuity.io",
 			ClientConfig: client(ValidatePromotionPath),
-			Rules: rule(admissionregistrationv1.Create, admissionregistrationv1.Update,
+			Rules: rule("promotions", admissionregistrationv1.Create, admissionregistrationv1.Update,
 				admissionregistrationv1.Delete),
+			SideEffects:             &sideEffects,
+			FailurePolicy:           &fail,
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](10),
+		}, {
+			Name:                    "stage.kargo.akuity.io",
+			ClientConfig:            client(ValidateStagePath),
+			Rules:                   rule("stages", admissionregistrationv1.Create, admissionregistrationv1.Update),
 			SideEffects:             &sideEffects,
 			FailurePolicy:           &fail,
 			AdmissionReviewVersions: []string{"v1"},

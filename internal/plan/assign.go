@@ -118,6 +118,7 @@ func resolveWave(w *compiledWave, members []Target, limit int) PlannedWave {
 		MaxConcurrent:    max(1, w.maxConcurrent.roundUp(len(members))),
 		MaxFailures:      w.maxFailures.roundDown(len(members)),
 		ProgressDeadline: w.progressDeadline,
+		UnhealthyGrace:   w.unhealthyGrace,
 		Soak:             w.soak,
 		Approval:         w.approval,
 		ManualPromotion:  w.manualPromotion,

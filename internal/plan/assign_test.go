@@ -135,7 +135,7 @@ func TestPlan_resolvedSettings(t *testing.T) {
 		{
 			Name: "explicit", Count: amountOf("9"), MaxConcurrent: amountOf("34%"), MaxFailures: amountOf("34%"),
 			ProgressDeadline: &metav1.Duration{Duration: time.Hour}, Soak: &metav1.Duration{Duration: 2 * time.Hour},
-			Approval: fleetv1alpha1.ApprovalRequired,
+			UnhealthyGrace: &metav1.Duration{Duration: 30 * time.Second}, Approval: fleetv1alpha1.ApprovalRequired,
 		},
 		{Name: "tiny", Count: amountOf("1"), MaxConcurrent: amountOf("1%"), MaxFailures: amountOf("99%")},
 		{Name: "rest", MaxFailures: amountOf("3")},
@@ -147,21 +147,22 @@ func TestPlan_resolvedSettings(t *testing.T) {
 
 	type settings struct {
 		Members, MaxConcurrent, MaxFailures int
-		Deadline, Soak                      time.Duration
+		Deadline, Grace, Soak               time.Duration
 		Approval                            fleetv1alpha1.ApprovalPolicy
 	}
 	got := make([]settings, len(p.Waves))
 	for i, w := range p.Waves {
-		got[i] = settings{len(w.Members), w.MaxConcurrent, w.MaxFailures, w.ProgressDeadline, w.Soak, w.Approval}
+		got[i] = settings{len(w.Members), w.MaxConcurrent, w.MaxFailures, w.ProgressDeadline, w.UnhealthyGrace, w.Soak, w.Approval}
 	}
 	require.Equal(t, []settings{
-		// Defaults: maxConcurrent 10, maxFailures 0, deadline 15m, no soak, no approval.
-		{4, 10, 0, 15 * time.Minute, 0, fleetv1alpha1.ApprovalNone},
+		// Defaults: maxConcurrent 10, maxFailures 0, deadline 15m, unhealthy
+		// grace 2m, no soak, no approval.
+		{4, 10, 0, 15 * time.Minute, 2 * time.Minute, 0, fleetv1alpha1.ApprovalNone},
 		// 34% of 9: maxConcurrent ceil(3.06) = 4, maxFailures floor(3.06) = 3.
-		{9, 4, 3, time.Hour, 2 * time.Hour, fleetv1alpha1.ApprovalRequired},
+		{9, 4, 3, time.Hour, 30 * time.Second, 2 * time.Hour, fleetv1alpha1.ApprovalRequired},
 		// 1% of 1 rounds up to 1; 99% of 1 rounds down to 0.
-		{1, 1, 0, 15 * time.Minute, 0, fleetv1alpha1.ApprovalNone},
-		{11, 10, 3, 15 * time.Minute, 0, fleetv1alpha1.ApprovalNone},
+		{1, 1, 0, 15 * time.Minute, 2 * time.Minute, 0, fleetv1alpha1.ApprovalNone},
+		{11, 10, 3, 15 * time.Minute, 2 * time.Minute, 0, fleetv1alpha1.ApprovalNone},
 	}, got)
 	require.NotNil(t, p.FleetMaxFailures)
 	require.Equal(t, 2, *p.FleetMaxFailures, "floor(10% of 25)")

@@ -77,6 +77,7 @@ func PlanHash(p *WavePlan) string {
 		num(int64(w.MaxConcurrent))
 		num(int64(w.MaxFailures))
 		num(int64(w.ProgressDeadline))
+		num(int64(w.UnhealthyGrace))
 		num(int64(w.Soak))
 		str(string(w.Approval))
 		if w.ManualPromotion {

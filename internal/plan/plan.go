@@ -93,6 +93,10 @@ type PlannedWave struct {
 	MaxFailures int `json:"maxFailures"`
 	// ProgressDeadline is how long one member may take to succeed.
 	ProgressDeadline time.Duration `json:"progressDeadline"`
+	// UnhealthyGrace is how long a member's Stage may stay unhealthy after
+	// its Promotion succeeded before the member fails. Zero (a plan snapshot
+	// taken before the setting existed) leaves it to ProgressDeadline.
+	UnhealthyGrace time.Duration `json:"unhealthyGrace,omitempty"`
 	// Soak is how long Freight must stay verified in the wave before the next.
 	Soak time.Duration `json:"soak"`
 	// Approval says whether the wave waits for `kargo approve`.

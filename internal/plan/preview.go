@@ -42,11 +42,12 @@ type WavePreview struct {
 	Members int `json:"members"`
 	// Cap is the resolved count, when the wave has one.
 	Cap *int `json:"cap,omitempty"`
-	// MaxConcurrent, MaxFailures, ProgressDeadline, Soak and Approval are the
-	// resolved settings.
+	// MaxConcurrent, MaxFailures, ProgressDeadline, UnhealthyGrace, Soak and
+	// Approval are the resolved settings.
 	MaxConcurrent    int    `json:"maxConcurrent"`
 	MaxFailures      int    `json:"maxFailures"`
 	ProgressDeadline string `json:"progressDeadline"`
+	UnhealthyGrace   string `json:"unhealthyGrace"`
 	Soak             string `json:"soak"`
 	Approval         string `json:"approval"`
 	// Targets are the member IDs in promotion order.
@@ -87,6 +88,7 @@ func NewPlanPreview(p *WavePlan) PlanPreview {
 			MaxConcurrent:    w.MaxConcurrent,
 			MaxFailures:      w.MaxFailures,
 			ProgressDeadline: formatDuration(w.ProgressDeadline),
+			UnhealthyGrace:   formatDuration(w.UnhealthyGrace),
 			Soak:             formatDuration(w.Soak),
 			Approval:         string(w.Approval),
 			Targets:          targetIDs(w.Members),
@@ -127,14 +129,14 @@ func RenderPlanTable(w io.Writer, p *WavePlan, maxNames int) error {
 	ew.printf("\n\n")
 
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WAVE\tMEMBERS\tCAP\tMAX CONCURRENT\tMAX FAILURES\tDEADLINE\tSOAK\tAPPROVAL\tTARGETS")
+	fmt.Fprintln(tw, "WAVE\tMEMBERS\tCAP\tMAX CONCURRENT\tMAX FAILURES\tDEADLINE\tUNHEALTHY GRACE\tSOAK\tAPPROVAL\tTARGETS")
 	for _, wave := range pv.Waves {
 		capText := "-"
 		if wave.Cap != nil {
 			capText = strconv.Itoa(*wave.Cap)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", wave.Name, wave.Members, capText,
-			wave.MaxConcurrent, wave.MaxFailures, wave.ProgressDeadline, wave.Soak, wave.Approval,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", wave.Name, wave.Members, capText,
+			wave.MaxConcurrent, wave.MaxFailures, wave.ProgressDeadline, wave.UnhealthyGrace, wave.Soak, wave.Approval,
 			abbreviate(wave.Targets, maxNames))
 	}
 	_ = tw.Flush()

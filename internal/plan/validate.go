@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -256,18 +257,17 @@ func compileWave(w *fleetv1alpha1.Wave, fldPath *field.Path) (compiledWave, fiel
 		}
 		cw.maxFailures = a
 	}
-	deadline, err := defaultProgressDeadline()
-	if err != nil {
-		errs = append(errs, field.InternalError(fldPath.Child("progressDeadline"), err))
+	var durErrs field.ErrorList
+	cw.progressDeadline, durErrs = positiveDuration(fldPath, "progressDeadline", w.ProgressDeadline,
+		fleetv1alpha1.DefaultProgressDeadline)
+	errs = append(errs, durErrs...)
+	if w.ProgressDeadline != nil && w.ProgressDeadline.Duration > 0 && w.ProgressDeadline.Duration < minProgressDeadline {
+		errs = append(errs, field.Invalid(fldPath.Child("progressDeadline"), w.ProgressDeadline.String(),
+			"progressDeadline must be at least "+fleetv1alpha1.MinProgressDeadline))
 	}
-	cw.progressDeadline = deadline
-	if w.ProgressDeadline != nil {
-		if w.ProgressDeadline.Duration < minProgressDeadline {
-			errs = append(errs, field.Invalid(fldPath.Child("progressDeadline"), w.ProgressDeadline.String(),
-				"progressDeadline must be at least "+fleetv1alpha1.MinProgressDeadline))
-		}
-		cw.progressDeadline = w.ProgressDeadline.Duration
-	}
+	cw.unhealthyGrace, durErrs = positiveDuration(fldPath, "unhealthyGrace", w.UnhealthyGrace,
+		fleetv1alpha1.DefaultUnhealthyGrace)
+	errs = append(errs, durErrs...)
 	if w.Soak != nil {
 		errs = append(errs, validateSoak(w.Soak.Duration, fldPath.Child("soak"))...)
 		cw.soak = w.Soak.Duration
@@ -331,11 +331,18 @@ func validateRequestedFreight(rf []fleetv1alpha1.RequestedFreight, fldPath *fiel
 	return errs
 }
 
-// defaultProgressDeadline parses the API's default.
-func defaultProgressDeadline() (time.Duration, error) {
-	d, err := time.ParseDuration(fleetv1alpha1.DefaultProgressDeadline)
+// positiveDuration resolves an optional duration that must be positive:
+// its value when set, else the API's built-in default def.
+func positiveDuration(wavePath *field.Path, name string, v *metav1.Duration, def string) (time.Duration, field.ErrorList) {
+	if v != nil {
+		if v.Duration <= 0 {
+			return v.Duration, field.ErrorList{field.Invalid(wavePath.Child(name), v.String(), name+" must be positive")}
+		}
+		return v.Duration, nil
+	}
+	d, err := time.ParseDuration(def)
 	if err != nil || d <= 0 {
-		return 0, errors.New("invalid built-in default progress deadline " + fleetv1alpha1.DefaultProgressDeadline)
+		return 0, field.ErrorList{field.InternalError(wavePath.Child(name), errors.New("invalid built-in default duration "+def))}
 	}
 	return d, nil
 }
@@ -351,6 +358,7 @@ type compiledWave struct {
 	maxConcurrent    amount
 	maxFailures      amount
 	progressDeadline time.Duration
+	unhealthyGrace   time.Duration
 	soak             time.Duration
 	approval         fleetv1alpha1.ApprovalPolicy
 	manualPromotion  bool

@@ -167,6 +167,7 @@ func TestValidate(t *testing.T) {
 				}}
 				s.Waves[2].Expression = `params.cells > 2`
 				s.Waves[2].ProgressDeadline = &metav1.Duration{Duration: 0}
+				s.Waves[2].UnhealthyGrace = &metav1.Duration{Duration: -time.Second}
 				s.Waves[2].Soak = &metav1.Duration{Duration: -time.Minute}
 				s.Waves[3].Name = "Critical_Wave_With_A_Very_Long_Name"
 				s.Waves[3].Approval = "Sometimes"
@@ -181,6 +182,7 @@ func TestValidate(t *testing.T) {
 				{"spec.waves[1].count", field.ErrorTypeInvalid},
 				{"spec.waves[2].expression", field.ErrorTypeInvalid},
 				{"spec.waves[2].progressDeadline", field.ErrorTypeInvalid},
+				{"spec.waves[2].unhealthyGrace", field.ErrorTypeInvalid},
 				{"spec.waves[2].soak", field.ErrorTypeInvalid},
 				{"spec.waves[3].name", field.ErrorTypeInvalid},
 				{"spec.waves[3].name", field.ErrorTypeTooLong},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
@@ -64,6 +65,11 @@ func BaseFromInline(in *fleetv1alpha1.InlineStageSpec) (BaseStage, error) {
 		if (s.Uses == "") == (s.Task == nil) {
 			return BaseStage{}, fmt.Errorf("spec.stage.inline.promotionTemplate.spec.steps[%d]: exactly one of uses or task must be set", i)
 		}
+	}
+	// Kargo's Stage webhook would refuse every generated Stage.
+	if errs := kargo.ValidateTaskSteps(field.NewPath("spec", "stage", "inline", "promotionTemplate", "spec", "steps"),
+		tmpl.Spec.Steps); len(errs) > 0 {
+		return BaseStage{}, fmt.Errorf("%s: %s", errs[0].Field, errs[0].Detail)
 	}
 	b.PromotionTemplate = tmpl
 	if in.Verification != nil && len(in.Verification.Raw) > 0 {

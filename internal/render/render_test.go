@@ -157,6 +157,8 @@ func TestBaseFromInline(t *testing.T) {
 		{name: "no steps", template: `{"spec":{"steps":[]}}`, wantErr: "spec.stage.inline.promotionTemplate.spec.steps: at least one step"},
 		{name: "unknown field", template: `{"spec":{"stepz":[]}}`, wantErr: "spec.stage.inline.promotionTemplate: invalid Kargo promotion template"},
 		{name: "uses and task", template: `{"spec":{"steps":[{"uses":"x","task":{"name":"t"}}]}}`, wantErr: "spec.stage.inline.promotionTemplate.spec.steps[0]: exactly one of uses or task"},
+		{name: "task with if", template: `{"spec":{"steps":[{"task":{"name":"fleet-rollback"},"if":"${{ failure() }}"}]}}`,
+			wantErr: "spec.stage.inline.promotionTemplate.spec.steps[0].if: PromotionTemplate step referencing a task cannot have an 'if' condition"},
 		{name: "neither uses nor task", template: `{"spec":{"steps":[{"as":"x"}]}}`, wantErr: "steps[0]: exactly one of uses or task"},
 	}
 	for _, tt := range tests {

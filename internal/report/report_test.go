@@ -76,6 +76,19 @@ func forwardHalted() fleetv1alpha1.FleetRollout {
 	}
 }
 
+// unauthorized is a halted rollout whose failures Argo CD explains at the
+// end of a long message.
+func unauthorized() fleetv1alpha1.FleetRollout {
+	ro := forwardHalted()
+	ro.Status.Failures = []fleetv1alpha1.FailureGroup{{Reason: "PromotionErrored", Count: 7, Examples: []fleetv1alpha1.TargetSample{
+		{Name: "c01", Reason: `step "sync" (argocd-update) errored: error updating Argo CD Application "c01" in namespace "argocd": ` +
+			`Argo CD Application "c01" in namespace "argocd" is not authorized to be updated by Stage "prod-c01" in namespace "shop"`},
+		{Name: "c02", Reason: `step "sync" (argocd-update) errored: Argo CD Application "c02" in namespace "argocd" is not authorized ` +
+			`to be updated by Stage "prod-c02" in namespace "shop"`},
+	}}}
+	return ro
+}
+
 func rollbackRunning() fleetv1alpha1.FleetRollout {
 	return fleetv1alpha1.FleetRollout{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "prod-9f8e7d6c5b-rb", CreationTimestamp: *at(48 * time.Second)},
@@ -142,6 +155,14 @@ func TestRenderText(t *testing.T) {
 			in: Input{FleetStage: withRollouts(fleetStage(), "prod-1a2b3c4d5e", ""),
 				Rollouts: []fleetv1alpha1.FleetRollout{forwardWaiting()}, Aliases: aliases},
 			opts: TextOptions{ASCII: true, BarWidth: 20, MaxExamples: 1},
+		},
+		{
+			// The message that explains a failure comes last: it is wrapped to
+			// the terminal, not cut.
+			name: "long-failure-80-columns",
+			in: Input{FleetStage: withRollouts(fleetStage(), "", "prod-9f8e7d6c5b"),
+				Rollouts: []fleetv1alpha1.FleetRollout{unauthorized()}, Aliases: aliases},
+			opts: TextOptions{ASCII: true, Width: 80, MaxExamples: 2},
 		},
 		{
 			name: "color",

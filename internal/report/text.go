@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
-
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 )
 
@@ -20,8 +18,11 @@ const (
 	DefaultBarWidth = 30
 	// DefaultMaxExamples is how many example targets are shown per reason.
 	DefaultMaxExamples = 3
-	// maxExampleLen bounds one example's message.
-	maxExampleLen = 100
+	// DefaultWidth is the width, in columns, failure messages are wrapped
+	// to when the terminal's width is unknown (output to a file or pipe).
+	DefaultWidth = 100
+	// maxExampleLines bounds the lines of one example's message.
+	maxExampleLines = 3
 )
 
 // TextOptions tune RenderText.
@@ -39,6 +40,9 @@ type TextOptions struct {
 	MaxExamples int
 	// NoLegend leaves out the line explaining the bar glyphs.
 	NoLegend bool
+	// Width is the terminal's width in columns (default DefaultWidth):
+	// failure messages are wrapped to it over up to three lines.
+	Width int
 }
 
 func (o TextOptions) withDefaults() TextOptions {
@@ -47,6 +51,9 @@ func (o TextOptions) withDefaults() TextOptions {
 	}
 	if o.MaxExamples <= 0 {
 		o.MaxExamples = DefaultMaxExamples
+	}
+	if o.Width <= 0 {
+		o.Width = DefaultWidth
 	}
 	return o
 }
@@ -283,7 +290,15 @@ func (t *textWriter) failures(groups []fleetv1alpha1.FailureGroup) {
 			if i == 0 {
 				lead = t.paint(colorRed, prefix)
 			}
-			t.printf("%s  %s: %s\n", lead, ex.Name, strutil.EllipsisRunes(oneLine(ex.Reason), maxExampleLen))
+			head := fmt.Sprintf("  %s: ", ex.Name)
+			indent := utf8.RuneCountInString(prefix) + utf8.RuneCountInString(head)
+			for j, line := range wrapMessage(ex.Reason, t.o.Width-indent, maxExampleLines) {
+				if j == 0 {
+					t.printf("%s%s%s\n", lead, head, line)
+					continue
+				}
+				t.printf("%s%s\n", strings.Repeat(" ", indent), line)
+			}
 		}
 	}
 }

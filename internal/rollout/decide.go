@@ -105,11 +105,10 @@ func Decide(o Observation) Decision {
 
 	switch {
 	case r.Status.Phase.IsFinal():
-		// Final phases never change; progress still refreshes.
-		return d
+		return settleFinal(o, d, states)
 	case r.Spec.Intent == fleetv1alpha1.IntentAbort:
 		d.Abort = inFlightPromotions(o, states)
-		d.Phase, d.Message = fleetv1alpha1.RolloutAborted, "aborted on request: no new target Promotion starts, running ones are aborted"
+		d.Phase, d.Message = fleetv1alpha1.RolloutAborted, abortedMessage(o, states, o.Now)
 		return d
 	case breached != nil:
 		return halt(o, d, states, breached)
@@ -179,7 +178,7 @@ func judgeAll(o Observation, d *Decision) ([]*waveState, []failure) {
 		for j := range pw.Members {
 			t := &pw.Members[j]
 			obs := o.Targets[t.ID]
-			j := Judge(obs, pw.ProgressDeadline, o.Now)
+			j := Judge(obs, Limits{ProgressDeadline: pw.ProgressDeadline, UnhealthyGrace: pw.UnhealthyGrace}, o.Now)
 			if j.State == TargetPending && o.Expected[t.ID] {
 				j.State = TargetInFlight
 			}
@@ -296,6 +295,71 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 		d.Message += "; " + wp.Waiting
 	}
 	return d
+}
+
+// settleFinal refreshes the counts of a rollout in a final phase while
+// target Promotions it started are still in flight: an aborted or
+// superseded rollout starts nothing more, but Kargo finishes what it runs
+// (an abort does not stop a step inside its request), and the counts must
+// settle to what the targets run. The rollout's and the waves' phases never
+// change; only an aborted rollout's message changes, to say what finished
+// after the abort.
+func settleFinal(o Observation, d Decision, states []*waveState) Decision {
+	r := o.Rollout
+	for i := range d.Waves {
+		for _, prev := range r.Status.Waves {
+			if prev.Name != d.Waves[i].Name {
+				continue
+			}
+			counts := d.Waves[i]
+			d.Waves[i] = prev
+			d.Waves[i].Total, d.Waves[i].Succeeded, d.Waves[i].Failed = counts.Total, counts.Succeeded, counts.Failed
+			d.Waves[i].InFlight, d.Waves[i].Pending = counts.InFlight, counts.Pending
+		}
+	}
+	d.Message = r.Status.Message
+	if r.Status.Phase == fleetv1alpha1.RolloutAborted {
+		abortedAt := o.Now
+		if r.Status.FinishedAt != nil {
+			abortedAt = r.Status.FinishedAt.Time
+		}
+		d.Message = abortedMessage(o, states, abortedAt)
+	}
+	return d
+}
+
+// abortedMessage says that the rollout was aborted, how many of its target
+// Promotions are still in flight and how many of those asked to abort
+// finished after the abort at abortedAt, and how.
+func abortedMessage(o Observation, states []*waveState, abortedAt time.Time) string {
+	inFlight := 0
+	for _, ws := range states {
+		inFlight += ws.inFlight
+	}
+	msg := "aborted on request: no new target Promotion starts, running ones are aborted"
+	finished, succeeded := 0, 0
+	for _, ws := range states {
+		for j := range ws.pw.Members {
+			// Asked to abort and finished since: Kargo's times have whole
+			// seconds, so the abort request tells what was still running.
+			p := o.Targets[ws.pw.Members[j].ID].Promotion
+			if p == nil || !p.AbortRequested || !p.Phase.IsTerminal() || p.FinishedAt.Before(abortedAt) {
+				continue
+			}
+			finished++
+			if p.Phase == kargo.PromotionSucceeded {
+				succeeded++
+			}
+		}
+	}
+	if finished > 0 {
+		msg += fmt.Sprintf("; %d target Promotion(s) finished after the abort (%d succeeded, %d did not)",
+			finished, succeeded, finished-succeeded)
+	}
+	if inFlight > 0 {
+		msg += fmt.Sprintf("; %d target(s) still in flight", inFlight)
+	}
+	return msg
 }
 
 // halt stops new starts after a breach. The rollout stays Halted while

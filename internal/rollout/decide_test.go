@@ -274,6 +274,104 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// aborted is a rollout aborted a minute ago in wave canary with canary-00
+// and canary-01 in flight, as its status recorded it then.
+func aborted(o *Observation) {
+	o.Rollout.Spec.Intent = fleetv1alpha1.IntentAbort
+	at := metav1.NewTime(now.Add(-time.Minute))
+	o.Rollout.Status = fleetv1alpha1.FleetRolloutStatus{
+		Phase: fleetv1alpha1.RolloutAborted, FinishedAt: &at,
+		Message: "aborted on request: no new target Promotion starts, running ones are aborted; 2 target(s) still in flight",
+		Waves: []fleetv1alpha1.WaveProgress{
+			{Name: "pilot", Phase: fleetv1alpha1.WaveSucceeded, Total: 1, Succeeded: 1, FinishedAt: &at},
+			{Name: "canary", Phase: fleetv1alpha1.WaveProgressing, Total: 4, InFlight: 2, Pending: 2, StartedAt: &at},
+			{Name: "general", Phase: fleetv1alpha1.WavePending, Total: 10, Pending: 10},
+		},
+	}
+}
+
+// finishedAt sets a target Promotion's finish time.
+func finishedAt(at time.Time) func(*TargetObservation) {
+	return func(t *TargetObservation) { t.Promotion.FinishedAt = at }
+}
+
+// abortRequested marks a target Promotion as asked to abort.
+func abortRequested(t *TargetObservation) { t.Promotion.AbortRequested = true }
+
+func TestDecideFinalRolloutSettles(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		obs         Observation
+		wantCanary  fleetv1alpha1.WaveProgress
+		wantMessage string
+		wantAbort   []string
+		wantRequeue bool
+	}{
+		{
+			name: "in flight at the abort: nothing changed yet",
+			obs: observe(fleet(), requested("pilot", "canary"), succeeded("pilot-00"), aborted,
+				target("canary-00", kargo.PromotionRunning, func(t *TargetObservation) { t.Promotion.AbortRequested = true }),
+				target("canary-01", kargo.PromotionRunning, func(t *TargetObservation) { t.Promotion.AbortRequested = true })),
+			wantCanary:  fleetv1alpha1.WaveProgress{InFlight: 2, Pending: 2},
+			wantMessage: "aborted on request: no new target Promotion starts, running ones are aborted; 2 target(s) still in flight",
+			wantRequeue: true,
+		},
+		{
+			name: "one Promotion inside its request finished Succeeded, one was aborted",
+			obs: observe(fleet(), requested("pilot", "canary"), succeeded("pilot-00"), aborted,
+				target("canary-00", kargo.PromotionSucceeded, finishedAt(now.Add(-30*time.Second)), abortRequested),
+				target("canary-01", kargo.PromotionAborted, finishedAt(now.Add(-59*time.Second)), abortRequested)),
+			wantCanary: fleetv1alpha1.WaveProgress{Succeeded: 1, Failed: 1, Pending: 2},
+			wantMessage: "aborted on request: no new target Promotion starts, running ones are aborted; " +
+				"2 target Promotion(s) finished after the abort (1 succeeded, 1 did not)",
+		},
+		{
+			name: "a succeeded Promotion whose Stage does not show the Freight yet stays in flight",
+			obs: observe(fleet(), requested("pilot", "canary"), succeeded("pilot-00"), aborted,
+				target("canary-00", kargo.PromotionSucceeded, finishedAt(now.Add(-30*time.Second)), abortRequested,
+					func(t *TargetObservation) { t.OnFreight = false }),
+				target("canary-01", kargo.PromotionAborted, finishedAt(now.Add(-59*time.Second)), abortRequested)),
+			wantCanary: fleetv1alpha1.WaveProgress{Failed: 1, InFlight: 1, Pending: 2},
+			wantMessage: "aborted on request: no new target Promotion starts, running ones are aborted; " +
+				"2 target Promotion(s) finished after the abort (1 succeeded, 1 did not); 1 target(s) still in flight",
+			wantRequeue: true,
+		},
+		{
+			name: "a Promotion still running past its deadline is failed and aborted",
+			obs: observe(fleet(), requested("pilot", "canary"), succeeded("pilot-00"), aborted,
+				target("canary-00", kargo.PromotionRunning, func(t *TargetObservation) {
+					t.Promotion.CreatedAt = now.Add(-time.Hour)
+				}),
+				target("canary-01", kargo.PromotionSucceeded, finishedAt(now.Add(-2*time.Minute)), abortRequested)),
+			wantCanary:  fleetv1alpha1.WaveProgress{Succeeded: 1, Failed: 1, Pending: 2},
+			wantMessage: "aborted on request: no new target Promotion starts, running ones are aborted",
+			wantAbort:   []string{"p-canary-00"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := Decide(tt.obs)
+			require.Equal(t, fleetv1alpha1.RolloutAborted, d.Phase, "a final phase never changes")
+			require.Empty(t, d.Start)
+			require.Equal(t, tt.wantAbort, d.Abort)
+			require.Equal(t, tt.wantMessage, d.Message)
+			prev := tt.obs.Rollout.Status.Waves
+			require.Len(t, d.Waves, len(prev))
+			for i := range d.Waves {
+				require.Equal(t, prev[i].Phase, d.Waves[i].Phase, "wave phases never change")
+				require.Equal(t, prev[i].StartedAt, d.Waves[i].StartedAt)
+				require.Equal(t, prev[i].FinishedAt, d.Waves[i].FinishedAt)
+			}
+			c := d.Waves[1]
+			require.Equal(t, tt.wantCanary, fleetv1alpha1.WaveProgress{Succeeded: c.Succeeded, Failed: c.Failed,
+				InFlight: c.InFlight, Pending: c.Pending})
+			require.Equal(t, tt.wantRequeue, !d.RequeueAt.IsZero(), "in-flight targets bring the rollout back by their deadline")
+		})
+	}
+}
+
 func TestDecideFleetThresholdAcrossWaves(t *testing.T) {
 	t.Parallel()
 	p := fleet()
@@ -297,12 +395,64 @@ func TestJudge(t *testing.T) {
 	promo := func(phase kargo.PromotionPhase, age time.Duration) *PromotionObservation {
 		return &PromotionObservation{Name: "p", Phase: phase, CreatedAt: now.Add(-age)}
 	}
+	// done is a Promotion created age ago that succeeded ago.
+	done := func(age, ago time.Duration) *PromotionObservation {
+		p := promo(kargo.PromotionSucceeded, age)
+		p.FinishedAt = now.Add(-ago)
+		return p
+	}
+	grace := Limits{ProgressDeadline: 10 * time.Minute, UnhealthyGrace: 2 * time.Minute}
 	tests := []struct {
-		name       string
-		obs        TargetObservation
-		wantState  TargetState
-		wantReason string
+		name         string
+		obs          TargetObservation
+		limits       *Limits
+		wantState    TargetState
+		wantReason   string
+		wantMessage  string
+		wantDeadline time.Time
 	}{
+		{
+			name:         "unhealthy within the grace waits until the grace ends",
+			obs:          TargetObservation{Promotion: done(2*time.Minute, time.Minute), OnFreight: true, Health: kargo.HealthUnhealthy},
+			limits:       &grace,
+			wantState:    TargetInFlight,
+			wantDeadline: now.Add(time.Minute),
+		},
+		{
+			name:        "unhealthy for the grace after the Promotion succeeded fails long before the deadline",
+			obs:         TargetObservation{Promotion: done(3*time.Minute, 2*time.Minute), OnFreight: true, Health: kargo.HealthUnhealthy},
+			limits:      &grace,
+			wantState:   TargetFailed,
+			wantReason:  ReasonUnhealthy,
+			wantMessage: "the Stage is unhealthy 2m0s after the Promotion succeeded (unhealthyGrace 2m0s)",
+		},
+		{
+			name:      "healthy again within the grace succeeds",
+			obs:       TargetObservation{Promotion: done(3*time.Minute, time.Minute), OnFreight: true, Health: kargo.HealthHealthy},
+			limits:    &grace,
+			wantState: TargetSucceeded,
+		},
+		{
+			name:         "progressing health is not unhealthy: only the deadline applies",
+			obs:          TargetObservation{Promotion: done(3*time.Minute, 3*time.Minute), OnFreight: false, Health: kargo.HealthProgressing},
+			limits:       &grace,
+			wantState:    TargetInFlight,
+			wantDeadline: now.Add(7 * time.Minute),
+		},
+		{
+			name:         "a deadline sooner than the grace comes first",
+			obs:          TargetObservation{Promotion: done(9*time.Minute+30*time.Second, 10*time.Second), OnFreight: true, Health: kargo.HealthUnhealthy},
+			limits:       &grace,
+			wantState:    TargetInFlight,
+			wantDeadline: now.Add(30 * time.Second),
+		},
+		{
+			name:         "no grace (a snapshot from before the setting): only the deadline fails an unhealthy target",
+			obs:          TargetObservation{Promotion: done(3*time.Minute, 3*time.Minute), OnFreight: true, Health: kargo.HealthUnhealthy},
+			limits:       &Limits{ProgressDeadline: 10 * time.Minute},
+			wantState:    TargetInFlight,
+			wantDeadline: now.Add(7 * time.Minute),
+		},
 		{name: "no promotion", wantState: TargetPending},
 		{name: "left before start", obs: TargetObservation{StageGone: true}, wantState: TargetSkipped},
 		{name: "running", obs: TargetObservation{Promotion: promo(kargo.PromotionRunning, time.Minute)}, wantState: TargetInFlight},
@@ -346,9 +496,19 @@ func TestJudge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			j := Judge(tt.obs, 10*time.Minute, now)
+			limits := Limits{ProgressDeadline: 10 * time.Minute}
+			if tt.limits != nil {
+				limits = *tt.limits
+			}
+			j := Judge(tt.obs, limits, now)
 			require.Equal(t, tt.wantState, j.State)
 			require.Equal(t, tt.wantReason, j.Reason)
+			if tt.wantMessage != "" {
+				require.Equal(t, tt.wantMessage, j.Message)
+			}
+			if !tt.wantDeadline.IsZero() {
+				require.Equal(t, tt.wantDeadline, j.DeadlineAt)
+			}
 		})
 	}
 }

@@ -41,18 +41,34 @@ type Judgement struct {
 	State   TargetState
 	Reason  string
 	Message string
-	// DeadlineAt is when the member's progress deadline passes, for a member
-	// in flight; zero otherwise.
+	// DeadlineAt is when the member's progress deadline or unhealthy grace
+	// passes, whichever comes first, for a member in flight; zero otherwise.
 	DeadlineAt time.Time
+}
+
+// Limits are the times a wave gives its members.
+type Limits struct {
+	// ProgressDeadline is how long a member may take to succeed, counted
+	// from its Promotion's creation; zero: no deadline.
+	ProgressDeadline time.Duration
+	// UnhealthyGrace is how long a member's Stage may be unhealthy after its
+	// Promotion succeeded, counted from the Promotion's finish; zero: only
+	// the progress deadline fails an unhealthy member.
+	UnhealthyGrace time.Duration
 }
 
 // Judge decides one member's state. A target succeeds when its Promotion
 // succeeded, its Stage runs the rollout's Freight, is not unhealthy and, when
 // the Stage verifies, the verification succeeded. It fails on a failed,
-// errored or aborted Promotion, on an unhealthy Stage or failed verification
-// after the Promotion succeeded, or when it is still not through when its
+// errored or aborted Promotion, on failed verification after the Promotion
+// succeeded, on a Stage still unhealthy when the unhealthy grace after the
+// Promotion's finish has passed, or when it is still not through when its
 // progress deadline (counted from the Promotion's creation) passes.
-func Judge(o TargetObservation, deadline time.Duration, now time.Time) Judgement {
+//
+// Kargo's Stage health carries no time, so the grace runs from the
+// Promotion's finish: a Stage that turned unhealthy later than that fails
+// as soon as it is seen unhealthy past the grace.
+func Judge(o TargetObservation, limits Limits, now time.Time) Judgement {
 	p := o.Promotion
 	if p == nil {
 		if o.StageGone {
@@ -60,6 +76,7 @@ func Judge(o TargetObservation, deadline time.Duration, now time.Time) Judgement
 		}
 		return Judgement{State: TargetPending}
 	}
+	var graceAt time.Time
 	switch p.Phase {
 	case kargo.PromotionFailed:
 		return failed(ReasonPromotionFailed, p)
@@ -75,8 +92,16 @@ func Judge(o TargetObservation, deadline time.Duration, now time.Time) Judgement
 		case o.OnFreight && o.Health != kargo.HealthUnhealthy &&
 			(o.Verification == "" || o.Verification == kargo.VerificationSuccessful):
 			return Judgement{State: TargetSucceeded}
+		case o.Health == kargo.HealthUnhealthy && limits.UnhealthyGrace > 0 && !p.FinishedAt.IsZero():
+			graceAt = p.FinishedAt.Add(limits.UnhealthyGrace)
+			if !now.Before(graceAt) {
+				return Judgement{State: TargetFailed, Reason: ReasonUnhealthy, Message: fmt.Sprintf(
+					"the Stage is unhealthy %s after the Promotion succeeded (unhealthyGrace %s)",
+					now.Sub(p.FinishedAt).Round(time.Second), limits.UnhealthyGrace)}
+			}
 		}
 	}
+	deadline := limits.ProgressDeadline
 	deadlineAt := p.CreatedAt.Add(deadline)
 	if deadline > 0 && !now.Before(deadlineAt) {
 		reason, msg := ReasonProgressDeadlineExceeded, fmt.Sprintf("not through after %s", deadline)
@@ -85,7 +110,10 @@ func Judge(o TargetObservation, deadline time.Duration, now time.Time) Judgement
 		}
 		return Judgement{State: TargetFailed, Reason: reason, Message: msg}
 	}
-	return Judgement{State: TargetInFlight, DeadlineAt: deadlineAt}
+	if deadline <= 0 {
+		deadlineAt = time.Time{}
+	}
+	return Judgement{State: TargetInFlight, DeadlineAt: earliest(deadlineAt, graceAt)}
 }
 
 func failed(reason string, p *PromotionObservation) Judgement {

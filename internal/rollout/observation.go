@@ -92,6 +92,8 @@ type PromotionObservation struct {
 	Message string
 	// CreatedAt is when it was created: the progress deadline runs from here.
 	CreatedAt time.Time
+	// FinishedAt is when Kargo finished it; zero while it runs.
+	FinishedAt time.Time
 	// AbortRequested says the abort annotation is already set.
 	AbortRequested bool
 }

@@ -1,7 +1,10 @@
 package envtest
 
 import (
+	"time"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // ValidatingWebhook returns a webhook configuration named name that sends
@@ -20,5 +23,19 @@ func ValidatingWebhook(name, group, version, resource, path string) *admissionre
 			ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Name: "local", Namespace: "default", Path: &path}},
 			Rules:                   rules(group, version, resource),
 		}},
+	}
+}
+
+// WaitForWebhookServer waits until srv accepts connections: a refused
+// connection fails the admission of the first object a test creates.
+func WaitForWebhookServer(srv webhook.Server, timeout time.Duration) error {
+	check := srv.StartedChecker()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check(nil)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -12,6 +12,9 @@ const (
 	DefaultMaxConcurrent = 10
 	// DefaultProgressDeadline is how long one target may take to succeed.
 	DefaultProgressDeadline = "15m"
+	// DefaultUnhealthyGrace is how long a target's Stage may stay unhealthy
+	// after its Promotion succeeded before the target counts as failed.
+	DefaultUnhealthyGrace = "2m"
 	// DefaultArgoCDNamespace is where Argo CD cluster Secrets are read from.
 	DefaultArgoCDNamespace = "argocd"
 	// MaxSoak bounds a wave's soak and a requiredSoakTime (30 days): a longer

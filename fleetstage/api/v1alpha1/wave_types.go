@@ -84,6 +84,14 @@ type Wave struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="progressDeadline must be at least 30s"
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 
+	// unhealthyGrace is how long a target's Stage may stay unhealthy after
+	// its Promotion succeeded before the target counts as failed (reason
+	// Unhealthy), without waiting for progressDeadline. It runs from the
+	// Promotion's finish: Kargo records no time for a Stage's health. It
+	// must be positive. Default 2m.
+	// +optional
+	UnhealthyGrace *metav1.Duration `json:"unhealthyGrace,omitempty"`
+
 	// soak is how long Freight must stay verified in this wave before the next
 	// wave may take it (the next wave Stage's requiredSoakTime): between 0s
 	// and 720h (30 days).

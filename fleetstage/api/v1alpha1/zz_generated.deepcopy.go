@@ -781,6 +781,11 @@ func (in *Wave) DeepCopyInto(out *Wave) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.UnhealthyGrace != nil {
+		in, out := &in.UnhealthyGrace, &out.UnhealthyGrace
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.Soak != nil {
 		in, out := &in.Soak, &out.Soak
 		*out = new(v1.Duration)

@@ -255,7 +255,11 @@ func (r *FleetRolloutReconciler) setDecided(s *scope) {
 	if st.Phase.IsFinal() && st.FinishedAt == nil {
 		st.FinishedAt = &now
 	}
-	setRolloutConditions(st, d, ro.Generation)
+	if !ro.Status.Phase.IsFinal() {
+		// A final rollout's conditions were settled when it ended; only its
+		// counts and message follow its last Promotions.
+		setRolloutConditions(st, d, ro.Generation)
+	}
 }
 
 // writeStatus writes the status the reconcile computed, once. A change of

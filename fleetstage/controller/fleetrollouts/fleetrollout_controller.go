@@ -133,7 +133,13 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		// A final rollout may still owe its follow-ups if the controller died
 		// right after recording the final phase: they are idempotent and
 		// write nothing once done.
-		return ctrl.Result{}, r.settle(ctx, s)
+		if !settling(ro) {
+			return ctrl.Result{}, r.settle(ctx, s)
+		}
+		// Its target Promotions still in flight finish (an abort does not
+		// stop a step inside its request): its counts follow them.
+		res, err := r.run(ctx, s)
+		return res, errors.Join(err, r.settle(ctx, s))
 	}
 	if err := r.waitTurn(ctx, s); err != nil || s.waiting || s.status.Phase.IsFinal() {
 		return ctrl.Result{}, err
@@ -252,6 +258,20 @@ func (r *FleetRolloutReconciler) settle(ctx context.Context, s *scope) error {
 		return r.recordRollbackOnWaveStages(ctx, s.ro, s.fs)
 	}
 	return nil
+}
+
+// settling says a rollout in a final phase still has targets in flight, as
+// its status last counted them.
+func settling(ro *fleetv1alpha1.FleetRollout) bool {
+	if !ro.Status.Phase.IsFinal() {
+		return false
+	}
+	for _, w := range ro.Status.Waves {
+		if w.InFlight > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // setFinal ends the rollout with a phase and a message.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
@@ -120,9 +121,10 @@ func (r *FleetRolloutReconciler) recordTransitions(ctx context.Context, s *scope
 		}
 		r.event(ro, corev1.EventTypeNormal, reason, "%s", ro.Status.Message)
 	case fleetv1alpha1.RolloutAborted:
-		r.event(ro, corev1.EventTypeWarning, RolloutAbortedReason, "Aborted on request (spec.intent Abort) by %s", actor)
+		r.event(ro, corev1.EventTypeWarning, RolloutAbortedReason, "Aborted on request (spec.intent Abort) by %s: %s",
+			intentActor(ro), ro.Status.Message)
 	case fleetv1alpha1.RolloutPaused:
-		r.event(ro, corev1.EventTypeNormal, RolloutPausedReason, "Paused on request (spec.intent Pause)")
+		r.event(ro, corev1.EventTypeNormal, RolloutPausedReason, "Paused on request (spec.intent Pause) by %s", intentActor(ro))
 	case fleetv1alpha1.RolloutRollingBack:
 		if before.Phase == "" || before.Phase == fleetv1alpha1.RolloutPending {
 			r.event(ro, corev1.EventTypeWarning, RollbackStartedReason, "Rolling back %d target(s) of FleetRollout %s to Freight %s (%s)",
@@ -130,7 +132,7 @@ func (r *FleetRolloutReconciler) recordTransitions(ctx context.Context, s *scope
 		}
 	}
 	if before.Phase == fleetv1alpha1.RolloutPaused && ro.Status.Phase != fleetv1alpha1.RolloutPaused {
-		r.event(ro, corev1.EventTypeNormal, RolloutResumedReason, "Resumed (spec.intent %s)", ro.Spec.Intent)
+		r.event(ro, corev1.EventTypeNormal, RolloutResumedReason, "Resumed (spec.intent %s) by %s", ro.Spec.Intent, intentActor(ro))
 	}
 	if ro.Status.Phase.IsFinal() {
 		r.refreshAll(ctx, ro)
@@ -153,6 +155,15 @@ func (r *FleetRolloutReconciler) recordRollbackCondition(ro *fleetv1alpha1.Fleet
 	default:
 		r.event(ro, corev1.EventTypeWarning, RollbackImpossibleReason, "%s", now.Message)
 	}
+}
+
+// intentActor names who set the rollout's spec.intent, as recorded with it
+// (kargo-fleet pause, resume and abort record it).
+func intentActor(ro *fleetv1alpha1.FleetRollout) string {
+	if a := fleetrollout.IntentActor(ro); a != "" {
+		return a
+	}
+	return "an unrecorded actor (no " + fleetrollout.IntentActorAnnotation + " annotation)"
 }
 
 func maxConcurrentOf(obs *observed, wave string) int {

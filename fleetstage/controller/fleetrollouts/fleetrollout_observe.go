@@ -149,6 +149,9 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 					Name: p.Name, Phase: p.Status.Phase, Message: p.Status.Message,
 					CreatedAt: p.CreationTimestamp.Time, AbortRequested: p.Annotations[kargo.AbortAnnotation] != "",
 				}
+				if p.Status.FinishedAt != nil {
+					obs.Promotion.FinishedAt = p.Status.FinishedAt.Time
+				}
 			}
 			o.Targets[t.ID] = obs
 		}

@@ -81,7 +81,7 @@ func (r *FleetRolloutReconciler) siblingsOfRollout(ctx context.Context, o client
 }
 
 // openRollouts lists the rollouts matching sel that are not final, plus the
-// final ones that might still need their FleetStage record.
+// final ones whose target Promotions are still in flight.
 func (r *FleetRolloutReconciler) openRollouts(ctx context.Context, namespace string, sel client.MatchingLabels) []reconcile.Request {
 	list := &fleetv1alpha1.FleetRolloutList{}
 	if err := r.client.List(ctx, list, client.InNamespace(namespace), sel); err != nil {
@@ -89,7 +89,7 @@ func (r *FleetRolloutReconciler) openRollouts(ctx context.Context, namespace str
 	}
 	var out []reconcile.Request
 	for i := range list.Items {
-		if !list.Items[i].Status.Phase.IsFinal() {
+		if !list.Items[i].Status.Phase.IsFinal() || settling(&list.Items[i]) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}

@@ -102,6 +102,16 @@ func TestWebhookRejectsWhatCELCannotSee(t *testing.T) {
 			wantErr: []string{"spec.stage.inline.promotionTemplate.spec.steps[0]"},
 		},
 		{
+			// Kargo's Stage webhook would refuse every target Stage.
+			name: "inline promotion template task step has an if condition",
+			mutate: func(fs *fleetv1alpha1.FleetStage) {
+				fs.Spec.Stage = testutil.MakeFleetStage("x", "y").
+					InlineStage("w", `{"spec":{"steps":[{"uses":"argocd-update"},{"task":{"name":"fleet-status"},"if":"${{ always() }}"}]}}`).Obj().Spec.Stage
+			},
+			wantErr: []string{"spec.stage.inline.promotionTemplate.spec.steps[1].if",
+				"PromotionTemplate step referencing a task cannot have an 'if' condition"},
+		},
+		{
 			name: "inline target names collide",
 			mutate: func(fs *fleetv1alpha1.FleetStage) {
 				fs.Spec.Targets.Sources[0].Inline = []fleetv1alpha1.InlineTarget{{Name: "EU_1"}, {Name: "eu-1"}}

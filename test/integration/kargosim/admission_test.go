@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
@@ -85,4 +87,36 @@ func TestAdmissionExpandsTasks(t *testing.T) {
 	newStage(t, ns, "bad", steps(missing))
 	_, err := promote(ctx, k8s, ns, "bad", "f1", nil)
 	require.ErrorContains(t, err, `missing value for variable "endpoint"`)
+}
+
+// TestStageWebhookRefusesIfOnTaskSteps pins Kargo v1.11.2's Stage webhook: a
+// promotion-template step that references a task may have neither 'if' nor
+// config; a step that uses a step kind may have both.
+func TestStageWebhookRefusesIfOnTaskSteps(t *testing.T) {
+	ctx := context.Background()
+	ns := newProject(t)
+	task := &kargo.PromotionTaskRef{Kind: kargo.ClusterPromotionTaskKind, Name: "fleet-rollback"}
+	s := &kargo.Stage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wave"},
+		Spec: kargo.StageSpec{
+			RequestedFreight: []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
+			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{
+				{Uses: "http", As: "notify", If: "${{ failure() }}", Config: cfg(`{"url":"https://chat.example.com"}`)},
+				{Task: task, As: "rollback", If: "${{ failure() }}"},
+			}}},
+		},
+	}
+	err := k8s.Create(ctx, s)
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	require.ErrorContains(t, err, `spec.promotionTemplate.spec.steps[1].if: Forbidden: PromotionTemplate step referencing a task cannot have an 'if' condition`)
+	require.NotContains(t, err.Error(), "steps[0]", "a step that uses a step kind may have 'if'")
+
+	s.Spec.PromotionTemplate.Spec.Steps[1].If = ""
+	require.NoError(t, k8s.Create(ctx, s), "the same template without 'if' on the task step is accepted")
+
+	base := s.DeepCopy()
+	s.Spec.PromotionTemplate.Spec.Steps[1].Config = cfg(`{"reason":"x"}`)
+	err = k8s.Patch(ctx, s, client.MergeFrom(base))
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	require.ErrorContains(t, err, `spec.promotionTemplate.spec.steps[1].config: Forbidden: PromotionTemplate step referencing a task cannot have a config`)
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,3 +290,54 @@ func replaceOnce(s, old, new string) string {
 }
 
 var _ = context.Background
+
+// TestAbortInsideHTTPRequestIsIgnored pins what Kargo v1.11.2 does with an
+// abort that arrives while an http step is inside its request: the request
+// is not interrupted and the Promotion finishes with the step's outcome
+// (Succeeded here); the abort is seen only by a Promotion still Running
+// after the step returns.
+func TestAbortInsideHTTPRequestIsIgnored(t *testing.T) {
+	ns := newProject(t)
+	inRequest, release := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case inRequest <- struct{}{}:
+		default:
+		}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"state":"done"}`))
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	newFreight(t, ns, "f1")
+	newStage(t, ns, "a", steps(kargo.PromotionStep{Uses: "http", As: "slow", Config: cfg(`{
+		"method": "POST", "url": "` + srv.URL + `", "timeout": "30s",
+		"successExpression": "response.status == 200 && response.body.state == 'done'"}`)}))
+	p := mustPromote(t, ns, "a", "f1")
+	select {
+	case <-inRequest:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the http step did not call the server")
+	}
+	annotate(t, p, kargo.AbortAnnotation, kargo.AbortTerminate)
+	// The abort is recorded (the webhook rewrote it) while the step waits.
+	waitPromotion(t, p, 5*time.Second, func(p *kargo.Promotion) bool {
+		return strings.Contains(p.Annotations[kargo.AbortAnnotation], `"actor"`)
+	})
+	time.Sleep(300 * time.Millisecond)
+	close(release)
+	done := waitPromotion(t, p, 10*time.Second, phaseIs(kargo.PromotionSucceeded, kargo.PromotionAborted,
+		kargo.PromotionFailed, kargo.PromotionErrored))
+	require.Equal(t, kargo.PromotionSucceeded, done.Status.Phase, done.Status.Message)
+	require.Equal(t, kargo.StepSucceeded, done.Status.StepExecutionMetadata[0].Status)
+	time.Sleep(500 * time.Millisecond)
+	after := waitPromotion(t, p, time.Second, phaseIs(kargo.PromotionSucceeded, kargo.PromotionAborted))
+	require.Equal(t, kargo.PromotionSucceeded, after.Status.Phase, "a finished Promotion stays finished")
+}

@@ -105,13 +105,11 @@ func startSimulator(ctx context.Context, cfg *rest.Config) error {
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
-	// Wait until the webhook server answers.
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if mgr.GetWebhookServer().StartedChecker()(nil) == nil && mgr.GetCache().WaitForCacheSync(ctx) {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := envtest.WaitForWebhookServer(mgr.GetWebhookServer(), 30*time.Second); err != nil {
+		return fmt.Errorf("simulator did not start in time: %w", err)
 	}
-	return fmt.Errorf("simulator did not start in time")
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return fmt.Errorf("simulator cache did not sync")
+	}
+	return nil
 }

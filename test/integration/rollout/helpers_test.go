@@ -46,6 +46,9 @@ type fleetSpec struct {
 	waves       []fleetv1alpha1.Wave
 	policy      fleetv1alpha1.FleetPolicy
 	autoPromote bool
+	// steps replace the adopted Stage's per-target template (default: one
+	// simulated argocd-update step).
+	steps []kargo.PromotionStep
 }
 
 // newFleet creates the Project and waits until the FleetStage is Ready.
@@ -66,14 +69,18 @@ func newFleet(t *testing.T, ns string, spec fleetSpec) *fleet {
 		}))
 	}
 	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
+	steps := spec.steps
+	if steps == nil {
+		steps = []kargo.PromotionStep{{
+			Uses: "argocd-update", As: "sync",
+			Config: &apiextensionsv1.JSON{Raw: []byte(`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}"}]}`)},
+		}}
+	}
 	require.NoError(t, c.Create(ctx, &kargo.Stage{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
 		Spec: kargo.StageSpec{
-			RequestedFreight: []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
-			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{
-				Uses: "argocd-update", As: "sync",
-				Config: &apiextensionsv1.JSON{Raw: []byte(`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}"}]}`)},
-			}}}},
+			RequestedFreight:  []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
+			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: steps}},
 		},
 	}))
 	f := &fleet{t: t, ns: ns, good: "f1-good", bad: "f2-bad", fleetKey: client.ObjectKey{Namespace: ns, Name: "fleet"},

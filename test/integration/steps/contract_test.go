@@ -158,7 +158,7 @@ func TestContract_statusAndGate(t *testing.T) {
 	fs := newFleetStage(t, ns)
 	projectToken(t, ns)
 	fs.Status.Targets = fleetv1alpha1.TargetCounts{Candidates: 4, Selected: 4}
-	fs.Status.Versions = []fleetv1alpha1.FreightCount{{Freight: "f1", Targets: 3}, {Freight: "f0", Targets: 1}}
+	fs.Status.Versions = []fleetv1alpha1.FreightCount{{Freight: "f1", Targets: 2}, {Freight: "f0", Targets: 2}}
 	require.NoError(t, k8s.Status().Update(ctx, fs))
 	newFreight(t, ns, "f1")
 
@@ -167,11 +167,13 @@ func TestContract_statusAndGate(t *testing.T) {
 			usesTask("fleet-status", "require", "onFreightPercent >= 75"))
 		got := waitPromotion(t, promote(t, ns, "prod.c1", "f1"), fast, phaseIs(kargo.PromotionSucceeded))
 		out := state(t, got)["fleet"]
+		// Two targets run f1, and the calling target, whose Promotion is
+		// delivering f1, counts too.
 		require.Equal(t, float64(3), out["onFreight"])
 		require.Equal(t, float64(75), out["onFreightPercent"])
 		require.Equal(t, []any{
-			map[string]any{"freight": "f1", "targets": float64(3)},
-			map[string]any{"freight": "f0", "targets": float64(1)},
+			map[string]any{"freight": "f1", "targets": float64(2)},
+			map[string]any{"freight": "f0", "targets": float64(2)},
 		}, out["versions"])
 	})
 

@@ -1,0 +1,121 @@
+//go:build integration
+
+package rollout_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+)
+
+// blockingServer answers every request with {"state":"done"} once released,
+// and counts the requests waiting.
+type blockingServer struct {
+	*httptest.Server
+	mu      sync.Mutex
+	waiting int
+	release chan struct{}
+	once    sync.Once
+}
+
+func newBlockingServer(t *testing.T) *blockingServer {
+	s := &blockingServer{release: make(chan struct{})}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		s.waiting++
+		s.mu.Unlock()
+		<-s.release
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"state":"done"}`))
+	}))
+	t.Cleanup(func() { s.open(); s.Close() })
+	return s
+}
+
+func (s *blockingServer) open() { s.once.Do(func() { close(s.release) }) }
+
+func (s *blockingServer) inRequest() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting
+}
+
+// TestAbortedRolloutSettlesWhenPromotionsInsideARequestFinish: Kargo does
+// not stop a step inside its request when a Promotion is aborted, so target
+// Promotions of an aborted rollout may still finish Succeeded. The rollout
+// stays Aborted, but its counts follow them until nothing is in flight, its
+// message says what finished after the abort, and its Event names who
+// aborted it.
+func TestAbortedRolloutSettlesWhenPromotionsInsideARequestFinish(t *testing.T) {
+	srv := newBlockingServer(t)
+	f := newFleet(t, "abort-inside", fleetSpec{
+		targets: inline("c", 3, nil, nil),
+		waves:   []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(2)}},
+		steps: []kargo.PromotionStep{{Uses: "http", As: "deploy", Config: &apiextensionsv1.JSON{Raw: []byte(`{
+			"method": "POST", "url": "` + srv.URL + `", "timeout": "60s",
+			"successExpression": "response.status == 200 && response.body.state == 'done'"}`)}}},
+	})
+	f.ship(f.good)
+	ro := f.rollout(f.good, fleetv1alpha1.RolloutProgressing)
+	require.Eventually(t, func() bool { return srv.inRequest() == 2 }, wait, tick, "two target Promotions are inside their request")
+
+	// As kargo-fleet abort does it: the intent and who set it, in one write.
+	patch := client.MergeFrom(ro.DeepCopy())
+	ro.Spec.Intent = fleetv1alpha1.IntentAbort
+	ro.Annotations[fleetrollout.IntentActorAnnotation] = "kubernetes:alice"
+	require.NoError(t, env.Client.Patch(context.Background(), ro, patch))
+	aborted := f.rollout(f.good, fleetv1alpha1.RolloutAborted)
+	require.EqualValues(t, 2, aborted.Status.Waves[0].InFlight, aborted.Status.Message)
+	require.Contains(t, aborted.Status.Message, "2 target(s) still in flight")
+	// The abort annotations reach Kargo while the requests are open.
+	require.Eventually(t, func() bool {
+		list := &kargo.PromotionList{}
+		require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns),
+			client.MatchingLabels{fleetv1alpha1.RolloutLabel: aborted.Name}))
+		n := 0
+		for _, p := range list.Items {
+			if p.Annotations[kargo.AbortAnnotation] != "" {
+				n++
+			}
+		}
+		return n == 2
+	}, wait, tick, "the in-flight target Promotions are asked to abort")
+
+	srv.open()
+	var settled *fleetv1alpha1.FleetRollout
+	require.Eventually(t, func() bool {
+		settled = f.findRollout(f.good, fleetv1alpha1.DirectionForward)
+		return settled != nil && settled.Status.Waves[0].InFlight == 0
+	}, wait, tick, "the aborted rollout's counts settle (last: %s)", describe(&settled))
+	require.Equal(t, fleetv1alpha1.RolloutAborted, settled.Status.Phase, "an aborted rollout stays aborted")
+	w := settled.Status.Waves[0]
+	require.EqualValues(t, 2, w.Succeeded, "both Promotions inside their request finished Succeeded")
+	require.EqualValues(t, 1, w.Pending, "the third target never started")
+	require.Contains(t, settled.Status.Message, "2 target Promotion(s) finished after the abort (2 succeeded, 0 did not)")
+	require.Equal(t, 2, countPromotions(t, f, settled.Name), "an aborted rollout starts nothing")
+
+	require.Eventually(t, func() bool {
+		list := &eventsv1.EventList{}
+		require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
+		for _, e := range list.Items {
+			if e.Regarding.Name == settled.Name && e.Reason == "RolloutAborted" {
+				return strings.Contains(e.Note, "by kubernetes:alice")
+			}
+		}
+		return false
+	}, 10*time.Second, tick, "the RolloutAborted Event names who aborted")
+}
