@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -69,7 +71,9 @@ func startWebhooks(ctx context.Context) error {
 	if err := kargosim.New(mgr, kargosim.Options{Seed: 1}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (fswebhook.FleetStageValidator{}).SetupWithManager(mgr); err != nil {
+	if err := fswebhook.Setup(mgr, fswebhook.Options{
+		InventoryNamespaces: inventory.DefaultNamespacePolicy(), ControllerUsername: fswebhook.DefaultControllerUsername(),
+	}); err != nil {
 		return err
 	}
 	go func() {
