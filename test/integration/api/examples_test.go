@@ -37,6 +37,9 @@ type document struct {
 	raw    []byte
 }
 
+// argoCDGroup is Argo CD's API group (Applications, ApplicationSets).
+const argoCDGroup = "argoproj.io"
+
 // TestExamplesAreAccepted admits every object of examples/, of the chart's
 // ClusterPromotionTasks, and every ```yaml block of the docs that is a
 // complete object (apiVersion and kind) or a list of promotion steps (in a
@@ -46,9 +49,6 @@ type document struct {
 // refuses. Objects are created with a server-side dry run, so examples that
 // share a name do not collide; their namespaces are created as Kargo
 // Projects.
-// argoCDGroup is Argo CD's API group (Applications, ApplicationSets).
-const argoCDGroup = "argoproj.io"
-
 func TestExamplesAreAccepted(t *testing.T) {
 	root := envtest.RepoRoot()
 	var docs []document
