@@ -151,6 +151,11 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ro, fs := s.ro, s.fs
 	snap, err := r.ensureSnapshot(ctx, ro, fs)
+	var foreign *foreignSnapshotError
+	if errors.As(err, &foreign) {
+		r.setFinal(s, fleetv1alpha1.RolloutFailed, foreign.Error())
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -55,7 +55,7 @@ func (r *FleetRolloutReconciler) ensureSnapshot(ctx context.Context, ro *fleetv1
 	if p := r.snapshots.get(ro.UID); p != nil {
 		return p, nil
 	}
-	p, err := r.readSnapshot(ctx, ro.Namespace, ro.Name)
+	p, err := r.readSnapshot(ctx, ro)
 	if apierrors.IsNotFound(err) {
 		p, err = r.takeSnapshot(ctx, ro, fs)
 	}
@@ -66,10 +66,16 @@ func (r *FleetRolloutReconciler) ensureSnapshot(ctx context.Context, ro *fleetv1
 	return p, nil
 }
 
-func (r *FleetRolloutReconciler) readSnapshot(ctx context.Context, namespace, rollout string) (*plan.WavePlan, error) {
+// readSnapshot reads a rollout's plan snapshot. The ConfigMap's name is
+// predictable, so it counts only when the rollout controls it: a ConfigMap
+// someone else created under that name is refused, not trusted.
+func (r *FleetRolloutReconciler) readSnapshot(ctx context.Context, ro *fleetv1alpha1.FleetRollout) (*plan.WavePlan, error) {
 	cm := &corev1.ConfigMap{}
-	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleetrollout.SnapshotName(rollout)}, cm); err != nil {
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: fleetrollout.SnapshotName(ro.Name)}, cm); err != nil {
 		return nil, err
+	}
+	if owner := metav1.GetControllerOf(cm); owner == nil || owner.UID != ro.UID || owner.Kind != "FleetRollout" {
+		return nil, &foreignSnapshotError{configMap: cm.Name, rollout: ro.Name}
 	}
 	p, err := plan.DecodeSnapshot(cm.BinaryData[plan.SnapshotKey])
 	if err != nil {
@@ -110,7 +116,7 @@ func (r *FleetRolloutReconciler) takeSnapshot(ctx context.Context, ro *fleetv1al
 		BinaryData: map[string][]byte{plan.SnapshotKey: raw},
 	}
 	if err := r.client.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
-		return r.readSnapshot(ctx, ro.Namespace, ro.Name)
+		return r.readSnapshot(ctx, ro)
 	} else if err != nil {
 		return nil, fmt.Errorf("error writing plan snapshot of rollout %q: %w", ro.Name, err)
 	}
@@ -123,12 +129,20 @@ func (r *FleetRolloutReconciler) takeSnapshot(ctx context.Context, ro *fleetv1al
 // rollout in reverse order, each holding only the targets that rollout
 // started a Promotion for — exactly the targets that moved.
 func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1alpha1.FleetRollout) (*plan.WavePlan, error) {
-	orig, err := r.readSnapshot(ctx, ro.Namespace, ro.Spec.RollbackOf)
+	of := &fleetv1alpha1.FleetRollout{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ro.Spec.RollbackOf}, of); err != nil {
+		return nil, fmt.Errorf("error getting rolled-back rollout %q: %w", ro.Spec.RollbackOf, err)
+	}
+	orig, err := r.readSnapshot(ctx, of)
 	if err != nil {
 		return nil, fmt.Errorf("error reading the plan of rolled-back rollout %q: %w", ro.Spec.RollbackOf, err)
 	}
-	promos := &kargo.PromotionList{}
-	if err := r.client.List(ctx, promos, client.InNamespace(ro.Namespace), client.UnsafeDisableDeepCopy,
+	// The targets that moved are read from the API server, not the cache: a
+	// Promotion created just before the breach may not be in the cache yet,
+	// and the rollback's plan is frozen once taken.
+	promos := &metav1.PartialObjectMetadataList{}
+	promos.SetGroupVersionKind(kargo.GroupVersion.WithKind("PromotionList"))
+	if err := r.reader.List(ctx, promos, client.InNamespace(ro.Namespace),
 		client.MatchingLabels{fleetv1alpha1.RolloutLabel: ro.Spec.RollbackOf}); err != nil {
 		return nil, fmt.Errorf("error listing Promotions of rollout %q: %w", ro.Spec.RollbackOf, err)
 	}
@@ -158,4 +172,15 @@ func shortHash(h string) string {
 		return h[:12]
 	}
 	return h
+}
+
+// foreignSnapshotError says a ConfigMap under a rollout's snapshot name is
+// not the rollout's own: the rollout cannot run on a plan someone else wrote.
+type foreignSnapshotError struct {
+	configMap, rollout string
+}
+
+func (e *foreignSnapshotError) Error() string {
+	return fmt.Sprintf("ConfigMap %q is named like the plan snapshot of FleetRollout %q but is not controlled by it: "+
+		"the rollout does not run on a plan it did not take; delete the ConfigMap and create the rollout again", e.configMap, e.rollout)
 }

@@ -1,0 +1,72 @@
+//go:build integration
+
+package rollout_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+)
+
+// TestForgedPlanSnapshotIsRefused: anyone who may write ConfigMaps in a
+// Project could create one under a rollout's predictable snapshot name
+// before the rollout exists, with a plan of their choosing. The rollout
+// runs only on a snapshot it controls; it fails and says why.
+func TestForgedPlanSnapshotIsRefused(t *testing.T) {
+	f := newFleet(t, "forged-plan", fleetSpec{targets: inline("c", 2, nil, nil), waves: []fleetv1alpha1.Wave{{Name: "all"}}})
+	ctx := context.Background()
+	f.ensureFreight(f.good)
+	forged, err := plan.EncodeSnapshot(&plan.WavePlan{Waves: []plan.PlannedWave{{Name: "all",
+		Members: []plan.Target{{ID: "elsewhere", Name: "elsewhere"}}}}})
+	require.NoError(t, err)
+	require.NoError(t, env.Client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fleetrollout.SnapshotName("fleet-forged")},
+		BinaryData: map[string][]byte{plan.SnapshotKey: forged},
+	}))
+	ro := &fleetv1alpha1.FleetRollout{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "fleet-forged", Labels: map[string]string{fleetv1alpha1.FleetStageLabel: "fleet"}},
+		Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: "fleet", Freight: fleetv1alpha1.FreightReference{Name: f.good},
+			Direction: fleetv1alpha1.DirectionForward, Intent: fleetv1alpha1.IntentPause, Actor: "kubernetes:admin"},
+	}
+	require.NoError(t, env.Client.Create(ctx, ro))
+	waitFor(t, ro, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Phase == fleetv1alpha1.RolloutFailed })
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(ro), ro))
+	require.Contains(t, ro.Status.Message, "is not controlled by it")
+	require.Nil(t, ro.Status.Snapshot)
+}
+
+// TestLastGoodFreightOnlyMovesForward: a reconcile of an older succeeded
+// rollout (after a restart, a resync, any metadata change) leaves the
+// FleetStage's lastRollout and lastGoodFreight on the newer one.
+func TestLastGoodFreightOnlyMovesForward(t *testing.T) {
+	f := newFleet(t, "last-good", fleetSpec{targets: inline("c", 2, nil, nil), waves: []fleetv1alpha1.Wave{{Name: "all"}}})
+	ctx := context.Background()
+	f.ship(f.good)
+	old := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded)
+	const newer = "f3-newer"
+	f.ship(newer)
+	latest := f.rollout(newer, fleetv1alpha1.RolloutSucceeded)
+	fs := &fleetv1alpha1.FleetStage{}
+	require.Eventually(t, func() bool {
+		return env.Client.Get(ctx, f.fleetKey, fs) == nil && fs.Status.LastGoodFreight != nil &&
+			fs.Status.LastGoodFreight.Name == newer && fs.Status.LastRollout == latest.Name
+	}, wait, tick)
+
+	// Any change to the old rollout makes the controller look at it again.
+	patch := client.MergeFrom(old.DeepCopy())
+	metav1.SetMetaDataAnnotation(&old.ObjectMeta, "example.com/touched", "yes")
+	require.NoError(t, env.Client.Patch(ctx, old, patch))
+	time.Sleep(2 * time.Second)
+	require.NoError(t, env.Client.Get(ctx, f.fleetKey, fs))
+	require.Equal(t, newer, fs.Status.LastGoodFreight.Name, "lastGoodFreight never moves backwards")
+	require.Equal(t, latest.Name, fs.Status.LastRollout, "lastRollout never moves backwards")
+}
