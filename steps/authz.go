@@ -112,9 +112,11 @@ func (s *Server) authorize(ctx context.Context, step string, req *Request, token
 		return nil, refuse(http.StatusForbidden, ReasonNotFleet,
 			"stage %q is labelled for FleetStage %q but not controlled by it", req.Stage, fsName)
 	}
-	if step == WaveStepName && stage.Labels[fleetv1alpha1.RoleLabel] != fleetv1alpha1.RoleWave {
+	if (step == WaveStepName || step == RollbackStepName) && stage.Labels[fleetv1alpha1.RoleLabel] != fleetv1alpha1.RoleWave {
+		// A rollback moves the whole fleet: it is asked for from a wave
+		// Stage, never from one target's Stage.
 		return nil, refuse(http.StatusForbidden, ReasonNotWaveStage,
-			"%s runs only in wave Stages; Stage %q is not one", WaveStepName, req.Stage)
+			"%s runs only in wave Stages; Stage %q is not one", step, req.Stage)
 	}
 	return &Input{Context: req.stepContext(), FleetStage: &fs, Stage: &stage, Promotion: &promo, Config: req.Config}, nil
 }

@@ -60,6 +60,10 @@ type FleetReader interface {
 	GetRollout(ctx context.Context, namespace, name string) (*fleetv1alpha1.FleetRollout, error)
 	// GetFreight returns a Freight.
 	GetFreight(ctx context.Context, namespace, name string) (*kargo.Freight, error)
+	// FreightRecord says whether the Freight passed the FleetStage (a
+	// forward rollout of it succeeded, or it is the last good Freight) and,
+	// when it is held back after a breach, the rollout that breached.
+	FreightRecord(ctx context.Context, fs *fleetv1alpha1.FleetStage, freight string) (proven bool, heldBackBy string, err error)
 }
 
 // Store is what the steps need from the cluster. APIStore implements it on

@@ -28,6 +28,9 @@ type RollbackConfig struct {
 	RollbackOf string `json:"rollbackOf,omitempty"`
 	// Reason says why; it is recorded on the rollback FleetRollout.
 	Reason string `json:"reason,omitempty"`
+	// AnyFreight allows Freight that has not passed the fleet, or that is
+	// held back after a breach.
+	AnyFreight bool `json:"anyFreight,omitempty"`
 	// Links are extra links shown among the outputs.
 	Links []Link `json:"links,omitempty"`
 }
@@ -140,6 +143,19 @@ func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfi
 		return terminal("freight %q not found in project %q", freightName, c.Project)
 	case err != nil:
 		return nil, nil, err
+	}
+	if !cfg.AnyFreight {
+		proven, held, err := s.store.FreightRecord(ctx, fs, freightName)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case held != "":
+			return terminal("freight %s is held back from FleetStage %q after FleetRollout %s breached a failure threshold; "+
+				"set anyFreight: true to roll back to it anyway", shortName(freightName), fs.Name, held)
+		case !proven:
+			return terminal("freight %s has not passed FleetStage %q (no rollout of it succeeded, and it is not the last good "+
+				"Freight); set anyFreight: true to roll back to it anyway", shortName(freightName), fs.Name)
+		}
 	}
 	return &RolloutRequest{
 		FleetStage: fs,

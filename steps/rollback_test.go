@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
@@ -133,6 +134,35 @@ func Test_rollbackStep_run(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, StateFailed, got.State)
 		require.Equal(t, `rollback FleetRollout "`+ro.Name+`" failed: 3 targets did not return (PromotionFailed: 3, e.g. eu-1)`, got.Message)
+	})
+
+	t.Run("only Freight that passed the fleet, unless anyFreight", func(t *testing.T) {
+		t.Parallel()
+		fs := testFleetStage()
+		fs.Status.LastRollout = "prod-bad"
+		fs.Status.LastGoodFreight = &fleetv1alpha1.FreightReference{Name: "good"}
+		unproven, held := testFreightObj(), testFreightObj()
+		unproven.Name, held.Name = "unproven", "held"
+		breached := forward("prod-held", "held", fleetv1alpha1.RolloutFailed)
+		breached.Labels = map[string]string{fleetv1alpha1.FleetStageLabel: testFleet, fleetrollout.FreightLabel: "held"}
+		breached.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ThresholdBreachedCondition, Status: metav1.ConditionTrue,
+			Reason: "WaveMaxFailures", LastTransitionTime: metav1.Now()}}
+		c := newFakeClient(t, good.DeepCopy(), unproven, held, breached, forward("prod-bad", testFreight, fleetv1alpha1.RolloutFailed))
+		step := NewRollbackStep(NewAPIStore(c, c))
+
+		got, err := step.Run(ctx, testInput(fs, stage, `{"freight": "unproven"}`))
+		require.True(t, IsTerminal(err))
+		require.Equal(t, StateFailed, got.State)
+		require.Contains(t, got.Message, `has not passed FleetStage "prod"`)
+		got, err = step.Run(ctx, testInput(fs, stage, `{"freight": "held"}`))
+		require.True(t, IsTerminal(err))
+		require.Contains(t, got.Message, "held back from FleetStage")
+		require.Empty(t, rollbacks(t, c), "nothing was rolled back")
+
+		got, err = step.Run(ctx, testInput(fs, stage, `{"freight": "unproven", "anyFreight": true}`))
+		require.NoError(t, err)
+		require.NotEqual(t, StateFailed, got.State, got.Message)
+		require.Equal(t, "unproven", rollbackOf(t, c, "prod-bad").Spec.Freight.Name)
 	})
 
 	tests := []struct {

@@ -52,6 +52,26 @@ func (s *APIStore) GetFreight(ctx context.Context, namespace, name string) (*kar
 	return &f, nil
 }
 
+// FreightRecord implements FleetReader.
+func (s *APIStore) FreightRecord(ctx context.Context, fs *fleetv1alpha1.FleetStage, freight string) (bool, string, error) {
+	rollouts, err := fleetrollout.List(ctx, s.reader, fs.Namespace, fs.Name,
+		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(freight)})
+	if err != nil {
+		return false, "", err
+	}
+	if held := fleetrollout.HeldBack(fs, rollouts, freight); held != nil {
+		return false, held.Name, nil
+	}
+	proven := fs.Status.LastGoodFreight != nil && fs.Status.LastGoodFreight.Name == freight
+	for _, ro := range rollouts {
+		if ro.Spec.Direction == fleetv1alpha1.DirectionForward && ro.Spec.Freight.Name == freight &&
+			ro.Status.Phase == fleetv1alpha1.RolloutSucceeded {
+			proven = true
+		}
+	}
+	return proven, "", nil
+}
+
 // EnsureRollout implements Intents.
 func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*fleetv1alpha1.FleetRollout, error) {
 	fs := req.FleetStage
