@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -48,4 +49,17 @@ func TestJudgeForeignPromotion(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestJudgeRefusedPromotion(t *testing.T) {
+	t.Parallel()
+	limits := Limits{ProgressDeadline: 10 * time.Minute}
+	o := TargetObservation{RefusedSince: now.Add(-5 * time.Minute), RefusedMessage: "Freight is not available to this Stage"}
+	require.Equal(t, TargetPending, Judge(o, limits, now).State, "refused for less than the deadline: tried again")
+	o.RefusedSince = now.Add(-10 * time.Minute)
+	j := Judge(o, limits, now)
+	require.Equal(t, TargetFailed, j.State)
+	require.Equal(t, ReasonPromotionRefused, j.Reason)
+	require.Equal(t, "Kargo refused the Promotion for 10m0s: Freight is not available to this Stage", j.Message)
+	require.Equal(t, TargetPending, Judge(o, Limits{}, now).State, "no deadline: never judged")
 }

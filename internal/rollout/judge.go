@@ -34,6 +34,10 @@ const (
 	ReasonUnhealthy                = "Unhealthy"
 	ReasonVerificationFailed       = "VerificationFailed"
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonPromotionRefused: Kargo refused to create the target's
+	// Promotion (the Freight is not available to its Stage) for a whole
+	// progress deadline.
+	ReasonPromotionRefused = "PromotionRefused"
 )
 
 // Judgement is the state of one member and, when failed, why.
@@ -71,8 +75,14 @@ type Limits struct {
 func Judge(o TargetObservation, limits Limits, now time.Time) Judgement {
 	p := o.Promotion
 	if p == nil {
-		if o.StageGone {
+		switch {
+		case o.StageGone:
 			return Judgement{State: TargetSkipped, Message: "the target left the fleet before it was started"}
+		case !o.RefusedSince.IsZero() && limits.ProgressDeadline > 0 && !now.Before(o.RefusedSince.Add(limits.ProgressDeadline)):
+			// The deadline runs from the first refusal: a Promotion that is
+			// never created would otherwise be retried for ever.
+			return Judgement{State: TargetFailed, Reason: ReasonPromotionRefused, Message: fmt.Sprintf(
+				"Kargo refused the Promotion for %s: %s", limits.ProgressDeadline, o.RefusedMessage)}
 		}
 		return Judgement{State: TargetPending}
 	}

@@ -80,6 +80,11 @@ type TargetObservation struct {
 	Verification string
 	// OnFreight says the Stage currently runs the rollout's Freight.
 	OnFreight bool
+	// RefusedSince is when Kargo first refused to create the target's
+	// Promotion (the Freight not available to its Stage), while it has no
+	// Promotion; RefusedMessage is Kargo's message.
+	RefusedSince   time.Time
+	RefusedMessage string
 }
 
 // PromotionObservation is what was observed of a target Promotion.

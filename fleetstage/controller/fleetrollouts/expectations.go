@@ -74,3 +74,47 @@ func (e *expectations) clear(rollout types.UID) {
 	defer e.mu.Unlock()
 	delete(e.m, rollout)
 }
+
+// refusals remembers, per rollout and target, when Kargo first refused to
+// create the target's Promotion: the progress deadline of a target that
+// never gets a Promotion runs from there. In memory only: after a restart
+// the deadline starts again from the next refusal.
+type refusals struct {
+	mu sync.Mutex
+	m  map[types.UID]map[string]refusal
+}
+
+type refusal struct {
+	since   time.Time
+	message string
+}
+
+// note records a refusal of the target's Promotion, keeping the first time.
+func (r *refusals) note(rollout types.UID, target string, now time.Time, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[types.UID]map[string]refusal{}
+	}
+	if r.m[rollout] == nil {
+		r.m[rollout] = map[string]refusal{}
+	}
+	if _, ok := r.m[rollout][target]; !ok {
+		r.m[rollout][target] = refusal{since: now, message: message}
+	}
+}
+
+// get returns the first refusal of the target's Promotion, if any.
+func (r *refusals) get(rollout types.UID, target string) (refusal, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, ok := r.m[rollout][target]
+	return f, ok
+}
+
+// clear drops a rollout's refusals.
+func (r *refusals) clear(rollout types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, rollout)
+}

@@ -80,6 +80,7 @@ func (r *FleetRolloutReconciler) startTargets(ctx context.Context, ro *fleetv1al
 				return nil
 			case apierrors.IsInvalid(err) && strings.Contains(err.Error(), notAvailable):
 				r.expected.forget(ro.UID, s.Target.ID)
+				r.refused.note(ro.UID, s.Target.ID, r.clock.Now(), notAvailable)
 				mu.Lock()
 				unavailable++
 				mu.Unlock()

@@ -54,6 +54,7 @@ type FleetRolloutReconciler struct {
 	// dropped when a rollout is deleted.
 	snapshots snapshots
 	expected  expectations
+	refused   refusals
 	mu        sync.Mutex
 	lastWrite map[types.UID]time.Time
 	uids      map[types.NamespacedName]types.UID
@@ -307,6 +308,7 @@ func (r *FleetRolloutReconciler) forget(key types.NamespacedName) {
 	if ok {
 		r.snapshots.forget(uid)
 		r.expected.clear(uid)
+		r.refused.clear(uid)
 	}
 }
 

@@ -144,6 +144,9 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 					obs.Verification = v.Phase
 				}
 			}
+			if f, ok := r.refused.get(ro.UID, t.ID); ok && o.mine[t.ID] == nil {
+				obs.RefusedSince, obs.RefusedMessage = f.since, f.message
+			}
 			if p := o.mine[t.ID]; p != nil {
 				obs.Promotion = &rollout.PromotionObservation{
 					Name: p.Name, Phase: p.Status.Phase, Message: p.Status.Message,

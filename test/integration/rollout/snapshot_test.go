@@ -15,6 +15,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 // TestForgedPlanSnapshotIsRefused: anyone who may write ConfigMaps in a
@@ -69,4 +70,42 @@ func TestLastGoodFreightOnlyMovesForward(t *testing.T) {
 	require.NoError(t, env.Client.Get(ctx, f.fleetKey, fs))
 	require.Equal(t, newer, fs.Status.LastGoodFreight.Name, "lastGoodFreight never moves backwards")
 	require.Equal(t, latest.Name, fs.Status.LastRollout, "lastRollout never moves backwards")
+}
+
+// TestRollbackToRefusedFreightEnds: a rollback to Freight that Kargo
+// refuses for some targets (not available to their Stages) does not retry
+// for ever: the progress deadline runs from the first refusal, then those
+// targets fail with the reason and the rollback ends.
+func TestRollbackToRefusedFreightEnds(t *testing.T) {
+	deadline := &metav1.Duration{Duration: 30 * time.Second}
+	f := newFleet(t, "refused-rollback", fleetSpec{
+		targets: inline("c", 3, nil, nil),
+		waves: []fleetv1alpha1.Wave{
+			{Name: "pilot", Count: testutil.Int(1), ProgressDeadline: deadline},
+			{Name: "rest", ProgressDeadline: deadline},
+		},
+	})
+	ctx := context.Background()
+	f.ship(f.good)
+	good := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded)
+	// Freight no wave ever verified: Kargo lets the first wave's targets
+	// take it (their Stages take Freight directly) and refuses it to the
+	// others, whose Stages take Freight from the pilot wave Stage.
+	const orphan = "f9-orphan"
+	f.ensureFreight(orphan)
+	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: good, Freight: fleetv1alpha1.FreightReference{Name: orphan},
+		Actor: "kubernetes:admin"})
+	require.NoError(t, env.Client.Create(ctx, rb))
+	waitFor(t, rb, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Phase.IsFinal() })
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb))
+	require.Equal(t, fleetv1alpha1.RolloutFailed, rb.Status.Phase, rb.Status.Message)
+	var refused *fleetv1alpha1.FailureGroup
+	for i := range rb.Status.Failures {
+		if rb.Status.Failures[i].Reason == "PromotionRefused" {
+			refused = &rb.Status.Failures[i]
+		}
+	}
+	require.NotNil(t, refused, "failures: %+v", rb.Status.Failures)
+	require.EqualValues(t, 2, refused.Count)
+	require.Contains(t, refused.Examples[0].Reason, "Freight is not available to this Stage")
 }
