@@ -99,8 +99,6 @@ func run(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 func zapLevel() zapcore.Level {
 	if os.Getenv("TEST_VERBOSE") != "" {
 		return -2

@@ -106,7 +106,7 @@ func TestSecurity_refusals(t *testing.T) {
 		{name: "fleet-wave from a target Stage", token: f.token,
 			body: with("stage", "prod.c1", "promotion", f.target.Name), wantStatus: 403, wantReason: steps.ReasonNotWaveStage},
 		{name: "fleet-rollback from a target Stage", step: steps.RollbackStepName, token: f.token,
-			body: with("stage", "prod.c1", "promotion", f.target.Name, "config", map[string]any{"mode": "start"}),
+			body:       with("stage", "prod.c1", "promotion", f.target.Name, "config", map[string]any{"mode": "start"}),
 			wantStatus: 403, wantReason: steps.ReasonNotWaveStage},
 		{name: "an oversized body", token: f.token, body: with("actor", strings.Repeat("a", steps.DefaultMaxBodyBytes)),
 			wantStatus: 413, wantReason: steps.ReasonTooLarge},

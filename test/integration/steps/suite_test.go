@@ -178,8 +178,6 @@ func waitStarted(ctx context.Context, mgr ctrl.Manager) error {
 	return fmt.Errorf("the Kargo simulator did not start in time")
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 // recordedRequest is one request the step server received.
 type recordedRequest struct {
 	Path          string
