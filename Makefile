@@ -103,8 +103,10 @@ bench: ## Planner and scheduler benchmarks.
 SCALE_TARGETS ?= 10000
 
 .PHONY: scale
-scale: control-plane ## Scale run on a local control plane: a rollout, a breach and its rollback at 10,000 targets (SCALE_TARGETS); report in bin/scale-report.md.
-	$(GO) run ./hack/scale -targets $(SCALE_TARGETS)
+SCALE_FLAGS ?=
+
+scale: control-plane ## Scale run on a local control plane: a rollout, a breach and its rollback at 10,000 targets (SCALE_TARGETS, SCALE_FLAGS); report in bin/scale-report.md.
+	$(GO) run ./hack/scale -targets $(SCALE_TARGETS) $(SCALE_FLAGS)
 
 .PHONY: helm-lint
 helm-lint: ## Render the chart for every tested variant and lint it strictly (Helm SDK).

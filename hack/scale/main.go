@@ -46,6 +46,7 @@ type config struct {
 	simStages   int
 	concurrency int
 	wait        time.Duration
+	hold        time.Duration
 	report      string
 	binary      string
 	build       bool
@@ -79,6 +80,7 @@ func main() {
 	flag.StringVar(&cfg.pprofAddr, "pprof", "", "Serve net/http/pprof of this process (the simulator and the harness) here, e.g. 127.0.0.1:6060.")
 	flag.StringVar(&cfg.phases, "phases", "expand,rollout,breach", "Phases, in order: expand (FleetStage to Stages), rollout (a good Freight), breach (a bad one: halt and rollback); each needs the ones before it.")
 	flag.BoolVar(&cfg.probe, "freight-probe", true, "Check whether the API server stores a Freight whose status names every target Stage, as Kargo would write it.")
+	flag.DurationVar(&cfg.hold, "hold", 0, "After the phases, keep the controller running this long (checking it has not exited), then add a target and wait for the FleetStage to take it in.")
 	flag.BoolVar(&cfg.build, "build", true, "Build the binary first (go build -o <binary> ./cmd/kargo-fleet).")
 	flag.Parse()
 	if cfg.canaryMaxFailures < 0 {
@@ -188,6 +190,13 @@ func run(ctx context.Context, cfg config) (err error) {
 
 	if err := h.phases(ctx, cfg, res, targets); err != nil {
 		return err
+	}
+	if cfg.hold > 0 {
+		logf("holding the controller for %s", cfg.hold)
+		if res.hold, err = h.hold(ctx, cfg.hold); err != nil {
+			return err
+		}
+		logf("  %s", res.hold)
 	}
 	if cfg.probe {
 		logf("probing a Freight whose status names %d target Stages", cfg.targets)

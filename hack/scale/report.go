@@ -22,6 +22,7 @@ type results struct {
 	started    time.Time
 	total      time.Duration
 	idle       writeCounts
+	hold       string
 	setup      *setupResult
 	good       *rolloutResult
 	breach     *breachResult
@@ -70,6 +71,9 @@ func (r *results) write(w io.Writer) {
 		"Simulated steps succeed at once unless a fault is injected. Total run %s.\n\n",
 		r.started.UTC().Format(time.DateTime+" UTC"), runtime.NumCPU(), runtime.Version(), r.cfg.simWorkers, r.cfg.simStages,
 		fleetenv.ControllerUser, r.cfg.concurrency, cmp.Or(r.cfg.goMemLimit, "unset"), ms(r.total))
+	if r.hold != "" {
+		p("Hold: %s.\n\n", r.hold)
+	}
 	p("| Measure | Value | Goal |\n|---|---|---|\n")
 	if r.setup == nil {
 		r.writeProbe(p)
