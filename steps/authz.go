@@ -101,7 +101,7 @@ func (s *Server) authorize(ctx context.Context, step string, req *Request, token
 			"stage %q is not managed by a FleetStage: fleet steps run only in Stages kargo-fleet generates", req.Stage)
 	}
 	var fs fleetv1alpha1.FleetStage
-	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: req.Project, Name: fsName}, &fs); err != nil {
+	if err := s.fleetStages.Get(ctx, client.ObjectKey{Namespace: req.Project, Name: fsName}, &fs, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, refuse(http.StatusNotFound, ReasonNoFleetStage,
 				"FleetStage %q of Stage %q not found in project %q", fsName, req.Stage, req.Project)

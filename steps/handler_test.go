@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -339,4 +340,32 @@ func mustCounter(t *testing.T, reg *prometheus.Registry, name string, labels map
 	}
 	require.Failf(t, "metric not found", "%s %v", name, labels)
 	return nil
+}
+
+// TestServerReadsFleetStagesFromItsCache: with a FleetStage reader (the
+// manager's cache), no step request reads a FleetStage from the API server,
+// where a fleet of inline targets is megabytes per read.
+func TestServerReadsFleetStagesFromItsCache(t *testing.T) {
+	t.Parallel()
+	var apiReads atomic.Int32
+	f := newHandlerFixture(t, &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey,
+		obj client.Object, opts ...client.GetOption) error {
+		if _, ok := obj.(*fleetv1alpha1.FleetStage); ok {
+			apiReads.Add(1)
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	cache := newFakeClient(t, testFleetStage())
+	srv := NewServer(ServerOptions{MaxBodyBytes: 4096}, ServerDeps{
+		Reader: f.client, FleetStages: cache, Keys: testKey,
+		Steps: DefaultSteps(NewAPIStore(f.client, f.client), NewPlanWindows(), nil),
+	})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	f.server = ts
+	raw, err := json.Marshal(validRequest())
+	require.NoError(t, err)
+	resp, got := f.post(t, StepPathPrefix+WaveStepName, DeriveToken(testKey, testProject), strings.NewReader(string(raw)))
+	require.Equal(t, http.StatusOK, resp.StatusCode, got.Message)
+	require.Zero(t, apiReads.Load(), "the FleetStage came from the cache")
 }

@@ -114,9 +114,15 @@ func envOr(name, def string) string {
 
 // ServerDeps are the step server's collaborators.
 type ServerDeps struct {
-	// Reader reads Promotions, Stages and FleetStages to authorize requests;
-	// use an uncached reader (the manager's API reader).
+	// Reader reads Promotions and Stages to authorize requests; use an
+	// uncached reader (the manager's API reader): a Promotion must be seen
+	// Running the moment Kargo calls.
 	Reader client.Reader
+	// FleetStages reads FleetStages; nil means Reader. Use the manager's
+	// cache: a FleetStage of 10,000 inline targets is megabytes, and every
+	// poll of every step would read it from the API server. Steps never
+	// modify the FleetStage they get, so the cache's object is shared.
+	FleetStages client.Reader
 	// Keys provides the token signing key.
 	Keys KeySource
 	// Steps are the steps served.
@@ -134,12 +140,13 @@ type ServerDeps struct {
 // read state: they answer quickly, and a replayed request has no further
 // effect.
 type Server struct {
-	opts    ServerOptions
-	reader  client.Reader
-	keys    KeySource
-	steps   Registry
-	metrics *serverMetrics
-	clock   clock.PassiveClock
+	opts        ServerOptions
+	reader      client.Reader
+	fleetStages client.Reader
+	keys        KeySource
+	steps       Registry
+	metrics     *serverMetrics
+	clock       clock.PassiveClock
 }
 
 var (
@@ -156,13 +163,18 @@ func NewServer(opts ServerOptions, deps ServerDeps) *Server {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	fleetStages := deps.FleetStages
+	if fleetStages == nil {
+		fleetStages = deps.Reader
+	}
 	return &Server{
-		opts:    opts,
-		reader:  deps.Reader,
-		keys:    deps.Keys,
-		steps:   deps.Steps,
-		metrics: newServerMetrics(deps.Metrics),
-		clock:   clk,
+		opts:        opts,
+		reader:      deps.Reader,
+		fleetStages: fleetStages,
+		keys:        deps.Keys,
+		steps:       deps.Steps,
+		metrics:     newServerMetrics(deps.Metrics),
+		clock:       clk,
 	}
 }
 

@@ -204,11 +204,12 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 	if o.Components&StepServer != 0 && opts.Enabled() {
 		store := steps.NewAPIStore(mgr.GetClient(), mgr.GetAPIReader())
 		server := steps.NewServer(opts, steps.ServerDeps{
-			Reader:  mgr.GetAPIReader(),
-			Keys:    keys,
-			Steps:   steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}),
-			Metrics: metrics.Registry,
-			Clock:   clock.RealClock{},
+			Reader:      mgr.GetAPIReader(),
+			FleetStages: mgr.GetClient(),
+			Keys:        keys,
+			Steps:       steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}),
+			Metrics:     metrics.Registry,
+			Clock:       clock.RealClock{},
 		})
 		if err := mgr.Add(server); err != nil {
 			return fmt.Errorf("error adding the step server: %w", err)
