@@ -57,7 +57,10 @@ func (r *FleetRolloutReconciler) startTargets(ctx context.Context, ro *fleetv1al
 		mu          sync.Mutex
 		unavailable int
 	)
-	g, gctx := errgroup.WithContext(ctx)
+	// One failed create must not cancel the others: a create cancelled on
+	// the client side may or may not have reached the apiserver, so its
+	// target would be expected for expectationTTL instead of retried.
+	var g errgroup.Group
 	g.SetLimit(writeParallelism)
 	for _, s := range starts {
 		g.Go(func() error {
@@ -73,7 +76,7 @@ func (r *FleetRolloutReconciler) startTargets(ctx context.Context, ro *fleetv1al
 					fleetv1alpha1.TargetLabel:     s.Target.ID,
 				}, annotations)
 			r.expected.expect(ro.UID, s.Target.ID, r.clock.Now())
-			err := r.client.Create(gctx, p)
+			err := r.client.Create(ctx, p)
 			switch {
 			case err == nil:
 				r.metrics.promotionsCreated.WithLabelValues(string(ro.Spec.Direction)).Inc()

@@ -109,3 +109,23 @@ func TestRollbackToRefusedFreightEnds(t *testing.T) {
 	require.EqualValues(t, 2, refused.Count)
 	require.Contains(t, refused.Examples[0].Reason, "Freight is not available to this Stage")
 }
+
+// TestAmbiguousCreateIsNotRepeated: the apiserver stores a target's
+// Promotion but answers the create with a timeout. The controller keeps
+// expecting the Promotion and finds it in its cache: it never creates a
+// second one for the target.
+func TestAmbiguousCreateIsNotRepeated(t *testing.T) {
+	dumpPromotions(t, ambiguousNamespace)
+	f := newFleet(t, ambiguousNamespace, fleetSpec{targets: inline("c", 4, nil, nil), waves: []fleetv1alpha1.Wave{{Name: "all"}}})
+	f.ship(f.good)
+	ro := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
+	require.Equal(t, fleetv1alpha1.RolloutSucceeded, ro.Status.Phase, ro.Status.Message)
+	perTarget := map[string]int{}
+	for _, p := range f.promotionsOf(f.good, "all") {
+		perTarget[p.Labels[fleetv1alpha1.TargetLabel]]++
+	}
+	require.Len(t, perTarget, 4)
+	for id, n := range perTarget {
+		require.Equal(t, 1, n, "target %s got one Promotion, though its create timed out", id)
+	}
+}
