@@ -155,15 +155,17 @@ func (f *fleet) fleetStage() *fleetv1alpha1.FleetStage {
 
 // newFreight creates a Freight of the Warehouse, as a Warehouse or
 // `kargo` would, and remembers the name Kargo gave it (Kargo names Freight
-// by a hash of its contents).
+// by a hash of its contents). The image tag names the Project, so Freight
+// of different scenarios never share a name and the target server's log
+// tells them apart.
 func (f *fleet) newFreight(label string) string {
 	f.t.Helper()
 	fr := &kargo.Freight{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "e2e-" + label},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: f.ns + "-" + label},
 		Alias:      label,
 		Origin:     kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: warehouse},
 		Images: []apiextensionsv1.JSON{{Raw: fmt.Appendf(nil,
-			`{"repoURL":"registry.invalid/e2e/guestbook","tag":%q,"digest":"sha256:%064x"}`, label, len(f.freight)+1)}},
+			`{"repoURL":"registry.invalid/e2e/guestbook","tag":%q}`, f.ns+"-"+label)}},
 	}
 	require.NoError(f.t, kube.Create(context.Background(), fr))
 	f.freight[label] = fr.Name
@@ -174,14 +176,22 @@ func (f *fleet) newFreight(label string) string {
 // does, and returns when the Promotion exists.
 func (f *fleet) promote(freight, wave string) {
 	f.t.Helper()
-	p := kargo.NewPromotion(f.ns, render.WaveStageName(fleetName, wave), freight, nil, nil)
+	f.promoteStage(freight, render.WaveStageName(fleetName, wave))
+}
+
+// promoteStage promotes freight into stage, retrying while Kargo says it is
+// not available there yet (Kargo marks Freight verified shortly after the
+// upstream Promotion succeeded).
+func (f *fleet) promoteStage(freight, stage string) {
+	f.t.Helper()
+	p := kargo.NewPromotion(f.ns, stage, freight, nil, nil)
 	f.eventually(func() bool {
 		err := kube.Create(context.Background(), p)
 		if err != nil {
 			f.t.Logf("promoting %s into %s: %v", freight, p.Spec.Stage, err)
 		}
 		return err == nil
-	}, "the Promotion of %s into wave %s was never accepted", freight, wave)
+	}, "the Promotion of %s into %s was never accepted", freight, stage)
 }
 
 // rollouts lists the FleetRollouts of the fleet.

@@ -15,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kargo-fleet/kargo-fleet/test/e2e/targetserver"
 	"github.com/kargo-fleet/kargo-fleet/test/envtest"
@@ -77,6 +80,7 @@ func envOr(key, def string) string {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.WarnLevel)))
 	stop, err := setup()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

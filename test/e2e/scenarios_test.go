@@ -207,10 +207,10 @@ func TestApprovalThroughKargo(t *testing.T) {
 	f.promote(good, "pilot")
 	ro := f.await(good, forward, fleetv1alpha1.RolloutWaitingForApproval)
 	stage := render.WaveStageName(fleetName, "prod")
-	require.Contains(t, ro.Status.Message+ro.Status.Waves[1].Waiting, "kargo approve --freight "+good+" --stage "+stage)
+	require.Contains(t, ro.Status.Waves[1].Waiting, "kargo approve")
+	require.Contains(t, ro.Status.Waves[1].Waiting, "--freight "+good+" --stage "+stage, "the wave says what to run")
 	time.Sleep(3 * time.Second)
-	require.Empty(t, callsFor(t, good)["c-01"]+callsFor(t, good)["c-02"]+callsFor(t, good)["c-03"], "no target of the gated wave started")
-	require.Len(t, callsFor(t, good), 1, "only the pilot target ran before the approval")
+	require.Len(t, callsFor(t, good), 1, "only the pilot target ran before the approval: no target of the gated wave started")
 
 	start := time.Now()
 	if cfg.kargoCLI != "" {
@@ -326,8 +326,20 @@ func TestAdoptionRepointsReappliedDownstreamStage(t *testing.T) {
 	good := f.newFreight("good")
 	f.promote(good, "first")
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, f.await(good, forward, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed).Status.Phase)
-	p := kargo.NewPromotion(f.ns, "after-prod", good, nil, nil)
-	require.NoError(t, kube.Create(context.Background(), p), "the downstream Stage accepts Freight the whole fleet verified")
+	f.promoteStage(good, "after-prod")
+	done := &kargo.Promotion{}
+	f.eventually(func() bool {
+		list := &kargo.PromotionList{}
+		require.NoError(t, kube.List(context.Background(), list, client.InNamespace(f.ns)))
+		for _, p := range list.Items {
+			if p.Spec.Stage == "after-prod" && p.Status.Phase.IsTerminal() {
+				*done = p
+				return true
+			}
+		}
+		return false
+	}, "the downstream Promotion finishes")
+	require.Equal(t, kargo.PromotionSucceeded, done.Status.Phase, done.Status.Message)
 }
 
 // TestControllerRestartMidRollout restarts kargo-fleet's controller while
