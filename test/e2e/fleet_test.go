@@ -333,3 +333,32 @@ func (f *fleet) event(reason, text string) eventsv1.Event {
 	return found
 }
 
+
+// callWindows returns, by wave, when the target server was first and last
+// called for freight.
+func (f *fleet) callWindows(freight string) (first, last map[string]time.Time) {
+	f.t.Helper()
+	list := &kargo.StageList{}
+	require.NoError(f.t, kube.List(context.Background(), list, client.InNamespace(f.ns),
+		client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}))
+	waveOf := map[string]string{}
+	for _, st := range list.Items {
+		waveOf[st.Labels[fleetv1alpha1.TargetLabel]] = st.Labels[fleetv1alpha1.WaveLabel]
+	}
+	calls, err := targets.Calls(context.Background())
+	require.NoError(f.t, err)
+	first, last = map[string]time.Time{}, map[string]time.Time{}
+	for _, c := range calls {
+		w, ok := waveOf[c.Target]
+		if c.Freight != freight || !ok {
+			continue
+		}
+		if t, seen := first[w]; !seen || c.Time.Before(t) {
+			first[w] = c.Time
+		}
+		if c.Time.After(last[w]) {
+			last[w] = c.Time
+		}
+	}
+	return first, last
+}

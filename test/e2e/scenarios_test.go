@@ -63,6 +63,15 @@ func TestForwardThroughThreeWavesWithSoak(t *testing.T) {
 		require.GreaterOrEqual(t, handoff, -time.Second, "wave %s started before the soak ended", w.Name)
 		require.LessOrEqual(t, handoff, 5*time.Second, "wave %s started long after the soak ended", w.Name)
 	}
+	// The same hand-off at the target server's microsecond grain: from the
+	// last answer of a wave to the first call of the next, less the soak.
+	first, last := f.callWindows(good)
+	for _, pair := range [][2]string{{"pilot", "canary"}, {"canary", "general"}} {
+		gap := first[pair[1]].Sub(last[pair[0]]) - soak
+		report(t, "target_handoff from=%s to=%s delay=%s (last call of %s to first call of %s, less the soak)",
+			pair[0], pair[1], gap.Round(time.Millisecond), pair[0], pair[1])
+		require.GreaterOrEqual(t, gap, -time.Second, "wave %s started before the soak ended", pair[1])
+	}
 	f.requireAllOn(good)
 	require.Equal(t, 6, f.requireOncePerTarget())
 	calls := callsFor(t, good)
