@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,7 +41,7 @@ func main() {
 
 func run() error {
 	dir := flag.String("dir", "bin/e2e-local", "Where the kubeconfig is written.")
-	goTestArgs := flag.String("args", "", "Extra arguments for go test, e.g. '-run TestApproval -e2e.auto-window=30s'.")
+	goTestArgs := flag.String("args", "", "Extra arguments for go test, e.g. '-run TestApproval -e2e.auto-window=30s'; split on spaces.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.WarnLevel)))
 	env, err := fleetenv.Start(context.Background(), fleetenv.Options{Simulator: kargosim.Options{Seed: 11}})
@@ -71,7 +72,7 @@ func run() error {
 
 	args := []string{"test", "-count=1", "-tags", "e2e", "-timeout", "30m", "-v", "./test/e2e/"}
 	if *goTestArgs != "" {
-		args = append(args, splitArgs(*goTestArgs)...)
+		args = append(args, strings.Fields(*goTestArgs)...)
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -103,20 +104,4 @@ func serveRestart(env *fleetenv.Env) (string, func(), error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	return "http://" + l.Addr().String() + "/restart-controller", func() { _ = srv.Close() }, nil
-}
-
-// splitArgs splits on spaces; the arguments of this command need no quoting.
-func splitArgs(s string) []string {
-	var out []string
-	start := -1
-	for i, r := range s + " " {
-		switch {
-		case r == ' ' && start >= 0:
-			out = append(out, s[start:i])
-			start = -1
-		case r != ' ' && start < 0:
-			start = i
-		}
-	}
-	return out
 }

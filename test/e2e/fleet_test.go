@@ -5,8 +5,8 @@ package e2e_test
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -332,7 +332,6 @@ func (f *fleet) event(reason, text string) eventsv1.Event {
 	}, "no %s Event saying %q", reason, text)
 	return found
 }
-
 
 // callWindows returns, by wave, when the target server was first and last
 // called for freight.
