@@ -96,6 +96,16 @@ test-integration: control-plane ## envtest tests against a real kube-apiserver a
 	  if [ $$rc -ne 0 ]; then echo "--- failures (full log: bin/test-integration.log)"; grep -B5 -A40 -E -- '--- FAIL|^panic' bin/test-integration.log | tail -300; fi; \
 	  exit $$rc
 
+E2E_ARGS ?=
+
+.PHONY: e2e
+e2e: ## End-to-end suite against a cluster running Kargo and kargo-fleet (E2E_KUBECONFIG, E2E_TARGET_URL, ...; docs/e2e.md). Not part of make test.
+	$(GO) test -count=1 -tags e2e -timeout 60m -v ./test/e2e/ $(E2E_ARGS)
+
+.PHONY: e2e-local
+e2e-local: control-plane ## The end-to-end suite against a local control plane with the Kargo simulator and kargo-fleet.
+	$(GO) run ./hack/e2e-local -args "$(E2E_ARGS)"
+
 .PHONY: bench
 bench: ## Planner and scheduler benchmarks.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/plan/...
