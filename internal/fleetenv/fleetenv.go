@@ -286,6 +286,20 @@ func (e *Env) startStepServer() error {
 	})
 }
 
+// RestartStepServer stops the step server and starts a fresh one on the
+// same address, as a rolling restart of the replicas would: requests Kargo
+// sends in between fail to connect, which the shipped tasks' error
+// threshold absorbs.
+func (e *Env) RestartStepServer() error {
+	if e.stepsStop != nil {
+		e.stepsStop()
+		if err := <-e.stepsDone; err != nil {
+			return fmt.Errorf("the step server stopped with an error: %w", err)
+		}
+	}
+	return e.startStepServer()
+}
+
 // StartController starts kargo-fleet's orchestrating controller (the
 // reconcilers and the token minter). After StopController it starts a fresh
 // one, rebuilt from the API server alone.

@@ -92,10 +92,11 @@ func TestCrashesNeverPromoteATargetTwice(t *testing.T) {
 	f.ship(f.good)
 	good := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, good.Status.Phase, good.Status.Message)
-	f.lastGood()
+	require.Equal(t, f.good, f.lastGood(), "after the good rollout, through crashes")
 	f.ship(f.bad)
 	bad := f.rollout(f.bad, fleetv1alpha1.RolloutFailed, fleetv1alpha1.RolloutSucceeded)
 	require.Equal(t, fleetv1alpha1.RolloutFailed, bad.Status.Phase, bad.Status.Message)
+	require.Equal(t, f.good, f.lastGood(), "a breached rollout never becomes the last good one, through crashes")
 	var rb *fleetv1alpha1.FleetRollout
 	require.Eventually(t, func() bool {
 		rb = f.findRollout(f.good, fleetv1alpha1.DirectionRollback)
@@ -108,6 +109,7 @@ func TestCrashesNeverPromoteATargetTwice(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("controller restarted %d times", restarts)
+	require.Equal(t, f.good, f.lastGood(), "after the rollback, through crashes")
 	require.GreaterOrEqual(t, restarts, 10, "the test must crash the controller many times")
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rb.Status.Phase, rb.Status.Message)
 
@@ -146,5 +148,32 @@ func TestCrashesNeverPromoteATargetTwice(t *testing.T) {
 	require.Equal(t, 1, rollbacks, "one rollback, however often the controller died")
 	for id, freight := range f.targetFreight() {
 		require.Equal(t, f.good, freight, id)
+	}
+}
+
+// TestStepServerRestartMidWave restarts the step server while a wave's
+// fleet-wave step polls it: the wave Promotion survives the refused
+// connections (the tasks' error threshold) and the rollout finishes.
+func TestStepServerRestartMidWave(t *testing.T) {
+	f := newFleet(t, "steps-restart", fleetSpec{
+		targets: inline("c", 4, nil, map[string]string{kargosim.DelayVar: "1s"}),
+		waves:   []fleetv1alpha1.Wave{{Name: "pilot", Count: testutil.Int(1)}, {Name: "rest", MaxConcurrent: testutil.Int(1)}},
+	})
+	f.ship(f.good)
+	require.Eventually(t, func() bool {
+		ro := f.findRollout(f.good, fleetv1alpha1.DirectionForward)
+		return ro != nil && len(ro.Status.Waves) == 2 && ro.Status.Waves[1].Phase == fleetv1alpha1.WaveProgressing
+	}, wait, tick, "the second wave is running")
+	require.NoError(t, env.RestartStepServer())
+	ro := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
+	require.Equal(t, fleetv1alpha1.RolloutSucceeded, ro.Status.Phase, ro.Status.Message)
+	for _, wave := range []string{"pilot", "rest"} {
+		p := f.latestWavePromotion(wave, f.good)
+		require.NotNil(t, p)
+		require.Eventually(t, func() bool {
+			got := &kargo.Promotion{}
+			return env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), got) == nil &&
+				got.Status.Phase == kargo.PromotionSucceeded
+		}, wait, tick, "wave Stage Promotion of %s succeeds", wave)
 	}
 }
