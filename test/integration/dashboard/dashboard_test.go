@@ -63,11 +63,24 @@ func waitTrue(t *testing.T, ctx context.Context, within time.Duration, cond stri
 	}
 }
 
+// text returns the text of the first node matching sel. A live update may
+// replace the node between finding it and reading it (the browser then
+// answers "No node with given id found"): the read is tried again.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	var err error
+	for range 20 {
+		var s string
+		if s, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel))); err == nil {
+			return strings.TrimSpace(s)
+		}
+		if !strings.Contains(err.Error(), "No node with given id found") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	require.NoError(t, err)
-	return strings.TrimSpace(s)
+	return ""
 }
 
 func count(t *testing.T, ctx context.Context, sel string) int {
