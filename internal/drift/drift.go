@@ -10,6 +10,11 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 )
 
+// RevertLabel, on a Promotion that promotes the intended Freight back to a
+// drifted target, holds the drift's Key: it makes each drift reverted once,
+// and the target guard lets such Promotions through.
+const RevertLabel = "fleet.kargo-fleet.io/reverts-drift"
+
 // MaxExamples bounds the drifted targets named in a FleetStage's status.
 const MaxExamples = 10
 
@@ -37,13 +42,16 @@ type Intent struct {
 	Explained []string
 }
 
-// IntentOf returns the intent of a FleetStage from its last good Freight
-// and its rollouts (any order; final ones only help find what an open
-// rollback undoes).
-func IntentOf(lastGood *fleetv1alpha1.FreightReference, rollouts []*fleetv1alpha1.FleetRollout) Intent {
+// IntentOf returns the intent of a FleetStage from its status (last good
+// Freight, current rollout) and its rollouts (any order; final ones only
+// help find what an open rollback undoes). A rollout still recorded as the
+// FleetStage's current one counts as open even when final: the rollout
+// controller records its end, and the last good Freight, in one later
+// write, and between the two its targets are not drifted.
+func IntentOf(st *fleetv1alpha1.FleetStageStatus, rollouts []*fleetv1alpha1.FleetRollout) Intent {
 	var in Intent
-	if lastGood != nil {
-		in.Freight = lastGood.Name
+	if st.LastGoodFreight != nil {
+		in.Freight = st.LastGoodFreight.Name
 	}
 	byName := make(map[string]*fleetv1alpha1.FleetRollout, len(rollouts))
 	for _, ro := range rollouts {
@@ -51,7 +59,7 @@ func IntentOf(lastGood *fleetv1alpha1.FreightReference, rollouts []*fleetv1alpha
 	}
 	var newestForward *fleetv1alpha1.FleetRollout
 	for _, ro := range rollouts {
-		if ro.Status.Phase.IsFinal() || ro.DeletionTimestamp != nil {
+		if (ro.Status.Phase.IsFinal() || ro.DeletionTimestamp != nil) && ro.Name != st.CurrentRollout {
 			continue
 		}
 		in.Explained = append(in.Explained, ro.Spec.Freight.Name)

@@ -27,6 +27,7 @@ func TestIntentOf(t *testing.T) {
 	tests := []struct {
 		name     string
 		lastGood *fleetv1alpha1.FreightReference
+		current  string
 		rollouts []*fleetv1alpha1.FleetRollout
 		want     Intent
 	}{
@@ -46,6 +47,9 @@ func TestIntentOf(t *testing.T) {
 		{name: "first rollout: its Freight is intended",
 			rollouts: []*fleetv1alpha1.FleetRollout{rollout("r1", "a", fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutProgressing, "")},
 			want:     Intent{Freight: "a", Explained: []string{"a"}}},
+		{name: "finished rollout not yet recorded still explains", lastGood: good, current: "r2",
+			rollouts: []*fleetv1alpha1.FleetRollout{rollout("r2", "b", fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutSucceeded, "")},
+			want:     Intent{Freight: "a", Explained: []string{"b"}}},
 		{name: "finished failed rollout explains nothing", lastGood: good,
 			rollouts: []*fleetv1alpha1.FleetRollout{rollout("r2", "b", fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutAborted, "")},
 			want:     Intent{Freight: "a"}},
@@ -53,7 +57,7 @@ func TestIntentOf(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.want, IntentOf(tt.lastGood, tt.rollouts))
+			require.Equal(t, tt.want, IntentOf(&fleetv1alpha1.FleetStageStatus{LastGoodFreight: tt.lastGood, CurrentRollout: tt.current}, tt.rollouts))
 		})
 	}
 }
