@@ -81,8 +81,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // versionRefreshDelay is how long a change of the Freight a Stage runs
-// waits before the FleetStage is reconciled for its version distribution.
-const versionRefreshDelay = 2 * time.Second
+// waits before the FleetStage is reconciled for its version distribution
+// and drift: changes within it are one reconcile. Writes are paced apart
+// by versionRefreshInterval.
+const versionRefreshDelay = time.Second
+
+// minRefreshInterval is the least time between two status writes of the
+// version refresh, whatever the fleet's size.
+const minRefreshInterval = 2 * time.Second
 
 // versionChangeHandler queues the owning FleetStage, after a delay, when an
 // owned Stage starts running other Freight: only the version distribution
@@ -204,7 +210,7 @@ func anyOpen(rollouts []*fleetv1alpha1.FleetRollout) bool {
 // most 10 s (from 10,000 targets). Every status write sends the whole
 // FleetStage to every watcher, and a fleet of inline targets is megabytes.
 func versionRefreshInterval(targets int) time.Duration {
-	return min(max(time.Duration(targets)*time.Millisecond, versionRefreshDelay), 10*time.Second)
+	return min(max(time.Duration(targets)*time.Millisecond, minRefreshInterval), 10*time.Second)
 }
 
 // writeTimes remembers when each FleetStage's versions were last written.
