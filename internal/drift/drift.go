@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 // RevertLabel, on a Promotion that promotes the intended Freight back to a
@@ -150,6 +151,31 @@ func Newly(seen map[string]bool, drifts []Drift) []Drift {
 		if !seen[d.Key()] {
 			out = append(out, d)
 		}
+	}
+	return out
+}
+
+// TargetsOf returns target Stages as drift detection sees them.
+func TargetsOf(stages []kargo.Stage) []Target {
+	out := make([]Target, len(stages))
+	for i := range stages {
+		st := &stages[i]
+		out[i] = Target{Name: cmp.Or(st.Annotations[fleetv1alpha1.TargetNameAnnotation], st.Labels[fleetv1alpha1.TargetLabel]),
+			Stage: st.Name, Freight: st.CurrentFreightNames()}
+	}
+	return out
+}
+
+// DriftedStages returns the names of the drifted target Stages of a
+// FleetStage, for views that mark them.
+func DriftedStages(fs *fleetv1alpha1.FleetStage, rollouts []fleetv1alpha1.FleetRollout, stages []kargo.Stage) map[string]bool {
+	ptrs := make([]*fleetv1alpha1.FleetRollout, len(rollouts))
+	for i := range rollouts {
+		ptrs[i] = &rollouts[i]
+	}
+	out := map[string]bool{}
+	for _, d := range Detect(IntentOf(&fs.Status, ptrs), TargetsOf(stages)) {
+		out[d.Stage] = true
 	}
 	return out
 }

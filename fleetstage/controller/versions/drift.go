@@ -40,20 +40,6 @@ const maxDriftEvents = 10
 // that ends after its revert and comes back within it is reverted again.
 const clearedRetention = 24 * time.Hour
 
-// driftTargets returns the target Stages as drift detection sees them.
-func driftTargets(stages []kargo.Stage) []drift.Target {
-	out := make([]drift.Target, len(stages))
-	for i := range stages {
-		st := &stages[i]
-		name := st.Annotations[fleetv1alpha1.TargetNameAnnotation]
-		if name == "" {
-			name = st.Labels[fleetv1alpha1.TargetLabel]
-		}
-		out[i] = drift.Target{Name: name, Stage: st.Name, Freight: st.CurrentFreightNames()}
-	}
-	return out
-}
-
 // driftMemory remembers, per FleetStage, the drifts seen at the last
 // reconcile (to announce only new ones), when drifts ended and the reverts
 // made (the cache may not show a revert Promotion just created).

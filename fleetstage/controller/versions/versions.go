@@ -175,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// write.
 	versions := fleetstatus.CountVersions(stages.Items)
 	fleetstatus.ObserveVersions(fs.Namespace, fs.Name, versions)
-	drifts := drift.Detect(drift.IntentOf(&fs.Status, rollouts), driftTargets(stages.Items))
+	drifts := drift.Detect(drift.IntentOf(&fs.Status, rollouts), drift.TargetsOf(stages.Items))
 	observeDrift(fs.Namespace, fs.Name, len(drifts))
 	fresh, cleared, attempts := r.drift.observe(req.NamespacedName, drifts, r.clock.Now())
 	r.announce(fs, fresh)
