@@ -137,7 +137,6 @@ func driftEvent(t *testing.T, f *fleet, reason, stage string) bool {
 	return false
 }
 
-
 func TestManualPromotionIsReportedAsDrift(t *testing.T) {
 	f := newFleet(t, "drift-report", fleetSpec{targets: inline("d", 4, nil, nil), waves: driftWaves(), autoPromote: true})
 	rollTwice(t, f)
