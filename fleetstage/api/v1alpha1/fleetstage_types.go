@@ -142,6 +142,42 @@ type FleetStageStatus struct {
 	// and no open rollout explains, with up to 10 examples.
 	// +optional
 	Drift *DriftStatus `json:"drift,omitempty"`
+
+	// history summarises the newest 20 FleetRollouts that
+	// spec.policy.historyLimit deleted, oldest first, so the record
+	// outlives the objects.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	History []RolloutRecord `json:"history,omitempty"`
+}
+
+// RolloutRecord summarises a deleted FleetRollout.
+type RolloutRecord struct {
+	// name is the FleetRollout's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// direction is Forward or Rollback.
+	// +required
+	Direction RolloutDirection `json:"direction"`
+	// freight is the Freight it promoted.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Freight string `json:"freight"`
+	// actor is who started it (spec.actor).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Actor string `json:"actor,omitempty"`
+	// phase is the phase it finished in.
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+	// startedAt is when it started.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// finishedAt is when it finished.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 }
 
 // DriftStatus counts drifted targets and names a few.

@@ -11,7 +11,8 @@
 //     stale Drifted condition, the version refresh sees status.drift and the
 //     condition disagree and writes them again);
 //   - the FleetRollout reconciler (fleetrollouts): currentRollout,
-//     lastRollout and lastGoodFreight.
+//     lastRollout, lastGoodFreight, and history (summaries of the rollouts
+//     its history limit deletes, written before it deletes them).
 //
 // Patch sends a merge patch of the fields that changed, so writers never
 // overwrite each other's fields with what they read earlier.
