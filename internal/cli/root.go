@@ -39,6 +39,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		newRollbackCommand(out, kubeOptions{}),
 		newPlanCommand(os.Stdin, out, errOut),
 		newTargetsCommand(out, errOut, kubeOptions{}),
+		newHistoryCommand(out, kubeOptions{}),
 		newDoctorCommand(out, kubeOptions{}, clock.RealClock{}),
 		newDashboardCommand(out, kubeOptions{}),
 	)

@@ -10,6 +10,7 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
+	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
@@ -290,10 +291,9 @@ type gridTarget struct {
 	wave            int
 	state           byte
 	freight         int
-	// Drifted is set when the FleetStage's status reports that the target's
-	// live state drifted from its Freight; the page then draws the target
-	// with the "drifted" class (an outline). Nothing reports drift yet, so
-	// it stays false.
+	// Drifted is set when the target runs Freight the fleet does not
+	// intend and no open rollout explains (drift.Detect); the page then
+	// draws the target with the "drifted" class (an outline).
 	Drifted bool
 }
 
@@ -327,6 +327,7 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 		g.Freights = append(g.Freights, report.DisplayFreight(v.Freight))
 	}
 	promos := newestPromotions(in.Promotions, shown)
+	drifted := drift.DriftedStages(in.FleetStage, in.Rollouts, in.Stages)
 	targets := make([]gridTarget, 0, len(in.Stages))
 	for i := range in.Stages {
 		st := &in.Stages[i]
@@ -335,7 +336,7 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 			continue
 		}
 		t := gridTarget{id: id, name: cmp.Or(st.Annotations[fleetv1alpha1.TargetNameAnnotation], id),
-			state: StateNotInRoute, freight: -1}
+			state: StateNotInRoute, freight: -1, Drifted: drifted[st.Name]}
 		wave := cmp.Or(waveOf[id], st.Labels[fleetv1alpha1.WaveLabel])
 		t.wave = indexOrAppend(&g.Waves, wave)
 		if len(st.Status.FreightHistory) > 0 {
@@ -516,8 +517,8 @@ type TargetDetail struct {
 	LastPromotion *PromotionDetail `json:"lastPromotion,omitempty"`
 	// KargoURL links to the target Stage in Kargo's UI, when configured.
 	KargoURL string `json:"kargoURL,omitempty"`
-	// Drifted is set when the FleetStage's status reports that the target's
-	// live state drifted from its Freight (nothing reports drift yet).
+	// Drifted is set when the target runs Freight the fleet does not
+	// intend and no open rollout explains (drift.Detect).
 	Drifted bool `json:"drifted"`
 }
 
@@ -547,7 +548,8 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 	fs := in.FleetStage
 	d := TargetDetail{ID: id, Name: cmp.Or(st.Annotations[fleetv1alpha1.TargetNameAnnotation], id),
 		Wave: st.Labels[fleetv1alpha1.WaveLabel], Stage: st.Name, Labels: map[string]string{}, Params: map[string]string{},
-		State: string(rollout.TargetPending), KargoURL: link.KargoStageURL(in.KargoURL, fs.Namespace, st.Name)}
+		State: string(rollout.TargetPending), KargoURL: link.KargoStageURL(in.KargoURL, fs.Namespace, st.Name),
+		Drifted: drift.DriftedStages(fs, in.Rollouts, []kargo.Stage{*st})[st.Name]}
 	var member *plan.Target
 	var limits rollout.Limits
 	if in.Plan != nil {

@@ -132,3 +132,21 @@ func countOf(s string, c byte) int {
 	}
 	return n
 }
+
+func TestBuildFleet_drifted(t *testing.T) {
+	t.Parallel()
+	in := fleetInput(dashtest.NewFleet(200, now), "")
+	v := BuildFleet(in)
+	require.Empty(t, v.Grid.Drifted, "targets on the fleet's Freight are not drifted")
+
+	st := &in.Stages[0]
+	st.Status.FreightHistory = append([]kargo.FreightCollection{{ID: "manual",
+		Items: map[string]kargo.FreightReference{"Warehouse/apps": {Name: "promoted-by-hand"}}}}, st.Status.FreightHistory...)
+	v = BuildFleet(in)
+	require.Len(t, v.Grid.Drifted, 1)
+	id := st.Labels[fleetv1alpha1.TargetLabel]
+	require.Equal(t, id, v.Grid.IDs[v.Grid.Drifted[0]])
+	d, ok := BuildTarget(in, id)
+	require.True(t, ok)
+	require.True(t, d.Drifted)
+}

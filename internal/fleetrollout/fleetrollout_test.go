@@ -125,3 +125,50 @@ func TestExpired(t *testing.T) {
 		})
 	}
 }
+
+func TestAppendHistory(t *testing.T) {
+	t.Parallel()
+	ro := func(name string) *fleetv1alpha1.FleetRollout {
+		return &fleetv1alpha1.FleetRollout{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: fleetv1alpha1.FleetRolloutSpec{Freight: fleetv1alpha1.FreightReference{Name: "f-" + name},
+				Direction: fleetv1alpha1.DirectionForward, Actor: "kubernetes:alice"},
+			Status: fleetv1alpha1.FleetRolloutStatus{Phase: fleetv1alpha1.RolloutSucceeded}}
+	}
+	names := func(h []fleetv1alpha1.RolloutRecord) []string {
+		out := []string{}
+		for _, r := range h {
+			out = append(out, r.Name)
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		history  []string
+		rollouts []string
+		want     []string
+	}{
+		{name: "first records", rollouts: []string{"a", "b"}, want: []string{"a", "b"}},
+		{name: "recorded once", history: []string{"a"}, rollouts: []string{"a", "b"}, want: []string{"a", "b"}},
+		{name: "newest twenty kept", history: []string{"h00", "h01", "h02", "h03", "h04", "h05", "h06", "h07", "h08", "h09",
+			"h10", "h11", "h12", "h13", "h14", "h15", "h16", "h17", "h18", "h19"}, rollouts: []string{"a"},
+			want: []string{"h01", "h02", "h03", "h04", "h05", "h06", "h07", "h08", "h09", "h10", "h11", "h12", "h13", "h14",
+				"h15", "h16", "h17", "h18", "h19", "a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var history []fleetv1alpha1.RolloutRecord
+			for _, n := range tt.history {
+				history = append(history, Record(ro(n)))
+			}
+			var rollouts []*fleetv1alpha1.FleetRollout
+			for _, n := range tt.rollouts {
+				rollouts = append(rollouts, ro(n))
+			}
+			got := AppendHistory(history, rollouts)
+			require.Equal(t, tt.want, names(got))
+			require.Equal(t, "kubernetes:alice", got[len(got)-1].Actor)
+			require.Equal(t, fleetv1alpha1.RolloutSucceeded, got[len(got)-1].Phase)
+		})
+	}
+}

@@ -66,3 +66,28 @@ func Expired(all []*fleetv1alpha1.FleetRollout, limit int) []*fleetv1alpha1.Flee
 	slices.SortFunc(out, Compare)
 	return out
 }
+
+// MaxHistoryRecords bounds FleetStage.status.history.
+const MaxHistoryRecords = 20
+
+// Record summarises a rollout for FleetStage.status.history.
+func Record(ro *fleetv1alpha1.FleetRollout) fleetv1alpha1.RolloutRecord {
+	return fleetv1alpha1.RolloutRecord{Name: ro.Name, Direction: ro.Spec.Direction, Freight: ro.Spec.Freight.Name,
+		Actor: ro.Spec.Actor, Phase: ro.Status.Phase, StartedAt: ro.Status.StartedAt.DeepCopy(),
+		FinishedAt: ro.Status.FinishedAt.DeepCopy()}
+}
+
+// AppendHistory returns history with the records of rollouts not in it yet
+// appended, keeping the newest MaxHistoryRecords.
+func AppendHistory(history []fleetv1alpha1.RolloutRecord, rollouts []*fleetv1alpha1.FleetRollout) []fleetv1alpha1.RolloutRecord {
+	out := slices.Clone(history)
+	for _, ro := range rollouts {
+		if !slices.ContainsFunc(out, func(r fleetv1alpha1.RolloutRecord) bool { return r.Name == ro.Name }) {
+			out = append(out, Record(ro))
+		}
+	}
+	if len(out) > MaxHistoryRecords {
+		out = out[len(out)-MaxHistoryRecords:]
+	}
+	return out
+}

@@ -67,6 +67,23 @@ type Fleet struct {
 	// CurrentRollout and LastRollout name the FleetStage's rollouts.
 	CurrentRollout string `json:"currentRollout,omitempty"`
 	LastRollout    string `json:"lastRollout,omitempty"`
+	// Drift counts the targets running Freight the fleet does not intend,
+	// with up to 10 examples; nil when none drifted.
+	Drift *Drift `json:"drift,omitempty"`
+}
+
+// Drift counts drifted targets and names a few.
+type Drift struct {
+	Count    int32           `json:"count"`
+	Examples []DriftedTarget `json:"examples"`
+}
+
+// DriftedTarget is one drifted target.
+type DriftedTarget struct {
+	Target   string      `json:"target"`
+	Stage    string      `json:"stage"`
+	Freight  FreightName `json:"freight"`
+	Intended FreightName `json:"intendedFreight"`
 }
 
 // FreightName is a Freight's name with its alias, when known.
@@ -144,6 +161,14 @@ func Build(in Input) Report {
 	if st.LastGoodFreight != nil {
 		n := freightName(st.LastGoodFreight.Name, in.Aliases)
 		r.FleetStage.LastGoodFreight = &n
+	}
+
+	if st.Drift != nil && st.Drift.Count > 0 {
+		r.FleetStage.Drift = &Drift{Count: st.Drift.Count, Examples: make([]DriftedTarget, 0, len(st.Drift.Examples))}
+		for _, e := range st.Drift.Examples {
+			r.FleetStage.Drift.Examples = append(r.FleetStage.Drift.Examples, DriftedTarget{Target: e.Target, Stage: e.Stage,
+				Freight: freightName(e.Freight, in.Aliases), Intended: freightName(e.IntendedFreight, in.Aliases)})
+		}
 	}
 
 	rollouts := slices.Clone(in.Rollouts)

@@ -140,6 +140,7 @@ func TestRenderText(t *testing.T) {
 		opts TextOptions
 	}{
 		{name: "no-rollout", in: Input{FleetStage: notReady}},
+		{name: "drifted", in: Input{FleetStage: drifted(), Aliases: aliases}},
 		{
 			name: "halted-and-rolling-back",
 			in: Input{FleetStage: withRollouts(fleetStage(), "prod-9f8e7d6c5b-rb", "prod-9f8e7d6c5b"),
@@ -181,6 +182,24 @@ func TestRenderText(t *testing.T) {
 			golden(t, tt.name+".golden", buf.Bytes())
 		})
 	}
+}
+
+// drifted is a fleet with three drifted targets, two of them named.
+func drifted() *fleetv1alpha1.FleetStage {
+	fs := withRollouts(fleetStage(), "", "prod-1a2b3c4d5e")
+	fs.Status.Drift = &fleetv1alpha1.DriftStatus{Count: 3, Examples: []fleetv1alpha1.DriftedTarget{
+		{Target: "eu-west-1-003", Stage: "prod-eu-west-1-003", Freight: badFreight, IntendedFreight: goodFreight},
+		{Target: "us-east-1-010", Stage: "prod-us-east-1-010", Freight: "0000000000000000000000000000000000000000",
+			IntendedFreight: goodFreight},
+	}}
+	return fs
+}
+
+func TestRenderJSON_drift(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	require.NoError(t, RenderJSON(&buf, Build(Input{FleetStage: drifted(), Aliases: map[string]string{goodFreight: "v1.4.0"}})))
+	golden(t, "drifted.json.golden", buf.Bytes())
 }
 
 func TestRenderJSON(t *testing.T) {

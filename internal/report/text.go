@@ -174,6 +174,21 @@ func (t *textWriter) fleet(f *Fleet) {
 		t.printf("  Waves     %s\n", strings.Join(parts, ", "))
 	}
 	t.versions(f.Versions)
+	t.drift(f.Drift)
+}
+
+func (t *textWriter) drift(d *Drift) {
+	if d == nil {
+		return
+	}
+	t.printf("  Drifted   %s\n", t.paint(colorRed, fmt.Sprintf("%d target(s) run Freight the fleet does not intend", d.Count)))
+	for _, e := range d.Examples {
+		t.printf("            %s runs %s instead of %s (Stage %s)\n", e.Target, DisplayFreight(e.Freight),
+			DisplayFreight(e.Intended), e.Stage)
+	}
+	if more := int(d.Count) - len(d.Examples); more > 0 {
+		t.printf("            and %d more\n", more)
+	}
 }
 
 func (t *textWriter) versions(vs []Version) {

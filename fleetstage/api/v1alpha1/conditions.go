@@ -35,10 +35,19 @@ const (
 	// on the Freight, so past the limit it can no longer record where the
 	// Freight is and was verified.
 	FreightStatusLargeCondition = "FreightStatusLarge"
+
+	// DriftedCondition (normal-false), on a FleetStage, is True when targets
+	// run Freight that neither status.lastGoodFreight nor an open rollout
+	// explains (status.drift counts and names them).
+	DriftedCondition = "Drifted"
 )
 
 // Condition reasons.
 const (
+	// TargetsDriftedReason: targets run Freight the fleet does not intend.
+	TargetsDriftedReason = "TargetsDrifted"
+	// NoDriftReason: every target runs intended or explained Freight.
+	NoDriftReason = "NoDrift"
 	// ReconciledReason: the object matches its spec.
 	ReconciledReason = "Reconciled"
 	// InvalidSpecReason: the spec cannot be acted on; the message names the field.

@@ -137,6 +137,81 @@ type FleetStageStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	LastRollout string `json:"lastRollout,omitempty"`
+
+	// drift counts the targets running Freight the fleet does not intend
+	// and no open rollout explains, with up to 10 examples.
+	// +optional
+	Drift *DriftStatus `json:"drift,omitempty"`
+
+	// history summarises the newest 20 FleetRollouts that
+	// spec.policy.historyLimit deleted, oldest first, so the record
+	// outlives the objects.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	History []RolloutRecord `json:"history,omitempty"`
+}
+
+// RolloutRecord summarises a deleted FleetRollout.
+type RolloutRecord struct {
+	// name is the FleetRollout's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// direction is Forward or Rollback.
+	// +required
+	Direction RolloutDirection `json:"direction"`
+	// freight is the Freight it promoted.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Freight string `json:"freight"`
+	// actor is who started it (spec.actor).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Actor string `json:"actor,omitempty"`
+	// phase is the phase it finished in.
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+	// startedAt is when it started.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// finishedAt is when it finished.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+}
+
+// DriftStatus counts drifted targets and names a few.
+type DriftStatus struct {
+	// count is the number of drifted targets.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
+	// examples lists up to 10 drifted targets, by target name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Examples []DriftedTarget `json:"examples,omitempty"`
+}
+
+// DriftedTarget is one drifted target.
+type DriftedTarget struct {
+	// target is the target's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Target string `json:"target"`
+	// stage is the target Stage's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Stage string `json:"stage"`
+	// freight is the Freight the target runs (names joined by "+" when it
+	// runs Freight from more than one origin).
+	// +required
+	// +kubebuilder:validation:MaxLength=512
+	Freight string `json:"freight"`
+	// intendedFreight is the Freight the fleet intends the target to run.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	IntendedFreight string `json:"intendedFreight"`
 }
 
 // TargetCounts counts targets by how the selection treated them.

@@ -41,6 +41,21 @@ const (
 	SupersedeReplace SupersedePolicy = "Supersede"
 )
 
+// DriftPolicy says what the controller does about drifted targets: targets
+// running Freight that neither the FleetStage's last good Freight nor an
+// open rollout explains.
+// +kubebuilder:validation:Enum=Report;Revert
+type DriftPolicy string
+
+// Drift policies.
+const (
+	// DriftReport reports drifted targets in status, Events and metrics.
+	DriftReport DriftPolicy = "Report"
+	// DriftRevert reports drifted targets and promotes the intended Freight
+	// back to each, once per drift, within the change windows.
+	DriftRevert DriftPolicy = "Revert"
+)
+
 // FleetPolicy holds fleet-wide rules.
 type FleetPolicy struct {
 	// maxFailures is a fleet-wide failure threshold across every wave of one
@@ -89,6 +104,11 @@ type FleetPolicy struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
+
+	// drift says what happens to targets whose Freight drifted from what
+	// the fleet intends: Report or Revert. Default Report.
+	// +optional
+	Drift DriftPolicy `json:"drift,omitempty"`
 }
 
 // ConcurrencyConstraint limits targets in flight per value of a label.

@@ -435,8 +435,21 @@ func (r *FleetRolloutReconciler) pruneHistory(ctx context.Context, fs *fleetv1al
 	if err != nil {
 		return err
 	}
+	expired := fleetrollout.Expired(all, fleetrollout.HistoryLimit(fs))
+	if len(expired) == 0 {
+		return nil
+	}
+	// Summarise first: a record of a rollout still there is harmless, a
+	// deleted rollout without one is lost.
+	if after := fleetrollout.AppendHistory(fs.Status.History, expired); !reflect.DeepEqual(after, fs.Status.History) {
+		st := fs.Status.DeepCopy()
+		st.History = after
+		if err := fleetstatus.Patch(ctx, r.client, fs, &fs.Status, st); err != nil {
+			return fmt.Errorf("error recording the history of FleetStage %q: %w", fs.Name, err)
+		}
+	}
 	var errs []error
-	for _, ro := range fleetrollout.Expired(all, fleetrollout.HistoryLimit(fs)) {
+	for _, ro := range expired {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ro.Namespace, Name: fleetrollout.SnapshotName(ro.Name)}}
 		if err := r.client.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("error deleting plan snapshot %q: %w", cm.Name, err))

@@ -5,9 +5,14 @@
 // only its own part, through Patch, once per reconcile:
 //   - the FleetStage reconciler (fleetstages): conditions, observedGeneration,
 //     targets, waveCount, waves, and versions while it renders;
-//   - the version refresh (versions): versions, between FleetStage reconciles;
+//   - the version refresh (versions): versions, between FleetStage reconciles,
+//     and drift with the Drifted condition (the FleetStage reconciler keeps
+//     conditions it does not set as it read them; when its write carries a
+//     stale Drifted condition, the version refresh sees status.drift and the
+//     condition disagree and writes them again);
 //   - the FleetRollout reconciler (fleetrollouts): currentRollout,
-//     lastRollout and lastGoodFreight.
+//     lastRollout, lastGoodFreight, and history (summaries of the rollouts
+//     its history limit deletes, written before it deletes them).
 //
 // Patch sends a merge patch of the fields that changed, so writers never
 // overwrite each other's fields with what they read earlier.

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
@@ -78,7 +79,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // foreign reports whether a Promotion was made by anyone but kargo-fleet.
 func foreign(o client.Object) bool {
 	l := o.GetLabels()
-	return l[fleetv1alpha1.RolloutLabel] == "" && l[UndoesLabel] == "" && l[fleetrollout.WavePromotionLabel] == ""
+	return l[fleetv1alpha1.RolloutLabel] == "" && l[UndoesLabel] == "" && l[fleetrollout.WavePromotionLabel] == "" &&
+		l[drift.RevertLabel] == ""
 }
 
 // Reconcile judges one foreign Promotion of a target Stage and acts.

@@ -1,9 +1,12 @@
 // Package versions holds the version refresh controller: it keeps a
-// FleetStage's version distribution current while targets change Freight.
+// FleetStage's version distribution and its drift report current while
+// targets change Freight, and reverts drifted targets under
+// spec.policy.drift Revert.
 package versions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -11,58 +14,81 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstatus"
+	"github.com/kargo-fleet/kargo-fleet/internal/drift"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
-// Reconciler keeps FleetStage.status.versions and the
-// kargo_fleet_targets_by_freight metric up to date while target Stages
+// Reconciler keeps FleetStage.status.versions, status.drift, the Drifted
+// condition and the kargo_fleet_targets_by_freight and
+// kargo_fleet_drifted_targets metrics up to date while target Stages
 // change Freight. It has a controller of its own: during a rollout the
 // distribution changes all the time, and refreshing it must not mean
 // rendering and comparing every Stage of the fleet.
 //
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages,verbs=get;list;watch
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=kargo.akuity.io,resources=stages,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetrollouts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kargo.akuity.io,resources=stages,verbs=get;list;watch;promote
+// +kubebuilder:rbac:groups=kargo.akuity.io,resources=promotions,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 type Reconciler struct {
-	client client.Client
-	clock  clock.PassiveClock
+	client   client.Client
+	clock    clock.PassiveClock
+	recorder events.EventRecorder
 	// writes paces the status writes.
 	writes writeTimes
+	// drift remembers drifts seen and reverts made.
+	drift driftMemory
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
 
 // NewReconciler returns a version refresh reconciler reading from the
-// manager's cache through c.
-func NewReconciler(c client.Client, clk clock.PassiveClock) *Reconciler {
-	return &Reconciler{client: c, clock: clk}
+// manager's cache through c and recording drift Events with rec.
+func NewReconciler(c client.Client, clk clock.PassiveClock, rec events.EventRecorder) *Reconciler {
+	return &Reconciler{client: c, clock: clk, recorder: rec}
 }
 
-// SetupWithManager registers the reconciler: it reacts only to owned target
-// Stages that start running other Freight.
+// SetupWithManager registers the reconciler: it reacts to owned target
+// Stages that start running other Freight, and to FleetStages whose
+// intended Freight, open rollout or drift policy changed.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fleetstage_versions").
 		Watches(&kargo.Stage{}, versionChangeHandler{delay: versionRefreshDelay}).
+		Watches(&fleetv1alpha1.FleetStage{}, &handler.EnqueueRequestForObject{},
+			builder.WithPredicates(intentChangedPredicate())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(r)
 }
 
 // versionRefreshDelay is how long a change of the Freight a Stage runs
-// waits before the FleetStage is reconciled for its version distribution.
-const versionRefreshDelay = 2 * time.Second
+// waits before the FleetStage is reconciled for its version distribution
+// and drift: changes within it are one reconcile. Writes are paced apart
+// by versionRefreshInterval.
+const versionRefreshDelay = time.Second
+
+// minRefreshInterval is the least time between two status writes of the
+// version refresh, whatever the fleet's size.
+const minRefreshInterval = 2 * time.Second
 
 // versionChangeHandler queues the owning FleetStage, after a delay, when an
 // owned Stage starts running other Freight: only the version distribution
@@ -91,8 +117,30 @@ func (h versionChangeHandler) Update(_ context.Context, e event.UpdateEvent, q r
 
 type requestQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// Reconcile brings a FleetStage's version distribution (and its metric) up
-// to date from the cached target Stages, writing nothing else.
+// intentChangedPredicate passes new FleetStages and FleetStage updates that
+// change what drift is measured against (last good Freight, current
+// rollout, spec), and updates whose Drifted condition disagrees with
+// status.drift: another status writer sent the conditions it read before
+// the last drift write.
+func intentChangedPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return true },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*fleetv1alpha1.FleetStage), e.ObjectNew.(*fleetv1alpha1.FleetStage)
+			drifted := n.Status.Drift != nil && n.Status.Drift.Count > 0
+			return o.Generation != n.Generation || o.Status.CurrentRollout != n.Status.CurrentRollout ||
+				!reflect.DeepEqual(o.Status.LastGoodFreight, n.Status.LastGoodFreight) ||
+				drifted != meta.IsStatusConditionTrue(n.Status.Conditions, fleetv1alpha1.DriftedCondition)
+		},
+	}
+}
+
+// Reconcile brings a FleetStage's version distribution and drift report
+// (and their metrics) up to date from the cached target Stages and
+// FleetRollouts, writing nothing else, and reverts drifted targets when the
+// policy says so.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	// The cache's own object, read only: copying ten thousand inline
 	// targets every two seconds to count versions would cost more than the
@@ -101,7 +149,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, fs, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.writes.forget(req.NamespacedName)
+			r.drift.forget(req.NamespacedName)
 			fleetstatus.ForgetVersions(req.Namespace, req.Name)
+			forgetDrift(req.Namespace, req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -117,18 +167,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs.Name, fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("error listing target Stages of FleetStage %q: %w", fs.Name, err)
 	}
+	rollouts, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// Observe and decide (pure), then apply: reverts, Events, one status
+	// write.
 	versions := fleetstatus.CountVersions(stages.Items)
 	fleetstatus.ObserveVersions(fs.Namespace, fs.Name, versions)
-	if reflect.DeepEqual(fs.Status.Versions, versions) {
-		return reconcile.Result{}, nil
-	}
+	drifts := drift.Detect(drift.IntentOf(&fs.Status, rollouts), drift.TargetsOf(stages.Items))
+	observeDrift(fs.Namespace, fs.Name, len(drifts))
+	fresh, cleared, attempts := r.drift.observe(req.NamespacedName, drifts, r.clock.Now())
+	r.announce(fs, fresh)
+	wait, revertErr := r.revert(ctx, fs, anyOpen(rollouts), drifts, cleared, attempts)
+
 	after := fs.Status.DeepCopy()
 	after.Versions = versions
-	if err := fleetstatus.Patch(ctx, r.client, fs, &fs.Status, after); err != nil {
-		return reconcile.Result{}, fmt.Errorf("error patching the versions of FleetStage %q: %w", fs.Name, err)
+	after.Drift = drift.Status(drifts)
+	drift.SetCondition(&after.Conditions, after.Drift, fs.Generation)
+	if !reflect.DeepEqual(&fs.Status, after) {
+		if err := fleetstatus.Patch(ctx, r.client, fs, &fs.Status, after); err != nil {
+			return reconcile.Result{}, errors.Join(revertErr,
+				fmt.Errorf("error patching the versions and drift of FleetStage %q: %w", fs.Name, err))
+		}
+		r.writes.wrote(req.NamespacedName, r.clock.Now())
 	}
-	r.writes.wrote(req.NamespacedName, r.clock.Now())
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: wait}, revertErr
+}
+
+// anyOpen reports whether a rollout is not final.
+func anyOpen(rollouts []*fleetv1alpha1.FleetRollout) bool {
+	for _, ro := range rollouts {
+		if !ro.Status.Phase.IsFinal() && ro.DeletionTimestamp == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // versionRefreshInterval is the least time between two writes of a
@@ -136,7 +210,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // most 10 s (from 10,000 targets). Every status write sends the whole
 // FleetStage to every watcher, and a fleet of inline targets is megabytes.
 func versionRefreshInterval(targets int) time.Duration {
-	return min(max(time.Duration(targets)*time.Millisecond, versionRefreshDelay), 10*time.Second)
+	return min(max(time.Duration(targets)*time.Millisecond, minRefreshInterval), 10*time.Second)
 }
 
 // writeTimes remembers when each FleetStage's versions were last written.

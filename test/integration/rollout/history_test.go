@@ -68,6 +68,16 @@ func TestHistoryLimitPrunesOldRollouts(t *testing.T) {
 		require.True(t, exists(t, &fleetv1alpha1.FleetRollout{}, fmt.Sprintf("fleet-old-%02d", i)))
 	}
 	require.True(t, exists(t, &fleetv1alpha1.FleetRollout{}, ro.Name))
+
+	fs := &fleetv1alpha1.FleetStage{}
+	require.NoError(t, c.Get(ctx, f.fleetKey, fs))
+	require.Len(t, fs.Status.History, 1, "the FleetStage keeps a summary of the deleted rollout")
+	rec := fs.Status.History[0]
+	require.Equal(t, "fleet-old-01", rec.Name)
+	require.Equal(t, fleetv1alpha1.DirectionForward, rec.Direction)
+	require.Equal(t, f.good, rec.Freight)
+	require.Equal(t, "kubernetes:admin", rec.Actor)
+	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rec.Phase)
 }
 
 // unfinishedRollbackOf creates a paused rollback of ro, with one target

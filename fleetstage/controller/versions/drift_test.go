@@ -1,0 +1,86 @@
+package versions
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/drift"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+)
+
+func targetStage(name, freight string) *kargo.Stage {
+	return &kargo.Stage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "prod-" + name, Labels: map[string]string{
+			fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget,
+			fleetv1alpha1.TargetLabel: name}},
+		Status: kargo.StageStatus{FreightHistory: []kargo.FreightCollection{
+			{ID: freight, Items: map[string]kargo.FreightReference{"Warehouse/apps": {Name: freight}}}}},
+	}
+}
+
+func TestReconcile_drift(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		policy      fleetv1alpha1.DriftPolicy
+		windows     []fleetv1alpha1.ChangeWindow
+		wantReverts int
+		wantEvents  int
+	}{
+		{name: "Report: status, condition and Event, no Promotion", policy: fleetv1alpha1.DriftReport, wantEvents: 1},
+		{name: "Revert: one revert Promotion and its Event", policy: fleetv1alpha1.DriftRevert, wantReverts: 1, wantEvents: 2},
+		{name: "Revert waits for a closed window", policy: fleetv1alpha1.DriftRevert, wantEvents: 1,
+			windows: []fleetv1alpha1.ChangeWindow{{Name: "never", Type: fleetv1alpha1.WindowDeny, Schedule: "* * * * *",
+				Duration: metav1.Duration{Duration: 2 * time.Minute}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			fs := testutil.MakeFleetStage("shop", "prod").Obj()
+			fs.Spec.Policy.Drift = tt.policy
+			fs.Spec.Policy.Windows = tt.windows
+			fs.Status.LastGoodFreight = &fleetv1alpha1.FreightReference{Name: "good"}
+			c := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).
+				WithObjects(fs, targetStage("a", "good"), targetStage("b", "manual"), targetStage("c", "good")).
+				WithStatusSubresource(&fleetv1alpha1.FleetStage{}).Build()
+			rec := events.NewFakeRecorder(10)
+			r := NewReconciler(c, clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)), rec)
+			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(fs)}
+
+			for range 2 { // the second pass announces and reverts nothing new
+				_, err := r.Reconcile(ctx, req)
+				require.NoError(t, err)
+				r.writes.forget(req.NamespacedName)
+			}
+
+			got := &fleetv1alpha1.FleetStage{}
+			require.NoError(t, c.Get(ctx, req.NamespacedName, got))
+			require.Equal(t, &fleetv1alpha1.DriftStatus{Count: 1, Examples: []fleetv1alpha1.DriftedTarget{
+				{Target: "b", Stage: "prod-b", Freight: "manual", IntendedFreight: "good"}}}, got.Status.Drift)
+			require.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, fleetv1alpha1.DriftedCondition))
+			promotions := &kargo.PromotionList{}
+			require.NoError(t, c.List(ctx, promotions, client.HasLabels{drift.RevertLabel}))
+			require.Len(t, promotions.Items, tt.wantReverts)
+			for _, p := range promotions.Items {
+				require.Equal(t, "prod-b", p.Spec.Stage)
+				require.Equal(t, "good", p.Spec.Freight)
+				require.Equal(t, "true", p.Annotations[kargo.RollbackAnnotation])
+			}
+			require.Len(t, rec.Events, tt.wantEvents)
+		})
+	}
+}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/report"
+)
+
+// historyOptions configures `kargo-fleet history`.
+type historyOptions struct {
+	kube       kubeOptions
+	fleetStage string
+	target     string
+	output     string
+
+	out io.Writer
+}
+
+func newHistoryCommand(out io.Writer, kube kubeOptions) *cobra.Command {
+	o := &historyOptions{kube: kube, out: out}
+	cmd := &cobra.Command{
+		Use:   "history [FLEETSTAGE]",
+		Short: "List a fleet's rollouts and rollbacks, or one target's Freight history",
+		Long: "Lists every rollout of a FleetStage, oldest first: direction, Freight, who started it, when, how long " +
+			"it took, its result, each wave's outcome (with the time Kargo recorded the Freight approved for the " +
+			"wave, if it was: Kargo records no approver), the threshold breach and who last paused, resumed or " +
+			"aborted it. Rollouts the history limit deleted come from the summaries the FleetStage keeps. " +
+			"--target shows one target Stage's Freight history as Kargo records it.",
+		Example: "  kargo-fleet history prod -n shop\n" +
+			"  kargo-fleet history prod -n shop -o json\n" +
+			"  kargo-fleet history prod -n shop --target eu-west-1-003",
+		Args: cobra.MaximumNArgs(1),
+		RunE: fleetStageRunE(&o.fleetStage, o.validate, o.run),
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *historyOptions) addFlags(cmd *cobra.Command) {
+	o.kube.addFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&o.target, "target", "", "Show this target's Freight history instead.")
+	f.StringVarP(&o.output, "output", "o", outputText, "Output format: text or json.")
+}
+
+func (o *historyOptions) validate() error {
+	switch o.output {
+	case outputText, outputJSON:
+		return nil
+	}
+	return fmt.Errorf("--output %q: use text or json", o.output)
+}
+
+func (o *historyOptions) run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, fs, err := o.kube.connectFleetStage(ctx, o.fleetStage)
+	if err != nil {
+		return err
+	}
+	freight := &kargo.FreightList{}
+	if err := c.List(ctx, freight, client.InNamespace(fs.Namespace)); err != nil {
+		return fmt.Errorf("error listing Freight in namespace %q: %w", fs.Namespace, err)
+	}
+	aliases := map[string]string{}
+	for i := range freight.Items {
+		if freight.Items[i].Alias != "" {
+			aliases[freight.Items[i].Name] = freight.Items[i].Alias
+		}
+	}
+	if o.target != "" {
+		return o.runTarget(ctx, c, fs, aliases)
+	}
+	rollouts, err := fleetrollout.List(ctx, c, fs.Namespace, fs.Name)
+	if err != nil {
+		return err
+	}
+	in := report.HistoryInput{FleetStage: fs, Freight: freight.Items, Aliases: aliases}
+	for _, ro := range rollouts {
+		in.Rollouts = append(in.Rollouts, *ro)
+	}
+	h := report.BuildHistory(in)
+	if o.output == outputJSON {
+		return report.RenderHistoryJSON(o.out, h)
+	}
+	return report.RenderHistoryText(o.out, h)
+}
+
+// runTarget shows one target Stage's Freight history.
+func (o *historyOptions) runTarget(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage, aliases map[string]string) error {
+	stages := &kargo.StageList{}
+	if err := c.List(ctx, stages, client.InNamespace(fs.Namespace), client.MatchingLabels{
+		fleetv1alpha1.FleetStageLabel: fs.Name, fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget,
+		fleetv1alpha1.TargetLabel: plan.TargetID(o.target),
+	}); err != nil {
+		return fmt.Errorf("error listing the target Stage of target %q: %w", o.target, err)
+	}
+	if len(stages.Items) == 0 {
+		return fmt.Errorf("--target %q: FleetStage %q has no such target", o.target, fs.Name)
+	}
+	th := report.BuildTargetHistory(&stages.Items[0], aliases)
+	if o.output == outputJSON {
+		return report.RenderHistoryJSON(o.out, th)
+	}
+	return report.RenderTargetHistoryText(o.out, th)
+}
