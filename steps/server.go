@@ -117,8 +117,12 @@ type ServerDeps struct {
 	// Reader reads Promotions, Stages and FleetStages to authorize requests;
 	// use an uncached reader (the manager's API reader).
 	Reader client.Reader
-	// Keys provides the token signing key.
+	// Keys provides the token signing keys.
 	Keys KeySource
+	// Namespaces reads Project namespaces for token revocations; nil uses
+	// Reader. The manager's cache is fine: a revocation applies as soon as
+	// the watch sees it.
+	Namespaces client.Reader
 	// Steps are the steps served.
 	Steps Registry
 	// Metrics registers the server's metrics; nil registers none.
@@ -134,12 +138,13 @@ type ServerDeps struct {
 // read state: they answer quickly, and a replayed request has no further
 // effect.
 type Server struct {
-	opts    ServerOptions
-	reader  client.Reader
-	keys    KeySource
-	steps   Registry
-	metrics *serverMetrics
-	clock   clock.PassiveClock
+	opts       ServerOptions
+	reader     client.Reader
+	namespaces client.Reader
+	keys       KeySource
+	steps      Registry
+	metrics    *serverMetrics
+	clock      clock.PassiveClock
 }
 
 var (
@@ -156,13 +161,18 @@ func NewServer(opts ServerOptions, deps ServerDeps) *Server {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	namespaces := deps.Namespaces
+	if namespaces == nil {
+		namespaces = deps.Reader
+	}
 	return &Server{
-		opts:    opts,
-		reader:  deps.Reader,
-		keys:    deps.Keys,
-		steps:   deps.Steps,
-		metrics: newServerMetrics(deps.Metrics),
-		clock:   clk,
+		opts:       opts,
+		reader:     deps.Reader,
+		namespaces: namespaces,
+		keys:       deps.Keys,
+		steps:      deps.Steps,
+		metrics:    newServerMetrics(deps.Metrics),
+		clock:      clk,
 	}
 }
 
@@ -183,7 +193,7 @@ func (s *Server) NeedLeaderElection() bool { return false }
 // Start implements manager.Runnable: it serves until ctx is done.
 func (s *Server) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("step-server")
-	if _, err := s.keys.SigningKey(ctx); err != nil {
+	if _, err := s.keys.SigningKeys(ctx); err != nil {
 		return fmt.Errorf("error loading step signing key: %w", err)
 	}
 	ln, err := net.Listen("tcp", s.opts.Addr)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -16,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetrollouts"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstages"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/targetguard"
@@ -200,22 +202,39 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("error configuring the step server: %w", err)
 		}
 	}
-	keys := steps.NewSecretKey(opts.SigningKeyFile, opts.SigningKeySecret, mgr.GetAPIReader(), mgr.GetClient())
+	// The signing key is read through an informer on its one Secret: every
+	// replica uses a rotated key as soon as its watch sees it.
+	keyReader := client.Reader(mgr.GetAPIReader())
+	var keyCache cache.Cache
+	if opts.SigningKeyFile == "" {
+		var err error
+		if keyCache, err = namedSecretCache(mgr, opts.SigningKeySecret.Namespace, opts.SigningKeySecret.Name); err != nil {
+			return err
+		}
+		keyReader = keyCache
+	}
+	keys := steps.NewSecretKey(opts.SigningKeyFile, opts.SigningKeySecret, keyReader, mgr.GetClient())
 	if o.Components&StepServer != 0 && opts.Enabled() {
 		store := steps.NewAPIStore(mgr.GetClient(), mgr.GetAPIReader())
 		server := steps.NewServer(opts, steps.ServerDeps{
-			Reader:  mgr.GetAPIReader(),
-			Keys:    keys,
-			Steps:   steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}),
-			Metrics: metrics.Registry,
-			Clock:   clock.RealClock{},
+			Reader:     mgr.GetAPIReader(),
+			Namespaces: mgr.GetClient(),
+			Keys:       keys,
+			Steps:      steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}),
+			Metrics:    metrics.Registry,
+			Clock:      clock.RealClock{},
 		})
 		if err := mgr.Add(server); err != nil {
 			return fmt.Errorf("error adding the step server: %w", err)
 		}
 	}
 	if o.Components&TokenMinter != 0 {
-		if err := steps.NewTokenMinter(mgr.GetClient(), mgr.GetAPIReader(), keys).SetupWithManager(mgr); err != nil {
+		tokenCache, err := namedSecretCache(mgr, "", fleetv1alpha1.StepTokenSecretName)
+		if err != nil {
+			return err
+		}
+		minter := steps.NewTokenMinter(mgr.GetClient(), tokenCache, keys, clock.RealClock{})
+		if err := minter.SetupWithManager(mgr, steps.MinterWatches{Tokens: tokenCache, Keys: keyCache}); err != nil {
 			return fmt.Errorf("error setting up the step token minter: %w", err)
 		}
 	}
