@@ -121,8 +121,6 @@ func (s *Server) authorize(ctx context.Context, step string, req *Request, token
 // previous key, not expired, and not revoked on the Project namespace. The
 // signature is checked first, so an unauthenticated caller learns nothing
 // about the cluster.
-//
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 func (s *Server) authenticate(ctx context.Context, project, token string) error {
 	keys, err := s.keys.SigningKeys(ctx)
 	if err != nil {

@@ -33,12 +33,7 @@ import (
 //
 // Token Secrets carry one name in every namespace, so the controller may
 // read, update and delete Secrets of that name only (RBAC resourceNames),
-// and watches them through a cache selecting that name.
-//
-// +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=create
-// +kubebuilder:rbac:groups="",resources=secrets,resourceNames=kargo-fleet-step-token,verbs=get;list;watch;update;delete
+// and watches them through a cache selecting that name (RBAC in rbac.go).
 type TokenMinter struct {
 	client client.Client
 	tokens client.Reader

@@ -31,15 +31,23 @@ func NewScheme() *apiruntime.Scheme {
 }
 
 // CacheOptions returns the manager's cache options: Secrets are cached only
-// when they are Argo CD cluster Secrets (the inventory), never the cluster's
-// other Secrets; no cached object keeps its managedFields, which nothing
-// here reads and which make up a third to a half of a Stage, a Promotion or
-// a Freight held by thousands of Stages.
-func CacheOptions() cache.Options {
+// when they are Argo CD cluster Secrets (the inventory) in secretNamespaces,
+// the only namespaces where the controller may read Secrets, never the
+// cluster's other Secrets; no cached object keeps its managedFields, which
+// nothing here reads and which make up a third to a half of a Stage, a
+// Promotion or a Freight held by thousands of Stages.
+func CacheOptions(secretNamespaces []string) cache.Options {
+	secrets := cache.ByObject{
+		Label:      labels.SelectorFromSet(labels.Set{inventory.ArgoCDSecretTypeLabel: inventory.ArgoCDSecretTypeCluster}),
+		Namespaces: map[string]cache.Config{},
+	}
+	for _, ns := range secretNamespaces {
+		secrets.Namespaces[ns] = cache.Config{}
+	}
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:   {Label: labels.SelectorFromSet(labels.Set{inventory.ArgoCDSecretTypeLabel: inventory.ArgoCDSecretTypeCluster})},
+			&corev1.Secret{}:   secrets,
 			&kargo.Promotion{}: {Transform: slimPromotion},
 			&kargo.Stage{}:     {Transform: slimStage},
 			&kargo.Freight{}:   {Transform: slimFreight},

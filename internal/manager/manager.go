@@ -116,7 +116,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	mo := ctrl.Options{
 		Scheme:                  NewScheme(),
-		Cache:                   CacheOptions(),
+		Cache:                   CacheOptions(secretNamespaces(o)),
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		PprofBindAddress:        o.PprofBindAddress,

@@ -49,7 +49,17 @@ const (
 func TestReleaseRunsAsRendered(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}))
+	// The release namespace and the inventory namespaces the rendered Roles
+	// are in exist before an install.
+	namespaces := map[string]bool{releaseNamespace: true}
+	for _, o := range objs {
+		namespaces[o.GetNamespace()] = o.GetNamespace() != ""
+	}
+	for ns, ok := range namespaces {
+		if ok {
+			require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		}
+	}
 	for _, o := range objs {
 		require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
 			client.ForceOwnership, client.FieldOwner("helm")), "%s %s", o.GetKind(), o.GetName())
