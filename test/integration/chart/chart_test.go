@@ -19,10 +19,12 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -148,6 +150,39 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 		return c.Get(ctx, client.ObjectKeyFromObject(fs), got) == nil &&
 			meta.IsStatusConditionTrue(got.Status.Conditions, fleetv1alpha1.ReadyCondition)
 	}, wait, tick, "the FleetStage never became Ready")
+
+	// The step token was minted under the rendered RBAC, which grants no
+	// Secret of a Project but the token, and reads of Argo CD cluster
+	// Secrets only in the inventory namespace.
+	require.Eventually(t, func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: fleetv1alpha1.StepTokenSecretName}, &corev1.Secret{}) == nil
+	}, wait, tick, "the step token was never minted")
+	saName, _, _ := unstructured.NestedString(helmchart.Find(objs, "Deployment", "").Object,
+		"spec", "template", "spec", "serviceAccountName")
+	sa := fmt.Sprintf("system:serviceaccount:%s:%s", releaseNamespace, saName)
+	for _, tt := range []struct {
+		verb, namespace, name string
+		want                  bool
+	}{
+		{verb: "get", namespace: ns, name: fleetv1alpha1.StepTokenSecretName, want: true},
+		{verb: "update", namespace: ns, name: fleetv1alpha1.StepTokenSecretName, want: true},
+		{verb: "get", namespace: ns, name: "db-password"},
+		{verb: "list", namespace: ns},
+		{verb: "delete", namespace: ns, name: "db-password"},
+		{verb: "list", namespace: "argocd", want: true},
+		{verb: "update", namespace: "argocd", name: "cluster-eu-1"},
+		{verb: "get", namespace: "kube-system", name: "bootstrap-token-abcdef"},
+		{verb: "update", namespace: releaseNamespace, name: steps.DefaultSigningKeySecret, want: true},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: tt.verb, Resource: "secrets", Namespace: tt.namespace, Name: tt.name,
+			},
+		}}
+		require.NoError(t, c.Create(ctx, sar))
+		require.Equal(t, tt.want, sar.Status.Allowed, "%s secrets %s/%s", tt.verb, tt.namespace, tt.name)
+	}
 
 	require.NoError(t, c.Create(ctx, &kargo.Freight{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "f1"},
