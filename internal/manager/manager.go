@@ -204,7 +204,7 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 	}
 	// The signing key is read through an informer on its one Secret: every
 	// replica uses a rotated key as soon as its watch sees it.
-	keyReader := client.Reader(mgr.GetAPIReader())
+	keyReader := mgr.GetAPIReader()
 	var keyCache cache.Cache
 	if opts.SigningKeyFile == "" {
 		var err error
