@@ -106,7 +106,14 @@ func TestRender(t *testing.T) {
 					require.Equal(t, "keep", o.GetAnnotations()["helm.sh/resource-policy"])
 				}
 				require.Contains(t, c.Args, "--inventory-namespaces=argocd")
-				clusterRole := yamlOf(t, Find(r.objs, "ClusterRole", "-controller"))
+				require.Contains(t, c.Args, "--metrics-secure=true", "metrics behind authentication by default")
+				require.Contains(t, r.names("ClusterRole"), "kargo-fleet-metrics-reader")
+				require.Contains(t, clusterRoleYAML(t, r), "- tokenreviews", "the metrics filter reviews tokens")
+				np := yamlOf(t, Find(r.objs, "NetworkPolicy", ""))
+				require.Contains(t, np, "kubernetes.io/metadata.name: kargo")
+				require.Contains(t, np, "app.kubernetes.io/component: controller")
+				require.Contains(t, np, "- from:\n    - namespaceSelector:", "the step port admits Kargo's controller only")
+				clusterRole := clusterRoleYAML(t, r)
 				require.Contains(t, clusterRole, "resourceNames:\n  - kargo-fleet-step-token\n  resources:\n  - secrets",
 					"token Secrets are read, updated and deleted by name only")
 				for _, o := range r.objs {
@@ -172,6 +179,9 @@ func TestRender(t *testing.T) {
 				vwc := Find(r.objs, "ValidatingWebhookConfiguration", "")
 				require.Equal(t, "kargo-fleet/kargo-fleet-webhook", vwc.GetAnnotations()["cert-manager.io/inject-ca-from"])
 				require.Equal(t, []string{"kargo-fleet"}, r.names("ServiceMonitor"))
+				sm := yamlOf(t, Find(r.objs, "ServiceMonitor", ""))
+				require.Contains(t, sm, "scheme: https", "metrics are served over HTTPS by default")
+				require.Contains(t, sm, "bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token")
 				require.NotContains(t, r.names("ClusterRole"), "kargo-fleet-webhook-certs")
 			},
 		},
@@ -302,6 +312,12 @@ func TestRenderRefusesBadValues(t *testing.T) {
 			require.ErrorContains(t, err, tt.wantErr)
 		})
 	}
+}
+
+// clusterRoleYAML returns the controller's ClusterRole as YAML.
+func clusterRoleYAML(t *testing.T, r rendered) string {
+	t.Helper()
+	return yamlOf(t, Find(r.objs, "ClusterRole", "-controller"))
 }
 
 // rulesOf returns the rules of a rendered Role or ClusterRole.
