@@ -19,8 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,8 +90,13 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 	_, body := get(probes + "/readyz?verbose")
 	require.Contains(t, body, "[+]steps ok")
 	require.Contains(t, body, "[+]webhook ok")
-	code, body := get(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports["metrics"]))
-	require.Equal(t, http.StatusOK, code)
+	// Metrics: HTTPS, refused without a token, served to a ServiceAccount
+	// bound to the rendered metrics reader ClusterRole.
+	metricsURL := fmt.Sprintf("https://127.0.0.1:%d/metrics", ports["metrics"])
+	code, _ := getWithToken(metricsURL, "")
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, body = getWithToken(metricsURL, scraperToken(t))
+	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "controller_runtime_")
 
 	// Webhook: the generated CA is in the rendered webhook configuration and
@@ -272,6 +279,47 @@ func startController(t *testing.T) (string, <-chan struct{}) {
 		_ = logFile.Close()
 	})
 	return logs, stopped
+}
+
+// scraperToken returns a token of a ServiceAccount bound to the rendered
+// metrics reader ClusterRole, as Prometheus would hold.
+func scraperToken(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	c := env.Client
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: "prometheus"}}
+	require.NoError(t, c.Create(ctx, sa))
+	require.NoError(t, c.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-fleet-metrics"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole",
+			Name: helmchart.Find(objs, "ClusterRole", "-metrics-reader").GetName()},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: releaseNamespace, Name: sa.Name}},
+	}))
+	tr := &authenticationv1.TokenRequest{}
+	require.NoError(t, c.SubResource("token").Create(ctx, sa, tr))
+	return tr.Status.Token
+}
+
+// getWithToken GETs an HTTPS URL with a bearer token, not verifying the
+// self-signed certificate of the metrics server.
+func getWithToken(url, token string) (int, string) {
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // self-signed
+	}}
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func get(url string) (int, string) {
