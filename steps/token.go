@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -265,8 +266,12 @@ func (k *SecretKey) load(ctx context.Context) (KeySet, error) {
 		if !apierrors.IsAlreadyExists(err) {
 			return KeySet{}, fmt.Errorf("error creating Secret %s: %w", k.secret, err)
 		}
-		// Another replica created it first: read theirs (a cached reader
-		// may not have seen it yet, hence the second try).
+		// Another replica created it first: read theirs, once a cached
+		// reader has seen it.
+		_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Second, true,
+			func(ctx context.Context) (bool, error) {
+				return !apierrors.IsNotFound(k.reader.Get(ctx, k.secret, &corev1.Secret{})), nil
+			})
 	}
 	return KeySet{}, fmt.Errorf("error getting Secret %s: created and deleted concurrently", k.secret)
 }
