@@ -75,8 +75,6 @@ const (
 	ReasonUnknownStep      = "UnknownStep"
 	ReasonNoToken          = "MissingToken"
 	ReasonBadToken         = "InvalidToken"
-	ReasonExpiredToken     = "ExpiredToken"
-	ReasonRevokedToken     = "RevokedToken"
 	ReasonNoPromotion      = "PromotionNotFound"
 	ReasonMismatch         = "PromotionMismatch"
 	ReasonNotRunning       = "PromotionNotRunning"
