@@ -21,13 +21,21 @@ import (
 // but the status, so the patch it gets is the same.
 type fleetStageStatusPatch struct {
 	before, after *fleetv1alpha1.FleetStageStatus
+	// resourceVersion, when set, makes the patch apply only to that version
+	// of the FleetStage (optimistic lock).
+	resourceVersion string
 }
 
 var _ client.Patch = fleetStageStatusPatch{}
 
 // statusDocument is the part of a FleetStage the patch is computed on.
 type statusDocument struct {
-	Status *fleetv1alpha1.FleetStageStatus `json:"status"`
+	Metadata *lockMetadata                   `json:"metadata,omitempty"`
+	Status   *fleetv1alpha1.FleetStageStatus `json:"status"`
+}
+
+type lockMetadata struct {
+	ResourceVersion string `json:"resourceVersion"`
 }
 
 // Type implements client.Patch.
@@ -39,7 +47,13 @@ func (p fleetStageStatusPatch) Data(client.Object) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error marshalling the FleetStage status before: %w", err)
 	}
-	after, err := json.Marshal(statusDocument{Status: p.after})
+	doc := statusDocument{Status: p.after}
+	if p.resourceVersion != "" {
+		// Not in the "before" document: the merge patch then carries it,
+		// and the apiserver refuses the patch if the object has moved on.
+		doc.Metadata = &lockMetadata{ResourceVersion: p.resourceVersion}
+	}
+	after, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("error marshalling the FleetStage status after: %w", err)
 	}
@@ -54,4 +68,14 @@ func Patch(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage, b
 	into := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: fs.Namespace, Name: fs.Name}}
 	into.SetGroupVersionKind(fleetv1alpha1.GroupVersion.WithKind("FleetStage"))
 	return c.Status().Patch(ctx, into, fleetStageStatusPatch{before: before, after: after})
+}
+
+// PatchLocked is Patch applied only to the version of fs it was computed
+// from: a conflict means fs was stale. A writer whose change replaces a
+// list (conditions) uses it, so it never writes back what another writer
+// changed since its read.
+func PatchLocked(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage, before, after *fleetv1alpha1.FleetStageStatus) error {
+	into := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: fs.Namespace, Name: fs.Name}}
+	into.SetGroupVersionKind(fleetv1alpha1.GroupVersion.WithKind("FleetStage"))
+	return c.Status().Patch(ctx, into, fleetStageStatusPatch{before: before, after: after, resourceVersion: fs.ResourceVersion})
 }

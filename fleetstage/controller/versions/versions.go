@@ -186,7 +186,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	after.Drift = drift.Status(drifts)
 	drift.SetCondition(&after.Conditions, after.Drift, fs.Generation)
 	if !reflect.DeepEqual(&fs.Status, after) {
-		if err := fleetstatus.Patch(ctx, r.client, fs, &fs.Status, after); err != nil {
+		// Locked: the change replaces the conditions list, which the
+		// FleetStage reconciler writes too; a stale read must not wipe its
+		// conditions. A conflict is looked at again shortly.
+		err := fleetstatus.PatchLocked(ctx, r.client, fs, &fs.Status, after)
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, revertErr
+		}
+		if err != nil {
 			return reconcile.Result{}, errors.Join(revertErr,
 				fmt.Errorf("error patching the versions and drift of FleetStage %q: %w", fs.Name, err))
 		}
