@@ -15,5 +15,8 @@
 //     its history limit deletes, written before it deletes them).
 //
 // Patch sends a merge patch of the fields that changed, so writers never
-// overwrite each other's fields with what they read earlier.
+// overwrite each other's fields with what they read earlier. A merge patch
+// replaces a list whole, though, and two writers share the conditions list:
+// the version refresh (which sets Drifted) writes through PatchLocked, so a
+// write computed from a stale read is refused and computed again.
 package fleetstatus
