@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
@@ -150,9 +151,7 @@ func listRollouts(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetS
 			out = append(out, list.Items[i])
 		}
 	}
-	slices.SortStableFunc(out, func(a, b fleetv1alpha1.FleetRollout) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
-	})
+	slices.SortStableFunc(out, func(a, b fleetv1alpha1.FleetRollout) int { return fleetrollout.Compare(&a, &b) })
 	return out, nil
 }
 

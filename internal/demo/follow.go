@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
 )
 
@@ -35,7 +36,7 @@ func (v *view) forward(freight string) *fleetv1alpha1.FleetRollout {
 	for i := range v.rollouts {
 		ro := &v.rollouts[i]
 		if ro.Spec.Direction == fleetv1alpha1.DirectionForward && ro.Spec.Freight.Name == freight &&
-			(found == nil || !ro.CreationTimestamp.Before(&found.CreationTimestamp)) {
+			(found == nil || fleetrollout.Compare(ro, found) >= 0) {
 			found = ro
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
@@ -68,7 +69,7 @@ func IntentOf(st *fleetv1alpha1.FleetStageStatus, rollouts []*fleetv1alpha1.Flee
 			in.Explained = append(in.Explained, undone.Spec.Freight.Name)
 		}
 		if ro.Spec.Direction != fleetv1alpha1.DirectionRollback &&
-			(newestForward == nil || ro.CreationTimestamp.After(newestForward.CreationTimestamp.Time)) {
+			(newestForward == nil || fleetrollout.Compare(ro, newestForward) > 0) {
 			newestForward = ro
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -134,8 +135,8 @@ func phaseOf(ro *fleetv1alpha1.FleetRollout) string {
 }
 
 // Compare orders rollouts by creation, oldest first; a rollback comes after
-// the rollout it undoes, and the name breaks remaining ties (creation times
-// have a one-second grain).
+// the rollout it undoes. Creation times have a one-second grain, so within a
+// second RequestedAtAnnotation decides, and the name breaks remaining ties.
 func Compare(a, b *fleetv1alpha1.FleetRollout) int {
 	switch {
 	case a.Spec.RollbackOf != "" && a.Spec.RollbackOf == b.Name:
@@ -143,5 +144,16 @@ func Compare(a, b *fleetv1alpha1.FleetRollout) int {
 	case b.Spec.RollbackOf != "" && b.Spec.RollbackOf == a.Name:
 		return -1
 	}
-	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), compareRequestedAt(a, b), strings.Compare(a.Name, b.Name))
+}
+
+// compareRequestedAt compares the RequestedAtAnnotation of two rollouts; it
+// is 0 unless both carry a valid one.
+func compareRequestedAt(a, b *fleetv1alpha1.FleetRollout) int {
+	ta, errA := time.Parse(time.RFC3339Nano, a.Annotations[RequestedAtAnnotation])
+	tb, errB := time.Parse(time.RFC3339Nano, b.Annotations[RequestedAtAnnotation])
+	if errA != nil || errB != nil {
+		return 0
+	}
+	return ta.Compare(tb)
 }

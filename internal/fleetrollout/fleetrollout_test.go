@@ -172,3 +172,41 @@ func TestAppendHistory(t *testing.T) {
 		})
 	}
 }
+
+func TestCompare(t *testing.T) {
+	t.Parallel()
+	second := metav1.NewTime(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))
+	at := func(name string, created metav1.Time, requested string) *fleetv1alpha1.FleetRollout {
+		ro := &fleetv1alpha1.FleetRollout{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created}}
+		if requested != "" {
+			ro.Annotations = map[string]string{RequestedAtAnnotation: requested}
+		}
+		return ro
+	}
+	rollback := at("z-rb", second, "2026-01-01T09:00:00Z")
+	rollback.Spec.RollbackOf = "a"
+	for _, tt := range []struct {
+		name  string
+		older *fleetv1alpha1.FleetRollout
+		newer *fleetv1alpha1.FleetRollout
+	}{
+		{"the creation second decides first, whatever the annotation says",
+			at("b", second, "2026-01-01T10:00:05Z"), at("a", metav1.NewTime(second.Add(time.Second)), "2026-01-01T10:00:00Z")},
+		{"within one second the request time decides, not the name",
+			at("z", second, "2026-01-01T10:00:00.100Z"), at("a", second, "2026-01-01T10:00:00.200Z")},
+		{"without request times the name breaks the tie",
+			at("a", second, ""), at("b", second, "")},
+		{"a malformed request time is ignored",
+			at("a", second, "soon"), at("b", second, "2026-01-01T10:00:00Z")},
+		{"a rollback comes after the rollout it undoes",
+			at("a", second, "2026-01-01T10:00:00.9Z"), rollback},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Negative(t, Compare(tt.older, tt.newer))
+			require.Positive(t, Compare(tt.newer, tt.older))
+		})
+	}
+	ro := NewForward(Forward{Namespace: "shop", FleetStage: "prod", Freight: fleetv1alpha1.FreightReference{Name: "f1"}, Promotion: "p"})
+	_, err := time.Parse(time.RFC3339Nano, ro.Annotations[RequestedAtAnnotation])
+	require.NoError(t, err, "every rollout records when it was requested")
+}

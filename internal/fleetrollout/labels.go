@@ -27,6 +27,12 @@ const (
 	// the rollout ("<promotion>/<alias>"), which makes step requests
 	// idempotent.
 	StepKeyAnnotation = "fleet.kargo-fleet.io/step-key"
+	// RequestedAtAnnotation records when the rollout was built, to the
+	// nanosecond (RFC 3339), by the clock of the process that built it. It
+	// orders rollouts created within the same second, which
+	// creationTimestamp cannot; creationTimestamp, set by the API server,
+	// still decides first.
+	RequestedAtAnnotation = "fleet.kargo-fleet.io/requested-at"
 	// ReasonAnnotation, on a rollback, says why it was asked for.
 	ReasonAnnotation = "fleet.kargo-fleet.io/reason"
 	// IntentActorAnnotation records who last set spec.intent (pause,

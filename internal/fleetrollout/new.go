@@ -1,6 +1,8 @@
 package fleetrollout
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
@@ -84,7 +86,7 @@ func base(namespace, name, fleetStage string, freight fleetv1alpha1.FreightRefer
 				fleetv1alpha1.FleetStageLabel: fleetStage,
 				FreightLabel:                  FreightLabelValue(freight.Name),
 			},
-			Annotations: map[string]string{},
+			Annotations: map[string]string{RequestedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)},
 		},
 		Spec: fleetv1alpha1.FleetRolloutSpec{
 			FleetStage: fleetStage,

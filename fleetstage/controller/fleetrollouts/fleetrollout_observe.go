@@ -1,6 +1,7 @@
 package fleetrollouts
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -98,7 +99,9 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 		switch {
 		case p.Labels[fleetv1alpha1.RolloutLabel] == ro.Name:
 			id := p.Labels[fleetv1alpha1.TargetLabel]
-			if cur := o.mine[id]; cur == nil || cur.CreationTimestamp.Before(&p.CreationTimestamp) {
+			// Kargo names Promotions "<stage>.<ULID>.<freight>": within a
+			// second, the name orders a target's Promotions.
+			if cur := o.mine[id]; cur == nil || cmp.Or(cur.CreationTimestamp.Compare(p.CreationTimestamp.Time), strings.Compare(cur.Name, p.Name)) < 0 {
 				o.mine[id] = p
 			}
 		case !p.Status.Phase.IsTerminal():
