@@ -75,6 +75,8 @@ const (
 	ReasonUnknownStep      = "UnknownStep"
 	ReasonNoToken          = "MissingToken"
 	ReasonBadToken         = "InvalidToken"
+	ReasonExpiredToken     = "ExpiredToken"
+	ReasonRevokedToken     = "RevokedToken"
 	ReasonNoPromotion      = "PromotionNotFound"
 	ReasonMismatch         = "PromotionMismatch"
 	ReasonNotRunning       = "PromotionNotRunning"

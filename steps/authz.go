@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -50,18 +52,14 @@ func bearerToken(h http.Header) string {
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=promotions;stages,verbs=get
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages,verbs=get
 func (s *Server) authorize(ctx context.Context, step string, req *Request, token string) (*Input, error) {
-	key, err := s.keys.SigningKey(ctx)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case token == "" || token == "null" || token == "<nil>":
+	if token == "" || token == "null" || token == "<nil>" {
 		return nil, refuse(http.StatusUnauthorized, ReasonNoToken,
 			"missing step token: send 'Authorization: Bearer <token>' with the token from Secret %q of project %q "+
 				"(kargo-fleet writes it in every project that has a FleetStage)",
 			fleetv1alpha1.StepTokenSecretName, req.Project)
-	case !verifyToken(key, req.Project, token):
-		return nil, refuse(http.StatusUnauthorized, ReasonBadToken, "invalid step token for project %q", req.Project)
+	}
+	if err := s.authenticate(ctx, req.Project, token); err != nil {
+		return nil, err
 	}
 
 	var promo kargo.Promotion
@@ -119,6 +117,43 @@ func (s *Server) authorize(ctx context.Context, step string, req *Request, token
 			"%s runs only in wave Stages; Stage %q is not one", step, req.Stage)
 	}
 	return &Input{Context: req.stepContext(), FleetStage: &fs, Stage: &stage, Promotion: &promo, Config: req.Config}, nil
+}
+
+// authenticate checks a Project's token: signed by the current or the
+// previous key, not expired, and not revoked on the Project namespace. The
+// signature is checked first, so an unauthenticated caller learns nothing
+// about the cluster.
+func (s *Server) authenticate(ctx context.Context, project, token string) error {
+	keys, err := s.keys.SigningKeys(ctx)
+	if err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	verdict, issued := checkToken(keys, project, token, now, Revocation{})
+	if verdict == tokenValid {
+		var ns corev1.Namespace
+		if err := s.namespaces.Get(ctx, client.ObjectKey{Name: project}, &ns); err != nil {
+			if apierrors.IsNotFound(err) {
+				return refuse(http.StatusUnauthorized, ReasonBadToken, "invalid step token for project %q", project)
+			}
+			return fmt.Errorf("error getting Namespace %q: %w", project, err)
+		}
+		verdict, _ = checkToken(keys, project, token, now, RevocationOf(ns.Annotations))
+	}
+	switch verdict {
+	case tokenInvalid:
+		return refuse(http.StatusUnauthorized, ReasonBadToken, "invalid step token for project %q", project)
+	case tokenExpired:
+		return refuse(http.StatusUnauthorized, ReasonExpiredToken,
+			"step token for project %q was issued at %s and has expired: kargo-fleet re-mints Secret %q; "+
+				"check that the controller is running", project, issued.UTC().Format(time.RFC3339),
+			fleetv1alpha1.StepTokenSecretName)
+	case tokenRevoked:
+		return refuse(http.StatusUnauthorized, ReasonRevokedToken,
+			"step token for project %q is revoked by annotation %q on its namespace",
+			project, fleetv1alpha1.StepTokenRevokedAnnotation)
+	}
+	return nil
 }
 
 // controlledBy reports whether the FleetStage is the Stage's controller, as

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -48,7 +49,9 @@ func newHandlerFixture(t *testing.T, funcs *interceptor.Funcs) *handlerFixture {
 		testPromotion("plain", "plain", testFreight, kargo.PromotionRunning),
 		testFreightObj("prod-pilot"),
 	}
-	objs = append(objs, testPromotion("labelled", "prod-forged", testFreight, kargo.PromotionRunning))
+	objs = append(objs, testPromotion("labelled", "prod-forged", testFreight, kargo.PromotionRunning),
+		testNamespace(testProject, nil), testNamespace("other", nil),
+		testNamespace("revoked", map[string]string{fleetv1alpha1.StepTokenRevokedAnnotation: "true"}))
 	plain := objs[3].(*kargo.Stage)
 	plain.Namespace, plain.Name = testProject, "plain"
 	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...)
@@ -98,7 +101,7 @@ func (f *handlerFixture) post(t *testing.T, path, token string, body io.Reader) 
 
 func TestServer_statusCodes(t *testing.T) {
 	t.Parallel()
-	token := DeriveToken(testKey, testProject)
+	token := testToken(testProject)
 	encode := func(mutate func(map[string]any)) string {
 		m := validRequest()
 		if mutate != nil {
@@ -122,8 +125,16 @@ func TestServer_statusCodes(t *testing.T) {
 		{name: "no token", token: "-", body: encode(nil), wantStatus: 401, wantReason: ReasonNoToken,
 			wantMsg: `missing step token: send 'Authorization: Bearer <token>' with the token from Secret "kargo-fleet-step-token"`},
 		{name: "token of a missing Secret", token: "null", body: encode(nil), wantStatus: 401, wantReason: ReasonNoToken},
-		{name: "another project's token", token: DeriveToken(testKey, "other"), body: encode(nil), wantStatus: 401,
+		{name: "another project's token", token: testToken("other"), body: encode(nil), wantStatus: 401,
 			wantReason: ReasonBadToken, wantMsg: `invalid step token for project "shop"`},
+		{name: "expired token", token: IssueToken(testKey, testProject, time.Now().Add(-TokenTTL-time.Minute)),
+			body: encode(nil), wantStatus: 401, wantReason: ReasonExpiredToken,
+			wantMsg: `step token for project "shop" was issued at`},
+		{name: "token of a revoked project", token: testToken("revoked"),
+			body: encode(func(m map[string]any) { m["project"] = "revoked" }), wantStatus: 401,
+			wantReason: ReasonRevokedToken, wantMsg: `step token for project "revoked" is revoked by annotation`},
+		{name: "token of a project without namespace", token: testToken("gone"),
+			body: encode(func(m map[string]any) { m["project"] = "gone" }), wantStatus: 401, wantReason: ReasonBadToken},
 		{name: "a token used for another project", body: encode(func(m map[string]any) { m["project"] = "other" }),
 			token: token, wantStatus: 401, wantReason: ReasonBadToken},
 		{name: "forged Promotion", body: encode(func(m map[string]any) { m["promotion"] = "forged" }),
@@ -228,7 +239,7 @@ func TestServer_recoversPanics(t *testing.T) {
 	f.server = ts
 	body, _ := json.Marshal(validRequest())
 	for range 2 { // the server still answers after a panic
-		resp, out := f.post(t, StepPathPrefix+WaveStepName, DeriveToken(testKey, testProject), strings.NewReader(string(body)))
+		resp, out := f.post(t, StepPathPrefix+WaveStepName, testToken(testProject), strings.NewReader(string(body)))
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		require.Equal(t, StateRunning, out.State, "Kargo polls again")
 		require.Equal(t, &ErrorInfo{Status: http.StatusServiceUnavailable, Reason: ReasonInternal}, out.Error)
@@ -254,7 +265,7 @@ func TestServer_unavailable(t *testing.T) {
 		},
 	})
 	body, _ := json.Marshal(validRequest())
-	resp, out := f.post(t, StepPathPrefix+WaveStepName, DeriveToken(testKey, testProject), strings.NewReader(string(body)))
+	resp, out := f.post(t, StepPathPrefix+WaveStepName, testToken(testProject), strings.NewReader(string(body)))
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Equal(t, "5", resp.Header.Get("Retry-After"))
 	require.Equal(t, StateRunning, out.State, "Kargo polls again")
@@ -268,10 +279,13 @@ func TestServer_keyUnavailable(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	body, _ := json.Marshal(validRequest())
-	resp, err := http.Post(ts.URL+StepPathPrefix+WaveStepName, "application/json", strings.NewReader(string(body)))
+	req, err := http.NewRequest(http.MethodPost, ts.URL+StepPathPrefix+WaveStepName, strings.NewReader(string(body)))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testToken(testProject))
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "a token is checked once the key is readable")
 }
 
 func TestServer_healthz(t *testing.T) {
@@ -365,7 +379,7 @@ func TestServerReadsFleetStagesFromItsCache(t *testing.T) {
 	f.server = ts
 	raw, err := json.Marshal(validRequest())
 	require.NoError(t, err)
-	resp, got := f.post(t, StepPathPrefix+WaveStepName, DeriveToken(testKey, testProject), strings.NewReader(string(raw)))
+	resp, got := f.post(t, StepPathPrefix+WaveStepName, testToken(testProject), strings.NewReader(string(raw)))
 	require.Equal(t, http.StatusOK, resp.StatusCode, got.Message)
 	require.Zero(t, apiReads.Load(), "the FleetStage came from the cache")
 }

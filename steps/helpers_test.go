@@ -2,8 +2,10 @@ package steps
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -23,6 +25,16 @@ const (
 )
 
 var testKey = StaticKey("0123456789abcdef0123456789abcdef")
+
+// testToken returns a Project's token under testKey, issued now.
+func testToken(project string) string {
+	return IssueToken(testKey, project, time.Now())
+}
+
+// testNamespace returns a Project namespace with the given annotations.
+func testNamespace(name string, annotations map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
+}
 
 func testScheme(t *testing.T) *apiruntime.Scheme {
 	t.Helper()

@@ -123,8 +123,12 @@ type ServerDeps struct {
 	// poll of every step would read it from the API server. Steps never
 	// modify the FleetStage they get, so the cache's object is shared.
 	FleetStages client.Reader
-	// Keys provides the token signing key.
+	// Keys provides the token signing keys.
 	Keys KeySource
+	// Namespaces reads Project namespaces for token revocations; nil uses
+	// Reader. The manager's cache is fine: a revocation applies as soon as
+	// the watch sees it.
+	Namespaces client.Reader
 	// Steps are the steps served.
 	Steps Registry
 	// Metrics registers the server's metrics; nil registers none.
@@ -143,6 +147,7 @@ type Server struct {
 	opts        ServerOptions
 	reader      client.Reader
 	fleetStages client.Reader
+	namespaces  client.Reader
 	keys        KeySource
 	steps       Registry
 	metrics     *serverMetrics
@@ -167,10 +172,15 @@ func NewServer(opts ServerOptions, deps ServerDeps) *Server {
 	if fleetStages == nil {
 		fleetStages = deps.Reader
 	}
+	namespaces := deps.Namespaces
+	if namespaces == nil {
+		namespaces = deps.Reader
+	}
 	return &Server{
 		opts:        opts,
 		reader:      deps.Reader,
 		fleetStages: fleetStages,
+		namespaces:  namespaces,
 		keys:        deps.Keys,
 		steps:       deps.Steps,
 		metrics:     newServerMetrics(deps.Metrics),
@@ -195,7 +205,7 @@ func (s *Server) NeedLeaderElection() bool { return false }
 // Start implements manager.Runnable: it serves until ctx is done.
 func (s *Server) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("step-server")
-	if _, err := s.keys.SigningKey(ctx); err != nil {
+	if _, err := s.keys.SigningKeys(ctx); err != nil {
 		return fmt.Errorf("error loading step signing key: %w", err)
 	}
 	ln, err := net.Listen("tcp", s.opts.Addr)

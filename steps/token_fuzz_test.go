@@ -4,15 +4,19 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
 // FuzzBearerToken parses arbitrary Authorization headers: nothing panics, a
 // token is only found behind a case-insensitive "Bearer " and never carries
-// surrounding spaces, and only the Project's own derived token verifies.
+// surrounding spaces, and only a token the key issued for the Project
+// verifies.
 func FuzzBearerToken(f *testing.F) {
-	good := DeriveToken(testKey, testProject)
+	issued := time.Unix(1777636800, 0)
+	good := IssueToken(testKey, testProject, issued)
+	keys := KeySet{Current: testKey}
 	for _, h := range []string{
 		"Bearer " + good, "bearer " + good, "BEARER   " + good + "  ", "Bearer", "Bearer ", "Basic abc",
 		"Bearer a b", "Bearer\t" + good, "Bearer " + good + "\x00", "Bearer " + strings.ToUpper(good), "",
@@ -25,12 +29,14 @@ func FuzzBearerToken(f *testing.F) {
 		h.Set("Authorization", header)
 		tok := bearerToken(h)
 		if tok == "" {
-			require.False(t, verifyToken(testKey, project, tok), "an empty token never verifies")
+			_, ok := verifyToken(keys, project, tok)
+			require.False(t, ok, "an empty token never verifies")
 			return
 		}
 		v := strings.TrimSpace(h.Get("Authorization"))
 		require.True(t, strings.EqualFold(v[:len("Bearer ")], "Bearer "))
 		require.Equal(t, strings.TrimSpace(tok), tok)
-		require.Equal(t, tok == DeriveToken(testKey, project), verifyToken(testKey, project, tok))
+		at, ok := verifyToken(keys, project, tok)
+		require.Equal(t, tok == IssueToken(testKey, project, at), ok)
 	})
 }

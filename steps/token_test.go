@@ -4,62 +4,121 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 )
 
-func TestDeriveToken(t *testing.T) {
+func Test_checkToken(t *testing.T) {
 	t.Parallel()
-	other := StaticKey("fedcba9876543210fedcba9876543210")
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	other := []byte("fedcba9876543210fedcba9876543210")
+	keys := KeySet{Current: testKey}
+	rotating := KeySet{Current: other, Previous: testKey}
+	tok := IssueToken(testKey, "shop", now.Add(-time.Hour))
 	tests := []struct {
-		name      string
-		key       []byte
-		project   string
-		token     string
-		wantValid bool
+		name       string
+		keys       KeySet
+		project    string
+		token      string
+		revoked    Revocation
+		want       tokenCheck
+		wantIssued time.Time
 	}{
-		{name: "own project", key: testKey, project: "shop", token: DeriveToken(testKey, "shop"), wantValid: true},
-		{name: "another project's token", key: testKey, project: "shop", token: DeriveToken(testKey, "shop2")},
-		{name: "prefix project's token", key: testKey, project: "shop", token: DeriveToken(testKey, "sho")},
-		{name: "token of another key", key: testKey, project: "shop", token: DeriveToken(other, "shop")},
-		{name: "empty", key: testKey, project: "shop", token: ""},
-		{name: "truncated", key: testKey, project: "shop", token: DeriveToken(testKey, "shop")[:20]},
+		{name: "own project", keys: keys, project: "shop", token: tok, want: tokenValid, wantIssued: now.Add(-time.Hour)},
+		{name: "another project's token", keys: keys, project: "shop", token: IssueToken(testKey, "shop2", now)},
+		{name: "prefix project's token", keys: keys, project: "shop", token: IssueToken(testKey, "sho", now)},
+		{name: "token of another key", keys: keys, project: "shop", token: IssueToken(other, "shop", now)},
+		{name: "previous key during a rotation", keys: rotating, project: "shop", token: tok, want: tokenValid,
+			wantIssued: now.Add(-time.Hour)},
+		{name: "current key during a rotation", keys: rotating, project: "shop", token: IssueToken(other, "shop", now),
+			want: tokenValid, wantIssued: now},
+		{name: "issue time changed", keys: keys, project: "shop", token: strings.Replace(tok, ".177", ".178", 1)},
+		{name: "issue time with a leading zero", keys: keys, project: "shop", token: strings.Replace(tok, "v2.", "v2.0", 1)},
+		{name: "version 1 token", keys: keys, project: "shop", token: "Yk8aFvTqYr1mYw0rGsSMxMOPkTPM1ZpYzBhWm0i1rQ4"},
+		{name: "empty", keys: keys, project: "shop", token: ""},
+		{name: "truncated", keys: keys, project: "shop", token: tok[:20]},
+		{name: "expired", keys: keys, project: "shop", token: IssueToken(testKey, "shop", now.Add(-TokenTTL-time.Second)),
+			want: tokenExpired, wantIssued: now.Add(-TokenTTL - time.Second)},
+		{name: "last second of its life", keys: keys, project: "shop", token: IssueToken(testKey, "shop", now.Add(-TokenTTL)),
+			want: tokenValid, wantIssued: now.Add(-TokenTTL)},
+		{name: "issued in the future", keys: keys, project: "shop", token: IssueToken(testKey, "shop", now.Add(time.Hour)),
+			want: tokenExpired, wantIssued: now.Add(time.Hour)},
+		{name: "revoked", keys: keys, project: "shop", token: tok, revoked: Revocation{All: true},
+			want: tokenRevoked, wantIssued: now.Add(-time.Hour)},
+		{name: "issued before the revocation time", keys: keys, project: "shop", token: tok,
+			revoked: Revocation{Before: now}, want: tokenRevoked, wantIssued: now.Add(-time.Hour)},
+		{name: "issued after the revocation time", keys: keys, project: "shop", token: tok,
+			revoked: Revocation{Before: now.Add(-2 * time.Hour)}, want: tokenValid, wantIssued: now.Add(-time.Hour)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.wantValid, verifyToken(tt.key, tt.project, tt.token))
+			got, issued := checkToken(tt.keys, tt.project, tt.token, now, tt.revoked)
+			require.Equal(t, tt.want, got)
+			require.True(t, tt.wantIssued.Equal(issued), "issued %s, want %s", issued, tt.wantIssued)
 		})
 	}
-	require.Equal(t, DeriveToken(testKey, "shop"), DeriveToken(testKey, "shop"), "deterministic")
-	require.Len(t, DeriveToken(testKey, "shop"), 43, "256 bits, unpadded base64url")
+	require.Equal(t, IssueToken(testKey, "shop", now), IssueToken(testKey, "shop", now), "deterministic")
+	require.Len(t, IssueToken(testKey, "shop", now), len("v2.1777636800.")+43, "256 bits, unpadded base64url")
+}
+
+func TestRevocationOf(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        Revocation
+	}{
+		{name: "none", want: Revocation{}},
+		{name: "other annotations", annotations: map[string]string{"a": "true"}, want: Revocation{}},
+		{name: "true", annotations: map[string]string{fleetv1alpha1.StepTokenRevokedAnnotation: "true"},
+			want: Revocation{All: true}},
+		{name: "empty value", annotations: map[string]string{fleetv1alpha1.StepTokenRevokedAnnotation: ""},
+			want: Revocation{All: true}},
+		{name: "a time", annotations: map[string]string{fleetv1alpha1.StepTokenRevokedAnnotation: "2026-05-01T12:00:00Z"},
+			want: Revocation{Before: at}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := RevocationOf(tt.annotations)
+			require.Equal(t, tt.want.All, got.All)
+			require.True(t, tt.want.Before.Equal(got.Before))
+		})
+	}
 }
 
 func TestStaticKey(t *testing.T) {
 	t.Parallel()
-	_, err := StaticKey("short").SigningKey(context.Background())
+	_, err := StaticKey("short").SigningKeys(context.Background())
 	require.ErrorContains(t, err, "at least 32")
-	k, err := testKey.SigningKey(context.Background())
+	k, err := testKey.SigningKeys(context.Background())
 	require.NoError(t, err)
-	require.Equal(t, []byte(testKey), k)
+	require.Equal(t, KeySet{Current: testKey}, k)
 }
 
 func TestSecretKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ref := types.NamespacedName{Namespace: "kargo-fleet", Name: DefaultSigningKeySecret}
+	other := []byte("fedcba9876543210fedcba9876543210")
 
 	t.Run("creates a random key once and every replica reads it", func(t *testing.T) {
 		t.Parallel()
 		c := newFakeClient(t)
-		first, err := NewSecretKey("", ref, c, c).SigningKey(ctx)
+		first, err := NewSecretKey("", ref, c, c).SigningKeys(ctx)
 		require.NoError(t, err)
-		require.Len(t, first, MinSigningKeyBytes)
-		second, err := NewSecretKey("", ref, c, c).SigningKey(ctx)
+		require.Len(t, first.Current, MinSigningKeyBytes)
+		second, err := NewSecretKey("", ref, c, c).SigningKeys(ctx)
 		require.NoError(t, err)
 		require.Equal(t, first, second)
 		var s corev1.Secret
@@ -67,36 +126,52 @@ func TestSecretKey(t *testing.T) {
 		require.Equal(t, ManagedByValue, s.Labels[ManagedByLabel])
 	})
 
-	t.Run("reads an existing Secret", func(t *testing.T) {
+	t.Run("reads a rotated key at once", func(t *testing.T) {
 		t.Parallel()
-		c := newFakeClient(t, &corev1.Secret{
+		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name},
 			Data:       map[string][]byte{SigningKeySecretKey: testKey},
-		})
-		k, err := NewSecretKey("", ref, c, c).SigningKey(ctx)
+		}
+		c := newFakeClient(t, s)
+		keys := NewSecretKey("", ref, c, c)
+		k, err := keys.SigningKeys(ctx)
 		require.NoError(t, err)
-		require.Equal(t, []byte(testKey), k)
+		require.Equal(t, KeySet{Current: testKey}, k)
+
+		s.Data = map[string][]byte{SigningKeySecretKey: other, PreviousSigningKeySecretKey: testKey}
+		require.NoError(t, c.Update(ctx, s))
+		k, err = keys.SigningKeys(ctx)
+		require.NoError(t, err)
+		require.Equal(t, KeySet{Current: other, Previous: testKey}, k, "the same source, no restart")
 	})
 
-	t.Run("refuses a short key", func(t *testing.T) {
-		t.Parallel()
-		c := newFakeClient(t, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name},
-			Data:       map[string][]byte{SigningKeySecretKey: []byte("short")},
+	for name, data := range map[string]map[string][]byte{
+		"refuses a short key":          {SigningKeySecretKey: []byte("short")},
+		"refuses a short previous key": {SigningKeySecretKey: testKey, PreviousSigningKeySecretKey: []byte("short")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := newFakeClient(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}, Data: data})
+			_, err := NewSecretKey("", ref, c, c).SigningKeys(ctx)
+			require.ErrorContains(t, err, "at least 32")
 		})
-		_, err := NewSecretKey("", ref, c, c).SigningKey(ctx)
-		require.ErrorContains(t, err, "at least 32")
-	})
+	}
 
 	t.Run("a file wins", func(t *testing.T) {
 		t.Parallel()
 		file := filepath.Join(t.TempDir(), "key")
 		require.NoError(t, os.WriteFile(file, append([]byte(testKey), '\n'), 0o600))
 		c := newFakeClient(t)
-		k, err := NewSecretKey(file, ref, c, c).SigningKey(ctx)
+		keys := NewSecretKey(file, ref, c, c)
+		k, err := keys.SigningKeys(ctx)
 		require.NoError(t, err)
-		require.Equal(t, []byte(testKey), k)
+		require.Equal(t, KeySet{Current: testKey}, k)
 		var s corev1.Secret
 		require.Error(t, c.Get(ctx, ref, &s), "no Secret is created when a file is configured")
+
+		require.NoError(t, os.WriteFile(file, []byte(string(other)+"\n"+string(testKey)+"\n"), 0o600))
+		k, err = keys.SigningKeys(ctx)
+		require.NoError(t, err)
+		require.Equal(t, KeySet{Current: other, Previous: testKey}, k, "a second line is the previous key")
 	})
 }

@@ -113,7 +113,7 @@ func (v *FleetStageValidator) checkSources(ctx context.Context, fs *fleetv1alpha
 		}
 		p := field.NewPath("spec", "targets", "sources").Index(i).Child("namespace")
 		ns := inventory.SourceNamespace(fs.Namespace, src)
-		if !v.namespaces.Allows(fs.Namespace, ns) {
+		if !v.namespaces.Allows(src.Kind, fs.Namespace, ns) {
 			errs = append(errs, field.Forbidden(p, (&inventory.ForbiddenNamespaceError{
 				Source: src.Kind, Namespace: ns, Allowed: v.namespaces.Namespaces(),
 			}).Error()))

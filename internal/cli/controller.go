@@ -26,6 +26,7 @@ import (
 type controllerOptions struct {
 	kubeconfig       string
 	metricsAddr      string
+	metricsSecure    bool
 	probeAddr        string
 	pprofAddr        string
 	leaderElection   bool
@@ -69,6 +70,8 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig (default: $KUBECONFIG, else the in-cluster config, else ~/.kube/config).")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	f.BoolVar(&o.metricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS to callers allowed to get the non-resource URL /metrics (TokenReview and SubjectAccessReview).")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's net/http/pprof profiles (default: off).")
 	f.BoolVar(&o.leaderElection, "leader-elect", true, "Elect a leader so only one replica orchestrates rollouts.")
@@ -136,6 +139,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		MaxConcurrentReconciles: o.concurrency,
 		StepServerURL:           o.stepServerURL,
 		MetricsBindAddress:      o.metricsAddr,
+		MetricsSecure:           o.metricsSecure,
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElection,

@@ -1,12 +1,14 @@
 package helmchart
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -103,6 +105,34 @@ func TestRender(t *testing.T) {
 					require.NotNil(t, o, crd)
 					require.Equal(t, "keep", o.GetAnnotations()["helm.sh/resource-policy"])
 				}
+				require.Contains(t, c.Args, "--inventory-namespaces=argocd")
+				require.Contains(t, c.Args, "--metrics-secure=true", "metrics behind authentication by default")
+				require.Contains(t, r.names("ClusterRole"), "kargo-fleet-metrics-reader")
+				require.Contains(t, clusterRoleYAML(t, r), "- tokenreviews", "the metrics filter reviews tokens")
+				np := yamlOf(t, Find(r.objs, "NetworkPolicy", ""))
+				require.Contains(t, np, "kubernetes.io/metadata.name: kargo")
+				require.Contains(t, np, "app.kubernetes.io/component: controller")
+				require.Contains(t, np, "- from:\n    - namespaceSelector:", "the step port admits Kargo's controller only")
+				clusterRole := clusterRoleYAML(t, r)
+				require.Contains(t, clusterRole, "resourceNames:\n  - kargo-fleet-step-token\n  resources:\n  - secrets",
+					"token Secrets are read, updated and deleted by name only")
+				for _, o := range r.objs {
+					if o.GetKind() != "ClusterRole" {
+						continue
+					}
+					for _, rule := range rulesOf(t, o) {
+						if slices.Contains(rule.Resources, "secrets") {
+							require.True(t, len(rule.ResourceNames) > 0 || slices.Equal(rule.Verbs, []string{"create"}),
+								"ClusterRole %s reads or writes any Secret: %v", o.GetName(), rule)
+						}
+					}
+				}
+				own := Find(r.objs, "Role", "-secrets")
+				require.Equal(t, "kargo-fleet", own.GetNamespace(), "the key and webhook Secrets: release namespace only")
+				inv := Find(r.objs, "Role", "-inventory")
+				require.Equal(t, "argocd", inv.GetNamespace())
+				require.Equal(t, []string{"get", "list", "watch"}, rulesOf(t, inv)[0].Verbs, "inventory Secrets are read only")
+				require.Equal(t, "argocd", Find(r.objs, "RoleBinding", "-inventory").GetNamespace())
 				le := Find(r.objs, "Role", "-leader-election")
 				require.NotNil(t, le)
 				require.Contains(t, yamlOf(t, le), "- events", "leader election records core Events")
@@ -118,7 +148,7 @@ func TestRender(t *testing.T) {
 			release: Release{Name: "prod", Namespace: "platform"},
 			assertions: func(t *testing.T, r rendered) {
 				for _, o := range r.objs {
-					if o.GetNamespace() != "" {
+					if o.GetNamespace() != "" && !strings.HasSuffix(o.GetName(), "-inventory") {
 						require.Equal(t, "platform", o.GetNamespace(), "%s %s", o.GetKind(), o.GetName())
 					}
 					if o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "ClusterPromotionTask" {
@@ -149,6 +179,9 @@ func TestRender(t *testing.T) {
 				vwc := Find(r.objs, "ValidatingWebhookConfiguration", "")
 				require.Equal(t, "kargo-fleet/kargo-fleet-webhook", vwc.GetAnnotations()["cert-manager.io/inject-ca-from"])
 				require.Equal(t, []string{"kargo-fleet"}, r.names("ServiceMonitor"))
+				sm := yamlOf(t, Find(r.objs, "ServiceMonitor", ""))
+				require.Contains(t, sm, "scheme: https", "metrics are served over HTTPS by default")
+				require.Contains(t, sm, "bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token")
 				require.NotContains(t, r.names("ClusterRole"), "kargo-fleet-webhook-certs")
 			},
 		},
@@ -279,6 +312,20 @@ func TestRenderRefusesBadValues(t *testing.T) {
 			require.ErrorContains(t, err, tt.wantErr)
 		})
 	}
+}
+
+// clusterRoleYAML returns the controller's ClusterRole as YAML.
+func clusterRoleYAML(t *testing.T, r rendered) string {
+	t.Helper()
+	return yamlOf(t, Find(r.objs, "ClusterRole", "-controller"))
+}
+
+// rulesOf returns the rules of a rendered Role or ClusterRole.
+func rulesOf(t *testing.T, o *unstructured.Unstructured) []rbacv1.PolicyRule {
+	t.Helper()
+	var role rbacv1.ClusterRole
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role))
+	return role.Rules
 }
 
 func yamlOf(t *testing.T, o *unstructured.Unstructured) string {

@@ -93,7 +93,7 @@ func (r *Reader) ReadSources(ctx context.Context, namespace string, sources []fl
 // readSource reads one source.
 func (r *Reader) readSource(ctx context.Context, namespace string, src *fleetv1alpha1.TargetSource) ([]plan.Target, []SkippedObject, error) {
 	ns := SourceNamespace(namespace, src)
-	if src.Kind != fleetv1alpha1.InlineSource && !r.namespaces.Allows(namespace, ns) {
+	if src.Kind != fleetv1alpha1.InlineSource && !r.namespaces.Allows(src.Kind, namespace, ns) {
 		return nil, nil, &ForbiddenNamespaceError{Source: src.Kind, Namespace: ns, Allowed: r.namespaces.Namespaces()}
 	}
 	switch src.Kind {

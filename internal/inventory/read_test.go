@@ -89,8 +89,13 @@ func TestReader_ReadSources(t *testing.T) {
 		{
 			name:    "explicit namespace the operator does not allow",
 			sources: []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.ArgoCDClusterSource, Namespace: "argocd-2"}},
-			wantErr: `ArgoCDCluster source may not read namespace "argocd-2": inventory is read only from the ` +
-				`FleetStage's own namespace and "argocd" (controller flag --inventory-namespaces)`,
+			wantErr: `ArgoCDCluster source may not read namespace "argocd-2": Argo CD cluster Secrets are read only ` +
+				`from "argocd" (controller flag --inventory-namespaces)`,
+		},
+		{
+			name:    "Argo CD cluster Secrets of the FleetStage's own namespace",
+			sources: []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.ArgoCDClusterSource, Namespace: "project-a"}},
+			wantErr: `ArgoCDCluster source may not read namespace "project-a": Argo CD cluster Secrets are read only`,
 		},
 		{
 			name:    "another Project's Kargo Targets",

@@ -55,9 +55,16 @@ func NewNamespacePolicy(namespaces []string) NamespacePolicy {
 // namespace.
 func DefaultNamespacePolicy() NamespacePolicy { return NewNamespacePolicy(DefaultNamespaces) }
 
-// Allows reports whether a FleetStage in fleetNamespace may read inventory
-// from namespace.
-func (p NamespacePolicy) Allows(fleetNamespace, namespace string) bool {
+// Allows reports whether a source of the given kind of a FleetStage in
+// fleetNamespace may read inventory from namespace. Argo CD cluster Secrets
+// are read only from the listed namespaces, never from the FleetStage's own
+// just because it is its own: Argo CD honours cluster Secrets only in its
+// own namespace, and the controller is granted Secret reads (a Role each)
+// only in the listed ones.
+func (p NamespacePolicy) Allows(kind fleetv1alpha1.TargetSourceKind, fleetNamespace, namespace string) bool {
+	if kind == fleetv1alpha1.ArgoCDClusterSource {
+		return p.allowed[namespace]
+	}
 	return namespace == fleetNamespace || p.allowed[namespace]
 }
 
@@ -75,6 +82,10 @@ type ForbiddenNamespaceError struct {
 }
 
 func (e *ForbiddenNamespaceError) Error() string {
+	if e.Source == fleetv1alpha1.ArgoCDClusterSource {
+		return fmt.Sprintf("%s source may not read namespace %q: Argo CD cluster Secrets are read only from %s "+
+			"(controller flag --inventory-namespaces)", e.Source, e.Namespace, quoteList(e.Allowed))
+	}
 	return fmt.Sprintf("%s source may not read namespace %q: inventory is read only from the FleetStage's own "+
 		"namespace and %s (controller flag --inventory-namespaces)", e.Source, e.Namespace, quoteList(e.Allowed))
 }

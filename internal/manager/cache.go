@@ -1,10 +1,14 @@
 package manager
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,20 +31,61 @@ func NewScheme() *apiruntime.Scheme {
 }
 
 // CacheOptions returns the manager's cache options: Secrets are cached only
-// when they are Argo CD cluster Secrets (the inventory), never the cluster's
-// other Secrets; no cached object keeps its managedFields, which nothing
-// here reads and which make up a third to a half of a Stage, a Promotion or
-// a Freight held by thousands of Stages.
-func CacheOptions() cache.Options {
+// when they are Argo CD cluster Secrets (the inventory) in secretNamespaces,
+// the only namespaces where the controller may read Secrets, never the
+// cluster's other Secrets; no cached object keeps its managedFields, which
+// nothing here reads and which make up a third to a half of a Stage, a
+// Promotion or a Freight held by thousands of Stages.
+func CacheOptions(secretNamespaces []string) cache.Options {
+	secrets := cache.ByObject{
+		Label:      labels.SelectorFromSet(labels.Set{inventory.ArgoCDSecretTypeLabel: inventory.ArgoCDSecretTypeCluster}),
+		Namespaces: map[string]cache.Config{},
+	}
+	for _, ns := range secretNamespaces {
+		secrets.Namespaces[ns] = cache.Config{}
+	}
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:   {Label: labels.SelectorFromSet(labels.Set{inventory.ArgoCDSecretTypeLabel: inventory.ArgoCDSecretTypeCluster})},
+			&corev1.Secret{}:   secrets,
 			&kargo.Promotion{}: {Transform: slimPromotion},
 			&kargo.Stage{}:     {Transform: slimStage},
 			&kargo.Freight{}:   {Transform: slimFreight},
 		},
 	}
+}
+
+// secretCache is a cache of Secrets of one name the manager starts with its
+// own caches, before the controllers and the step server.
+type secretCache struct{ cache.Cache }
+
+// GetCache makes the manager start the cache with its own caches.
+func (c secretCache) GetCache() cache.Cache { return c.Cache }
+
+// namedSecretCache returns a cache, added to the manager, of the Secrets
+// named name in namespace ("" for every namespace). Its list and watch
+// select the name, which RBAC authorizes with resourceNames: the controller
+// needs no right to read other Secrets.
+func namedSecretCache(mgr ctrl.Manager, namespace, name string) (cache.Cache, error) {
+	o := cache.Options{
+		Scheme:           mgr.GetScheme(),
+		Mapper:           mgr.GetRESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
+		},
+	}
+	if namespace != "" {
+		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	c, err := cache.New(mgr.GetConfig(), o)
+	if err != nil {
+		return nil, fmt.Errorf("error creating the cache of Secret %q: %w", name, err)
+	}
+	if err := mgr.Add(secretCache{c}); err != nil {
+		return nil, fmt.Errorf("error adding the cache of Secret %q: %w", name, err)
+	}
+	return c, nil
 }
 
 // slimStage keeps of a cached Stage its metadata, spec and the status

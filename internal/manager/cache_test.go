@@ -2,13 +2,18 @@ package manager
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 func TestSlimPromotionKeepsWhatIsRead(t *testing.T) {
@@ -103,4 +108,34 @@ func TestSlimFreightKeepsApprovals(t *testing.T) {
 	same, err := slimFreight(other)
 	require.NoError(t, err)
 	require.Same(t, other, same, "other kinds pass through")
+}
+
+func Test_secretNamespaces(t *testing.T) {
+	t.Parallel()
+	key := steps.ServerOptions{SigningKeySecret: types.NamespacedName{Namespace: "fleet-system", Name: "k"}}
+	tests := []struct {
+		name string
+		opts Options
+		want []string
+	}{
+		{name: "default inventory namespace", opts: Options{StepServer: &key}, want: []string{"argocd"}},
+		{name: "listed", opts: Options{InventoryNamespaces: []string{"gitops", "argocd"}, StepServer: &key},
+			want: []string{"argocd", "gitops"}},
+		{name: "none listed: the controller's own, never all", opts: Options{InventoryNamespaces: []string{}, StepServer: &key},
+			want: []string{"fleet-system"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := secretNamespaces(tt.opts)
+			require.Equal(t, tt.want, got)
+			for obj, by := range CacheOptions(got).ByObject {
+				if _, ok := obj.(*corev1.Secret); ok {
+					require.ElementsMatch(t, tt.want, slices.Collect(maps.Keys(by.Namespaces)),
+						"Secrets are cached only where the controller may read them")
+					require.Equal(t, "argocd.argoproj.io/secret-type=cluster", by.Label.String())
+				}
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // namespacePolicy returns the inventory namespaces the options allow.
@@ -13,6 +14,23 @@ func namespacePolicy(opts Options) inventory.NamespacePolicy {
 		return inventory.DefaultNamespacePolicy()
 	}
 	return inventory.NewNamespacePolicy(opts.InventoryNamespaces)
+}
+
+// secretNamespaces returns the namespaces whose Argo CD cluster Secrets the
+// manager caches: the inventory namespaces, else the controller's own (where
+// it may read Secrets anyway), since a cache of no namespace is a cache of
+// all of them.
+func secretNamespaces(opts Options) []string {
+	if ns := namespacePolicy(opts).Namespaces(); len(ns) > 0 {
+		return ns
+	}
+	if opts.StepServer != nil && opts.StepServer.SigningKeySecret.Namespace != "" {
+		return []string{opts.StepServer.SigningKeySecret.Namespace}
+	}
+	if env, err := steps.ServerOptionsFromEnv(); err == nil {
+		return []string{env.SigningKeySecret.Namespace}
+	}
+	return []string{inventory.DefaultNamespaces[0]}
 }
 
 // inventoryReader returns the inventory reader of the reconcilers: the

@@ -9,13 +9,16 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetrollouts"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstages"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/targetguard"
@@ -79,6 +82,10 @@ type Options struct {
 
 	// MetricsBindAddress serves Prometheus metrics; "" or "0" disables.
 	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS to callers the API server
+	// authenticates (TokenReview) and authorizes (SubjectAccessReview: get
+	// on the non-resource URL /metrics).
+	MetricsSecure bool
 	// HealthProbeBindAddress serves /healthz and /readyz; "" disables. The
 	// caller adds the checks (the controller command checks the webhook and
 	// step servers).
@@ -114,8 +121,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	mo := ctrl.Options{
 		Scheme:                  NewScheme(),
-		Cache:                   CacheOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Cache:                   CacheOptions(secretNamespaces(o)),
+		Metrics:                 metricsOptions(metricsAddr, o.MetricsSecure),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		PprofBindAddress:        o.PprofBindAddress,
 		LeaderElection:          o.LeaderElection,
@@ -139,6 +146,19 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// metricsOptions returns the metrics server's options: behind the API
+// server's authentication and authorization when secure, with a self-signed
+// certificate (the scraper skips verification; the bearer token is what
+// protects the endpoint). RBAC in rbac.go.
+func metricsOptions(addr string, secure bool) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: addr}
+	if secure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }
 
 // setup registers the selected components with the manager.
@@ -201,12 +221,24 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("error configuring the step server: %w", err)
 		}
 	}
-	keys := steps.NewSecretKey(opts.SigningKeyFile, opts.SigningKeySecret, mgr.GetAPIReader(), mgr.GetClient())
+	// The signing key is read through an informer on its one Secret: every
+	// replica uses a rotated key as soon as its watch sees it.
+	keyReader := mgr.GetAPIReader()
+	var keyCache cache.Cache
+	if opts.SigningKeyFile == "" {
+		var err error
+		if keyCache, err = namedSecretCache(mgr, opts.SigningKeySecret.Namespace, opts.SigningKeySecret.Name); err != nil {
+			return err
+		}
+		keyReader = keyCache
+	}
+	keys := steps.NewSecretKey(opts.SigningKeyFile, opts.SigningKeySecret, keyReader, mgr.GetClient())
 	if o.Components&StepServer != 0 && opts.Enabled() {
 		store := steps.NewAPIStore(mgr.GetClient(), mgr.GetAPIReader())
 		server := steps.NewServer(opts, steps.ServerDeps{
 			Reader:      mgr.GetAPIReader(),
 			FleetStages: mgr.GetClient(),
+			Namespaces:  mgr.GetClient(),
 			Keys:        keys,
 			Steps:       steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}),
 			Metrics:     metrics.Registry,
@@ -217,7 +249,12 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if o.Components&TokenMinter != 0 {
-		if err := steps.NewTokenMinter(mgr.GetClient(), mgr.GetAPIReader(), keys).SetupWithManager(mgr); err != nil {
+		tokenCache, err := namedSecretCache(mgr, "", fleetv1alpha1.StepTokenSecretName)
+		if err != nil {
+			return err
+		}
+		minter := steps.NewTokenMinter(mgr.GetClient(), tokenCache, keys, clock.RealClock{})
+		if err := minter.SetupWithManager(mgr, steps.MinterWatches{Tokens: tokenCache, Keys: keyCache}); err != nil {
 			return fmt.Errorf("error setting up the step token minter: %w", err)
 		}
 	}

@@ -43,4 +43,9 @@ const (
 	StepTokenSecretName = "kargo-fleet-step-token"
 	// StepTokenSecretKey is the key of the token in that Secret.
 	StepTokenSecretKey = "token"
+	// StepTokenRevokedAnnotation, on a Project namespace, revokes the
+	// Project's step tokens. An RFC 3339 time revokes the tokens issued
+	// before it (the controller mints a new one at once); any other value
+	// revokes every token, and none is minted until the annotation is gone.
+	StepTokenRevokedAnnotation = "fleet.kargo-fleet.io/step-token-revoked"
 )

@@ -36,7 +36,6 @@ const Finalizer = "fleet.kargo-fleet.io/fleetstage"
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=promotions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=targets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

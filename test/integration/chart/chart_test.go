@@ -19,10 +19,14 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,7 +53,17 @@ const (
 func TestReleaseRunsAsRendered(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}))
+	// The release namespace and the inventory namespaces the rendered Roles
+	// are in exist before an install.
+	namespaces := map[string]bool{releaseNamespace: true}
+	for _, o := range objs {
+		namespaces[o.GetNamespace()] = o.GetNamespace() != ""
+	}
+	for ns, ok := range namespaces {
+		if ok {
+			require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		}
+	}
 	for _, o := range objs {
 		require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
 			client.ForceOwnership, client.FieldOwner("helm")), "%s %s", o.GetKind(), o.GetName())
@@ -76,8 +90,13 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 	_, body := get(probes + "/readyz?verbose")
 	require.Contains(t, body, "[+]steps ok")
 	require.Contains(t, body, "[+]webhook ok")
-	code, body := get(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports["metrics"]))
-	require.Equal(t, http.StatusOK, code)
+	// Metrics: HTTPS, refused without a token, served to a ServiceAccount
+	// bound to the rendered metrics reader ClusterRole.
+	metricsURL := fmt.Sprintf("https://127.0.0.1:%d/metrics", ports["metrics"])
+	code, _ := getWithToken(metricsURL, "")
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, body = getWithToken(metricsURL, scraperToken(t))
+	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "controller_runtime_")
 
 	// Webhook: the generated CA is in the rendered webhook configuration and
@@ -138,6 +157,39 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 		return c.Get(ctx, client.ObjectKeyFromObject(fs), got) == nil &&
 			meta.IsStatusConditionTrue(got.Status.Conditions, fleetv1alpha1.ReadyCondition)
 	}, wait, tick, "the FleetStage never became Ready")
+
+	// The step token was minted under the rendered RBAC, which grants no
+	// Secret of a Project but the token, and reads of Argo CD cluster
+	// Secrets only in the inventory namespace.
+	require.Eventually(t, func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: fleetv1alpha1.StepTokenSecretName}, &corev1.Secret{}) == nil
+	}, wait, tick, "the step token was never minted")
+	saName, _, _ := unstructured.NestedString(helmchart.Find(objs, "Deployment", "").Object,
+		"spec", "template", "spec", "serviceAccountName")
+	sa := fmt.Sprintf("system:serviceaccount:%s:%s", releaseNamespace, saName)
+	for _, tt := range []struct {
+		verb, namespace, name string
+		want                  bool
+	}{
+		{verb: "get", namespace: ns, name: fleetv1alpha1.StepTokenSecretName, want: true},
+		{verb: "update", namespace: ns, name: fleetv1alpha1.StepTokenSecretName, want: true},
+		{verb: "get", namespace: ns, name: "db-password"},
+		{verb: "list", namespace: ns},
+		{verb: "delete", namespace: ns, name: "db-password"},
+		{verb: "list", namespace: "argocd", want: true},
+		{verb: "update", namespace: "argocd", name: "cluster-eu-1"},
+		{verb: "get", namespace: "kube-system", name: "bootstrap-token-abcdef"},
+		{verb: "update", namespace: releaseNamespace, name: steps.DefaultSigningKeySecret, want: true},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: tt.verb, Resource: "secrets", Namespace: tt.namespace, Name: tt.name,
+			},
+		}}
+		require.NoError(t, c.Create(ctx, sar))
+		require.Equal(t, tt.want, sar.Status.Allowed, "%s secrets %s/%s", tt.verb, tt.namespace, tt.name)
+	}
 
 	require.NoError(t, c.Create(ctx, &kargo.Freight{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "f1"},
@@ -227,6 +279,47 @@ func startController(t *testing.T) (string, <-chan struct{}) {
 		_ = logFile.Close()
 	})
 	return logs, stopped
+}
+
+// scraperToken returns a token of a ServiceAccount bound to the rendered
+// metrics reader ClusterRole, as Prometheus would hold.
+func scraperToken(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	c := env.Client
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: "prometheus"}}
+	require.NoError(t, c.Create(ctx, sa))
+	require.NoError(t, c.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-fleet-metrics"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole",
+			Name: helmchart.Find(objs, "ClusterRole", "-metrics-reader").GetName()},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: releaseNamespace, Name: sa.Name}},
+	}))
+	tr := &authenticationv1.TokenRequest{}
+	require.NoError(t, c.SubResource("token").Create(ctx, sa, tr))
+	return tr.Status.Token
+}
+
+// getWithToken GETs an HTTPS URL with a bearer token, not verifying the
+// self-signed certificate of the metrics server.
+func getWithToken(url, token string) (int, string) {
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // self-signed
+	}}
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func get(url string) (int, string) {

@@ -155,16 +155,16 @@ func TestSecurity_refusals(t *testing.T) {
 }
 
 // TestSecurity_tokens checks the token the minter writes: one per project
-// with a FleetStage, derived from the server's key, gone with the last
+// with a FleetStage, issued under the server's key, gone with the last
 // FleetStage.
 func TestSecurity_tokens(t *testing.T) {
 	ctx := context.Background()
 	ns := newProject(t)
 	fs := newFleetStage(t, ns)
 	token := projectToken(t, ns)
-	key, err := keys.SigningKey(ctx)
+	key, err := keys.SigningKeys(ctx)
 	require.NoError(t, err)
-	require.Equal(t, steps.DeriveToken(key, ns), token)
+	require.Equal(t, steps.IssueToken(key.Current, ns, tokenIssued(t, token)), token)
 
 	bare := newProject(t)
 	newStage(t, bare, "plain")
