@@ -4,8 +4,9 @@
 // server, and the fleet ClusterPromotionTasks the chart ships. Integration
 // tests and `make demo` both run on it.
 //
-// The controller runs as its own user, bound to exactly the ClusterRole the
-// chart ships (generated from the reconcilers' RBAC markers), so missing
+// The controller runs as its own user, granted exactly the RBAC the chart
+// renders (its ClusterRole generated from the reconcilers' RBAC markers, and
+// the Roles for Secrets in the namespaces it may read them from), so missing
 // permissions show up here as they would in a cluster. Kargo's webhooks check
 // the custom "promote" verb for that user like real Kargo does.
 package fleetenv
@@ -19,13 +20,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -35,9 +37,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/yaml"
 
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/helmchart"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
@@ -139,29 +141,50 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	return e, nil
 }
 
-// installControllerRBAC binds the controller's user to the ClusterRole the
-// chart ships.
+// installControllerRBAC grants the controller's user exactly the RBAC the
+// chart renders for a release "kargo-fleet" in ControllerNamespace with the
+// default inventory namespaces: its ClusterRoles, and the Roles for its own
+// Secrets, the inventory's Secrets and leader election. The namespaces those
+// Roles live in are created first.
 func (e *Env) installControllerRBAC(ctx context.Context) error {
-	raw, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "charts", "kargo-fleet", "files", "rbac", "role.yaml"))
+	objs, err := helmchart.Render(helmchart.Release{Name: "kargo-fleet", Namespace: ControllerNamespace,
+		Values: map[string]any{"controller": map[string]any{"inventoryNamespaces": anySlice(inventory.DefaultNamespaces)}}})
 	if err != nil {
-		return fmt.Errorf("error reading the controller ClusterRole: %w", err)
+		return fmt.Errorf("error rendering the chart's RBAC: %w", err)
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(raw, role); err != nil {
-		return fmt.Errorf("error decoding the controller ClusterRole: %w", err)
+	var rbac []client.Object
+	namespaces := map[string]bool{ControllerNamespace: true}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+		default:
+			continue
+		}
+		if o.GetNamespace() != "" {
+			namespaces[o.GetNamespace()] = true
+		}
+		rbac = append(rbac, o)
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: ControllerUser}},
+	var create []client.Object
+	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
+		create = append(create, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}}
-	for _, o := range []client.Object{role, binding, ns} {
+	for _, o := range append(create, rbac...) {
 		if err := e.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("error creating %T %q: %w", o, o.GetName(), err)
+			return fmt.Errorf("error creating %s %q: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
 		}
 	}
 	return nil
+}
+
+// anySlice converts a []string to the []any Helm's values schema check takes
+// for a list.
+func anySlice(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }
 
 // installTasks applies the ClusterPromotionTasks the chart ships.
