@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -232,10 +234,26 @@ func (s *Server) Start(ctx context.Context) error {
 			logger.Error(err, "Error shutting down the step server")
 		}
 	}()
-	tls := s.opts.TLSCertFile != ""
-	logger.Info("Serving steps", "addr", ln.Addr().String(), "tls", tls, "steps", s.steps.Names())
-	if tls {
-		err = srv.ServeTLS(ln, s.opts.TLSCertFile, s.opts.TLSKeyFile)
+	serveTLS := s.opts.TLSCertFile != ""
+	if serveTLS {
+		// The certificate is renewed in place (a generated one, or a
+		// mounted Secret that its issuer rotates): the watcher serves the
+		// files' current content without a restart.
+		cw, err := certwatcher.New(s.opts.TLSCertFile, s.opts.TLSKeyFile)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("error loading the step server certificate: %w", err)
+		}
+		go func() {
+			if err := cw.Start(ctx); err != nil {
+				logger.Error(err, "Error watching the step server certificate")
+			}
+		}()
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cw.GetCertificate}
+	}
+	logger.Info("Serving steps", "addr", ln.Addr().String(), "tls", serveTLS, "steps", s.steps.Names())
+	if serveTLS {
+		err = srv.ServeTLS(ln, "", "")
 	} else {
 		err = srv.Serve(ln)
 	}

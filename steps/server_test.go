@@ -112,3 +112,33 @@ func TestServer_StartFails(t *testing.T) {
 	err = NewServer(ServerOptions{Addr: "256.0.0.1:1"}, ServerDeps{Reader: c, Keys: testKey}).Start(context.Background())
 	require.ErrorContains(t, err, "error listening")
 }
+
+// TestServer_TLSRotation replaces the certificate files under a serving
+// step server: new connections get the new certificate without a restart.
+func TestServer_TLSRotation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile, oldPool := selfSigned(t, dir)
+	opts := ServerOptions{Addr: freeAddr(t), TLSCertFile: certFile, TLSKeyFile: keyFile}
+	c := newFakeClient(t)
+	srv := NewServer(opts, ServerDeps{Reader: c, Keys: testKey, Steps: DefaultSteps(NewAPIStore(c, c), nil, nil)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Start(ctx) }()
+	trusts := func(pool *x509.CertPool) bool {
+		cl := &http.Client{Timeout: time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, DisableKeepAlives: true}}
+		resp, err := cl.Get("https://" + opts.Addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	require.Eventually(t, func() bool { return trusts(oldPool) }, 5*time.Second, 10*time.Millisecond)
+
+	_, _, newPool := selfSigned(t, dir) // the same files, a new key and certificate
+	require.Eventually(t, func() bool { return trusts(newPool) }, 15*time.Second, 50*time.Millisecond,
+		"the renewed certificate is served without a restart")
+	require.False(t, trusts(oldPool), "the replaced certificate is no longer served")
+}

@@ -29,16 +29,17 @@ const (
 
 // httpStepConfig is the part of Kargo's http step config the tasks use.
 type httpStepConfig struct {
-	Method            string `json:"method"`
-	URL               string `json:"url"`
-	Headers           []struct{ Name, Value string }
-	Body              string `json:"body"`
-	Timeout           string `json:"timeout"`
-	PollInterval      string `json:"pollInterval"`
-	SuccessExpression string `json:"successExpression"`
-	FailureExpression string `json:"failureExpression"`
-	ErrorExpression   string `json:"errorExpression"`
-	Outputs           []struct {
+	Method                string `json:"method"`
+	URL                   string `json:"url"`
+	Headers               []struct{ Name, Value string }
+	Body                  string `json:"body"`
+	Timeout               string `json:"timeout"`
+	PollInterval          string `json:"pollInterval"`
+	InsecureSkipTLSVerify string `json:"insecureSkipTLSVerify"`
+	SuccessExpression     string `json:"successExpression"`
+	FailureExpression     string `json:"failureExpression"`
+	ErrorExpression       string `json:"errorExpression"`
+	Outputs               []struct {
 		Name           string `json:"name"`
 		FromExpression string `json:"fromExpression"`
 	} `json:"outputs"`
@@ -169,7 +170,8 @@ func TestClusterPromotionTasks(t *testing.T) {
 			task := loadTask(t, name)
 			require.Equal(t, name, task.Name)
 			vars := taskVars(t, task, nil)
-			require.Equal(t, "http://kargo-fleet-steps.kargo-fleet.svc:9090", vars["serverURL"])
+			require.Equal(t, "https://kargo-fleet-steps.kargo-fleet.svc:9090", vars["serverURL"])
+			require.Equal(t, "true", vars["insecureSkipTLSVerify"], "TLS without verification unless the operator says")
 			for _, v := range task.Spec.Vars {
 				require.NotEmpty(t, v.Value, "var %s: Kargo makes a var without a value required", v.Name)
 			}
@@ -185,7 +187,7 @@ func TestClusterPromotionTasks(t *testing.T) {
 				var cfg httpStepConfig
 				require.NoError(t, json.Unmarshal(s.Config.Raw, &cfg))
 				require.Equal(t, "POST", cfg.Method)
-				require.Equal(t, "http://kargo-fleet-steps.kargo-fleet.svc:9090"+StepPathPrefix+name,
+				require.Equal(t, "https://kargo-fleet-steps.kargo-fleet.svc:9090"+StepPathPrefix+name,
 					evalTemplate(t, cfg.URL, kargoEnv("", vars)))
 				headers := map[string]any{}
 				for _, h := range cfg.Headers {
@@ -204,8 +206,9 @@ func TestClusterPromotionTasks(t *testing.T) {
 				require.NotNil(t, s.Retry, s.As)
 				require.NotEmpty(t, s.Retry.Timeout, "%s: Kargo has no default timeout for http", s.As)
 				require.GreaterOrEqual(t, s.Retry.ErrorThreshold, uint32(2), s.As)
+				require.Equal(t, "${{ vars.insecureSkipTLSVerify }}", cfg.InsecureSkipTLSVerify, s.As)
 				for _, v := range task.Spec.Vars {
-					if v.Name != "serverURL" {
+					if v.Name != "serverURL" && v.Name != "insecureSkipTLSVerify" {
 						require.Contains(t, cfg.Body, "vars."+v.Name, "%s: input %s reaches the server", s.As, v.Name)
 					}
 				}

@@ -37,6 +37,7 @@ type controllerOptions struct {
 	webhookHost      string
 	webhookCertDir   string
 	webhookCert      webhookCertOptions
+	stepCert         stepCertOptions
 	concurrency      int
 	stepServerURL    string
 	inventoryNS      []string
@@ -81,6 +82,7 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "Address of the webhook server, host:port (default: every interface, --webhook-port).")
 	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
 	o.webhookCert.addFlags(f)
+	o.stepCert.addFlags(f)
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
 	f.StringVar(&o.stepServerURL, "step-server-url", "", "URL wave Stages pass to the fleet-wave task to reach the step server (default: the task's in-cluster Service URL).")
 	f.StringSliceVar(&o.inventoryNS, "inventory-namespaces", inventory.DefaultNamespaces,
@@ -156,6 +158,10 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		if err := o.webhookCert.setup(cmd.Context(), cfg, mgr, o.webhookCertDir); err != nil {
 			return err
 		}
+	}
+	// The step server reads its certificate's files when it starts.
+	if err := o.stepCert.setup(cmd.Context(), cfg, mgr); err != nil {
+		return err
 	}
 	if err := o.addChecks(mgr); err != nil {
 		return err

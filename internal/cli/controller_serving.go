@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -50,26 +51,65 @@ func (o *webhookCertOptions) setup(ctx context.Context, cfg *rest.Config, mgr ct
 	if o.secret == "" {
 		return nil
 	}
+	return generateCertificate(ctx, cfg, mgr, &webhookcert.Manager{
+		Secret:               types.NamespacedName{Name: o.secret},
+		Service:              o.service,
+		WebhookConfiguration: o.configuration,
+		CertDir:              certDir,
+	})
+}
+
+// stepCertOptions configure the certificate the controller generates for
+// its step server, when TLS is on (KARGO_FLEET_STEP_TLS_CERT_FILE) and the
+// operator mounts none.
+type stepCertOptions struct {
+	secret  string
+	service string
+}
+
+func (o *stepCertOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.secret, "step-cert-secret", "", "Generate and renew the step server's serving certificate, kept in this "+
+		"Secret of the Pod's namespace, into the folder of "+steps.EnvTLSCertFile+" (default: off, the certificate is mounted).")
+	f.StringVar(&o.service, "step-service", "kargo-fleet-steps", "Service the generated step server certificate is valid for.")
+}
+
+// setup writes a generated step server certificate (when asked) before the
+// manager starts, and registers its renewal; the step server reloads it.
+func (o *stepCertOptions) setup(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager) error {
+	if o.secret == "" {
+		return nil
+	}
 	opts, err := steps.ServerOptionsFromEnv()
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	dir := filepath.Dir(opts.TLSCertFile)
+	if opts.TLSCertFile == "" || filepath.Base(opts.TLSCertFile) != webhookcert.KeyCert ||
+		opts.TLSKeyFile != filepath.Join(dir, webhookcert.KeyKey) {
+		return fmt.Errorf("--step-cert-secret needs %s and %s set to %s and %s of one writable folder",
+			steps.EnvTLSCertFile, steps.EnvTLSKeyFile, webhookcert.KeyCert, webhookcert.KeyKey)
+	}
+	return generateCertificate(ctx, cfg, mgr, &webhookcert.Manager{Secret: types.NamespacedName{Name: o.secret},
+		Service: o.service, CertDir: dir})
+}
+
+// generateCertificate completes m (client, the Pod's namespace, clock),
+// writes its certificate before the manager starts and adds m to the
+// manager, which renews it.
+func generateCertificate(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, m *webhookcert.Manager) error {
+	opts, err := steps.ServerOptionsFromEnv()
 	if err != nil {
+		return err
+	}
+	if m.Client, err = client.New(cfg, client.Options{Scheme: manager.NewScheme()}); err != nil {
 		return fmt.Errorf("error creating client: %w", err)
 	}
-	m := &webhookcert.Manager{
-		Client:               c,
-		Secret:               types.NamespacedName{Namespace: opts.SigningKeySecret.Namespace, Name: o.secret},
-		Service:              o.service,
-		WebhookConfiguration: o.configuration,
-		CertDir:              certDir,
-		Clock:                clock.RealClock{},
-	}
-	// The webhook server needs the files to start; the CA bundle can follow
-	// (the webhook configuration may not exist yet), Start retries it.
+	m.Secret.Namespace = opts.SigningKeySecret.Namespace
+	m.Clock = clock.RealClock{}
+	// The servers need the files to start; the CA bundle can follow (the
+	// webhook configuration may not exist yet), Start retries it.
 	if err := m.Ensure(ctx); err != nil && !errors.Is(err, webhookcert.ErrCABundle) {
-		return fmt.Errorf("error generating the webhook certificate: %w", err)
+		return fmt.Errorf("error generating the serving certificate of Service %q: %w", m.Service, err)
 	}
 	return mgr.Add(m)
 }

@@ -27,6 +27,8 @@ import (
 // ${{ config.* }}.
 const (
 	envStepServer    = "KARGO_FLEET_SERVER"
+	envStepCAFile    = "KARGO_FLEET_CA_FILE"
+	envStepInsecure  = "KARGO_FLEET_INSECURE_SKIP_TLS_VERIFY"
 	envStepToken     = "KARGO_FLEET_TOKEN"
 	envStepTokenFile = "KARGO_FLEET_TOKEN_FILE"
 	envStepProject   = "KARGO_FLEET_PROJECT"
@@ -40,7 +42,7 @@ const (
 	envStepConfig    = "KARGO_FLEET_CONFIG"
 	envKargoOutput   = "KARGO_OUTPUT"
 
-	defaultStepServer = "http://kargo-fleet-steps.kargo-fleet.svc:9090"
+	defaultStepServer = "https://kargo-fleet-steps.kargo-fleet.svc:9090"
 )
 
 // errStepFailed is returned when the step ran and Failed.
@@ -99,8 +101,10 @@ func (o *stepOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.server, "server", stepEnvOr(envStepServer, defaultStepServer), "URL of the step server.")
 	f.StringVar(&o.token, "token", os.Getenv(envStepToken), "The project's step token (Secret kargo-fleet-step-token).")
 	f.StringVar(&o.tokenFile, "token-file", os.Getenv(envStepTokenFile), "File holding the step token.")
-	f.StringVar(&o.caFile, "ca-file", "", "CA bundle to verify an https step server with.")
-	f.BoolVar(&o.insecure, "insecure-skip-tls-verify", false, "Do not verify the step server's certificate.")
+	f.StringVar(&o.caFile, "ca-file", os.Getenv(envStepCAFile), "CA bundle to verify an https step server with "+
+		"(the ca.crt of the Secret <release>-steps-tls).")
+	insecure, _ := strconv.ParseBool(os.Getenv(envStepInsecure))
+	f.BoolVar(&o.insecure, "insecure-skip-tls-verify", insecure, "Do not verify the step server's certificate.")
 	f.StringVar(&o.req.Project, "project", os.Getenv(envStepProject), "Kargo Project (ctx.project).")
 	f.StringVar(&o.req.Stage, "stage", os.Getenv(envStepStage), "Stage being promoted (ctx.stage).")
 	f.StringVar(&o.req.Promotion, "promotion", os.Getenv(envStepPromotion), "Calling Promotion (ctx.promotion).")

@@ -31,6 +31,12 @@ func (r rendered) deployment(t *testing.T) (*appsv1.Deployment, corev1.Container
 
 func (r rendered) taskURLs(t *testing.T) map[string]string {
 	t.Helper()
+	return r.taskVar(t, "serverURL")
+}
+
+// taskVar returns the default of a var of every rendered task, by task.
+func (r rendered) taskVar(t *testing.T, name string) map[string]string {
+	t.Helper()
 	out := map[string]string{}
 	for _, o := range r.objs {
 		if o.GetKind() != "ClusterPromotionTask" {
@@ -38,7 +44,7 @@ func (r rendered) taskURLs(t *testing.T) map[string]string {
 		}
 		vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "vars")
 		for _, v := range vars {
-			if m := v.(map[string]any); m["name"] == "serverURL" {
+			if m := v.(map[string]any); m["name"] == name {
 				out[o.GetName()] = m["value"].(string)
 			}
 		}
@@ -93,9 +99,17 @@ func TestRender(t *testing.T) {
 				require.Equal(t, ":9090", env(c, "KARGO_FLEET_STEP_SERVER_ADDR"))
 				require.Equal(t, "kargo-fleet-step-key", env(c, "KARGO_FLEET_STEP_SIGNING_KEY_SECRET"))
 				for task, url := range r.taskURLs(t) {
-					require.Equal(t, "http://kargo-fleet-steps.kargo-fleet.svc:9090", url, task)
+					require.Equal(t, "https://kargo-fleet-steps.kargo-fleet.svc:9090", url, task, "the step server is TLS by default")
 				}
 				require.Len(t, r.taskURLs(t), 4)
+				for task, skip := range r.taskVar(t, "insecureSkipTLSVerify") {
+					require.Equal(t, "true", skip, task, "Kargo cannot verify a generated certificate by default")
+				}
+				require.Len(t, r.taskVar(t, "insecureSkipTLSVerify"), 4)
+				require.Contains(t, c.Args, "--step-cert-secret=kargo-fleet-steps-tls")
+				require.Contains(t, c.Args, "--step-service=kargo-fleet-steps")
+				require.Equal(t, "/etc/kargo-fleet/steps-tls/tls.crt", env(c, "KARGO_FLEET_STEP_TLS_CERT_FILE"))
+				require.Equal(t, "/etc/kargo-fleet/steps-tls/tls.key", env(c, "KARGO_FLEET_STEP_TLS_KEY_FILE"))
 				require.Empty(t, r.names("Certificate"))
 				require.Empty(t, r.names("ServiceMonitor"), "no monitoring.coreos.com/v1 in the cluster")
 				require.Contains(t, r.names("ClusterRole"), "kargo-fleet-webhook-certs")
@@ -156,11 +170,12 @@ func TestRender(t *testing.T) {
 					}
 				}
 				for task, url := range r.taskURLs(t) {
-					require.Equal(t, "http://prod-kargo-fleet-steps.platform.svc:9090", url, task)
+					require.Equal(t, "https://prod-kargo-fleet-steps.platform.svc:9090", url, task)
 				}
 				d, c := r.deployment(t)
 				require.Equal(t, "prod-kargo-fleet", d.Spec.Template.Spec.ServiceAccountName)
 				require.Contains(t, c.Args, "--webhook-service=prod-kargo-fleet-webhook")
+				require.Contains(t, c.Args, "--step-service=prod-kargo-fleet-steps")
 				require.Contains(t, yamlOf(t, Find(r.objs, "ClusterRoleBinding", "-controller")), "namespace: platform")
 				require.Contains(t, yamlOf(t, Find(r.objs, "ValidatingWebhookConfiguration", "")), "name: prod-kargo-fleet-webhook")
 			},
@@ -198,14 +213,18 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
-			name: "step server TLS",
-			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet",
-				Values: map[string]any{"steps": map[string]any{"tls": map[string]any{"enabled": true, "secretName": "steps-tls"}}}},
+			name: "own step server Secret, verified by Kargo",
+			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet", Values: map[string]any{"steps": map[string]any{
+				"tls": map[string]any{"certificates": "secret", "secretName": "steps-tls", "verify": true}}}},
 			assertions: func(t *testing.T, r rendered) {
 				for task, url := range r.taskURLs(t) {
 					require.Equal(t, "https://kargo-fleet-steps.kargo-fleet.svc:9090", url, task)
 				}
+				for task, skip := range r.taskVar(t, "insecureSkipTLSVerify") {
+					require.Equal(t, "false", skip, task)
+				}
 				d, c := r.deployment(t)
+				require.False(t, hasArg(c, "--step-cert-secret"), "the operator's Secret is mounted, not generated")
 				require.Equal(t, "/etc/kargo-fleet/steps-tls/tls.crt", env(c, "KARGO_FLEET_STEP_TLS_CERT_FILE"))
 				require.Equal(t, "/etc/kargo-fleet/steps-tls/tls.key", env(c, "KARGO_FLEET_STEP_TLS_KEY_FILE"))
 				require.Contains(t, yamlOf(t, Find(r.objs, "Deployment", "")), "secretName: steps-tls")
@@ -240,7 +259,7 @@ func TestRender(t *testing.T) {
 				}
 				require.Equal(t, map[string]int32{"steps": 19090, "webhook": 19443, "metrics": 18080, "probes": 18081}, ports)
 				for task, url := range r.taskURLs(t) {
-					require.Equal(t, "http://kargo-fleet-steps.kargo-fleet.svc:80", url, task)
+					require.Equal(t, "https://kargo-fleet-steps.kargo-fleet.svc:80", url, task)
 				}
 				spec := d.Spec.Template.Spec
 				require.Equal(t, "system", spec.NodeSelector["pool"])
@@ -253,13 +272,30 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
+			name: "step server TLS off",
+			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet",
+				Values: map[string]any{"steps": map[string]any{"tls": map[string]any{"enabled": false}}}},
+			assertions: func(t *testing.T, r rendered) {
+				for task, url := range r.taskURLs(t) {
+					require.Equal(t, "http://kargo-fleet-steps.kargo-fleet.svc:9090", url, task)
+				}
+				d, c := r.deployment(t)
+				require.False(t, hasArg(c, "--step-cert-secret"))
+				require.Empty(t, env(c, "KARGO_FLEET_STEP_TLS_CERT_FILE"))
+				for _, v := range d.Spec.Template.Spec.Volumes {
+					require.NotEqual(t, "steps-tls", v.Name)
+				}
+			},
+		},
+		{
 			name: "webhook off",
 			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet",
 				Values: map[string]any{"webhook": map[string]any{"enabled": false}, "crds": map[string]any{"keep": false}}},
 			assertions: func(t *testing.T, r rendered) {
 				d, c := r.deployment(t)
 				require.Contains(t, c.Args, "--webhooks=false")
-				require.Empty(t, d.Spec.Template.Spec.Volumes)
+				require.Len(t, d.Spec.Template.Spec.Volumes, 1)
+				require.Equal(t, "steps-tls", d.Spec.Template.Spec.Volumes[0].Name, "only the step server's certificate")
 				require.Empty(t, r.names("ValidatingWebhookConfiguration"))
 				require.Empty(t, Find(r.objs, "CustomResourceDefinition", "fleetstages.fleet.kargo-fleet.io").GetAnnotations()["helm.sh/resource-policy"])
 			},
@@ -300,8 +336,10 @@ func TestRenderRefusesBadValues(t *testing.T) {
 			wantErr: "webhook.secretName is required"},
 		{name: "own Secret without a CA bundle", values: map[string]any{"webhook": map[string]any{"certificates": "secret", "secretName": "x"}},
 			wantErr: "webhook.caBundle is required"},
-		{name: "step TLS without a Secret", values: map[string]any{"steps": map[string]any{"tls": map[string]any{"enabled": true}}},
+		{name: "own step TLS Secret without a name", values: map[string]any{"steps": map[string]any{"tls": map[string]any{"certificates": "secret"}}},
 			wantErr: "steps.tls.secretName is required"},
+		{name: "unknown step certificates mode", values: map[string]any{"steps": map[string]any{"tls": map[string]any{"certificates": "acme"}}},
+			wantErr: "certificates"},
 		{name: "port out of range", values: map[string]any{"ports": map[string]any{"steps": 70000}}, wantErr: "steps"},
 		{name: "misspelt value", values: map[string]any{"replica": 3}, wantErr: "replica"},
 	}

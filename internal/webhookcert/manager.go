@@ -185,7 +185,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		case <-m.Clock.After(next):
 			next = interval
 			if err := m.Ensure(ctx); err != nil {
-				log.FromContext(ctx).Error(err, "Error checking the webhook certificate")
+				log.FromContext(ctx).Error(err, "Error checking the serving certificate", "service", m.Service)
 				next = RetryInterval
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,14 +55,15 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client
 	// The release namespace and the inventory namespaces the rendered Roles
-	// are in exist before an install.
+	// are in exist before an install (the environment made argocd already).
 	namespaces := map[string]bool{releaseNamespace: true}
 	for _, o := range objs {
 		namespaces[o.GetNamespace()] = o.GetNamespace() != ""
 	}
 	for ns, ok := range namespaces {
 		if ok {
-			require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+			err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			require.True(t, err == nil || apierrors.IsAlreadyExists(err), "%v", err)
 		}
 	}
 	for _, o := range objs {
@@ -113,6 +115,21 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 		&tls.Config{RootCAs: pool, ServerName: fmt.Sprintf("%s.%s.svc", svc.Name, svc.Namespace), MinVersion: tls.VersionTLS12})
 	require.NoError(t, err, "the webhook server's certificate must verify against the CA bundle")
 	require.NoError(t, conn.Close())
+
+	// Step server: TLS by default, with a certificate the controller
+	// generated for the step Service and keeps in the release namespace.
+	stepSvc := helmchart.Find(objs, "Service", "-steps").GetName()
+	stepSecret := &corev1.Secret{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: stepSvc + "-tls"}, stepSecret),
+		"the generated step server certificate is kept in a Secret")
+	stepCA := x509.NewCertPool()
+	require.True(t, stepCA.AppendCertsFromPEM(stepSecret.Data["ca.crt"]))
+	conn, err = tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports["steps"]),
+		&tls.Config{RootCAs: stepCA, ServerName: fmt.Sprintf("%s.%s.svc", stepSvc, releaseNamespace), MinVersion: tls.VersionTLS12})
+	require.NoError(t, err, "the step server's certificate must verify against its CA for the step Service")
+	require.NoError(t, conn.Close())
+	code, _ = get(fmt.Sprintf("http://127.0.0.1:%d/healthz", ports["steps"]))
+	require.Equal(t, http.StatusBadRequest, code, "the step server speaks TLS only")
 
 	// Leader election records its Event, allowed by the rendered Role.
 	require.Eventually(t, func() bool {

@@ -34,7 +34,10 @@ import (
 // CRDs.
 func TestDoctor(t *testing.T) {
 	installChart(t)
-	require.NoError(t, env.Client.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNamespace}}))
+	// The environment creates the Argo CD namespace with the controller's
+	// Role in it; a fresh cluster may not have it.
+	err := env.Client.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNamespace}})
+	require.True(t, err == nil || apierrors.IsAlreadyExists(err), "%v", err)
 	fs := newFleet(t, "shop-doctor",
 		fleetv1alpha1.InlineTarget{Name: "eu-1", Labels: map[string]string{"tier": "critical"}},
 		fleetv1alpha1.InlineTarget{Name: "eu-2"},
@@ -165,7 +168,7 @@ func TestDoctor(t *testing.T) {
 		results, err := runDoctor(t)
 		require.Error(t, err)
 		expect(t, results, doctor.CheckStepServer, doctor.StatusFail,
-			"call http://kargo-fleet-steps.kargo-fleet.svc:9090: Service kargo-fleet/kargo-fleet-steps has no ready endpoint")
+			"call https://kargo-fleet-steps.kargo-fleet.svc:9090: Service kargo-fleet/kargo-fleet-steps has no ready endpoint")
 		ready := true
 		slice.Endpoints[0].Conditions.Ready = &ready
 		require.NoError(t, env.Client.Update(ctx(), slice))
