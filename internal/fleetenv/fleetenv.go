@@ -327,14 +327,41 @@ func (e *Env) RestartStepServer() error {
 // reconcilers and the token minter). After StopController it starts a fresh
 // one, rebuilt from the API server alone.
 func (e *Env) StartController() error {
+	return e.StartControllerWith(nil)
+}
+
+// StartControllerWith starts the orchestrating controller like
+// StartController, with its manager options changed by adjust first (a
+// test wraps the client to cut it off mid-write, as a kill would).
+func (e *Env) StartControllerWith(adjust func(*manager.Options)) error {
 	opts := e.opts.Controller
 	opts.Components = manager.Orchestration
+	if adjust != nil {
+		adjust(&opts)
+	}
 	stop, done, err := e.startManager(opts)
 	if err != nil {
 		return err
 	}
 	e.ctrlStop, e.ctrlDone = stop, done
 	return nil
+}
+
+// StartRivalController starts one more orchestrating controller beside the
+// running one, as a leader that lost its Lease but has not noticed yet
+// overlaps with the new leader (the environment runs without leader
+// election). The returned function stops it.
+func (e *Env) StartRivalController() (func() error, error) {
+	opts := e.opts.Controller
+	opts.Components = manager.Orchestration
+	stop, done, err := e.startManager(opts)
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		stop()
+		return <-done
+	}, nil
 }
 
 func (e *Env) startManager(opts manager.Options) (context.CancelFunc, chan error, error) {

@@ -174,6 +174,34 @@ type FleetRolloutStatus struct {
 	// finishedAt is when the rollout reached a final phase.
 	// +optional
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+
+	// dispatch is the last batch of Promotions a controller claimed for the
+	// rollout before creating them. It is written with an optimistic lock,
+	// so two controllers that overlap (a leader that lost its Lease but has
+	// not noticed yet, and the new one) never create the same Promotions:
+	// one of them loses the write, and the other's claim holds it back
+	// until the claimed Promotions exist.
+	// +optional
+	Dispatch *Dispatch `json:"dispatch,omitempty"`
+}
+
+// Dispatch is a batch of Promotions a controller claimed.
+type Dispatch struct {
+	// controller identifies the controller process that claimed the batch.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	Controller string `json:"controller"`
+
+	// keys are the claimed Promotions: target IDs, and "wave:<name>" for the
+	// Promotion of a wave Stage.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=260
+	Keys []string `json:"keys,omitempty"`
+
+	// at is when the batch was claimed.
+	// +required
+	At metav1.Time `json:"at"`
 }
 
 // PlanSnapshot pins the targets and waves a rollout works on, so membership

@@ -49,6 +49,8 @@ type FleetRolloutReconciler struct {
 	clock     clock.Clock
 	refresh   RefreshFunc
 	metrics   *rolloutMetrics
+	// id names this controller process in the Promotion batches it claims.
+	id string
 
 	// In-memory state, rebuilt from the API server after a restart and
 	// dropped when a rollout is deleted.
@@ -67,7 +69,7 @@ var _ reconcile.Reconciler = &FleetRolloutReconciler{}
 func NewFleetRolloutReconciler(c client.Client, reader client.Reader, inv fleetplan.Inventory, rec events.EventRecorder,
 	clk clock.Clock, refresh RefreshFunc) *FleetRolloutReconciler {
 	return &FleetRolloutReconciler{client: c, reader: reader, inventory: inv, recorder: rec, clock: clk, refresh: refresh,
-		metrics: defaultRolloutMetrics, lastWrite: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{}}
+		metrics: defaultRolloutMetrics, id: newControllerID(), lastWrite: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{}}
 }
 
 // scope carries what one reconcile learns and decides. status is the
@@ -178,13 +180,20 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 		starts = starts[:maxStartsPerReconcile]
 		retry = time.Millisecond // come back at once for the rest
 	}
-	if n, err := r.startTargets(ctx, ro, fs, starts); err != nil {
+	b, heldBack, err := r.claim(ctx, s, batch{starts: starts, wave: d.PromoteWave})
+	switch {
+	case err != nil:
+		errs = append(errs, err)
+	case heldBack > 0:
+		retry = heldBack
+	}
+	if n, err := r.startTargets(ctx, ro, fs, b.starts); err != nil {
 		errs = append(errs, err)
 	} else if n > 0 {
 		retry = max(retry, 250*time.Millisecond)
 	}
-	if d.PromoteWave != "" {
-		if unavailable, err := r.promoteWave(ctx, ro, fs, d.PromoteWave); err != nil {
+	if b.wave != "" {
+		if unavailable, err := r.promoteWave(ctx, ro, fs, b.wave); err != nil {
 			errs = append(errs, err)
 		} else if unavailable {
 			retry = minPositive(retry, 250*time.Millisecond)

@@ -15,6 +15,8 @@ type rolloutMetrics struct {
 	breaches          *prometheus.CounterVec
 	rollbacks         *prometheus.CounterVec
 	promotionsCreated *prometheus.CounterVec
+	claimsHeldBack    prometheus.Counter
+	claimsLost        prometheus.Counter
 	reconcileSeconds  prometheus.Histogram
 }
 
@@ -42,13 +44,21 @@ func newRolloutMetrics(reg prometheus.Registerer) *rolloutMetrics {
 			Name: "kargo_fleet_target_promotions_created_total",
 			Help: "Target Promotions created, by rollout direction.",
 		}, []string{"direction"}),
+		claimsHeldBack: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kargo_fleet_dispatch_held_back_total",
+			Help: "Reconciles that created nothing because another controller's claimed Promotions did not all exist yet (two controllers overlap).",
+		}),
+		claimsLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kargo_fleet_dispatch_claims_lost_total",
+			Help: "Claims of a Promotion batch lost to a concurrent write of the rollout (two controllers overlap, or a stale cache).",
+		}),
 		reconcileSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "kargo_fleet_rollout_reconcile_seconds",
 			Help:    "Time to reconcile one FleetRollout.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
 	}
-	reg.MustRegister(m.phase, m.targets, m.breaches, m.rollbacks, m.promotionsCreated, m.reconcileSeconds)
+	reg.MustRegister(m.phase, m.targets, m.breaches, m.rollbacks, m.promotionsCreated, m.claimsHeldBack, m.claimsLost, m.reconcileSeconds)
 	return m
 }
 

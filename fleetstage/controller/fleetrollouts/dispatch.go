@@ -1,0 +1,182 @@
+package fleetrollouts
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+)
+
+// claimWindow is how long another controller's claim holds this one back
+// while some of its Promotions do not exist yet: long enough for a create
+// batch in flight to land, short enough that a controller restarted after
+// a kill in the middle of a batch goes on soon. A failover through leader
+// election takes a Lease period (15 s), longer than the window.
+const claimWindow = 5 * time.Second
+
+// claimRetry is how soon a reconcile held back by another controller's
+// claim looks again.
+const claimRetry = 250 * time.Millisecond
+
+// conflictRetry is how soon a reconcile whose claim lost looks again: most
+// often its cache had not yet seen the rollout's latest status write.
+const conflictRetry = 20 * time.Millisecond
+
+// newControllerID names this controller process in the claims it writes:
+// the host, and a random part that a restart renews.
+func newControllerID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	host, _ := os.Hostname()
+	if len(host) > 100 {
+		host = host[:100]
+	}
+	return host + "/" + hex.EncodeToString(b)
+}
+
+// batch is what one reconcile is about to create: target Promotions, and
+// at most one wave Stage Promotion.
+type batch struct {
+	starts []rollout.Start
+	wave   string
+}
+
+func (b batch) empty() bool { return len(b.starts) == 0 && b.wave == "" }
+
+func (b batch) keys() []string {
+	keys := make([]string, 0, len(b.starts)+1)
+	for _, s := range b.starts {
+		keys = append(keys, s.Target.ID)
+	}
+	if b.wave != "" {
+		keys = append(keys, wavePromotionKey+b.wave)
+	}
+	return keys
+}
+
+// claim fences the Promotions of b against a second controller reconciling
+// the same rollout at the same time (split brain: a leader that lost its
+// Lease and has not noticed). It returns the part of b this reconcile may
+// create, which is empty when it must not create anything now, and how
+// soon to look again then.
+//
+//  1. A fresh claim by another controller whose Promotions do not all
+//     exist yet holds this reconcile back: its creates may be in flight.
+//  2. Promotions that exist already (read from the API server, not the
+//     cache, which may lag) are dropped from b.
+//  3. The claim of what remains is written into status.dispatch with an
+//     optimistic lock on the rollout this reconcile read. Of two
+//     controllers claiming on the same version, one loses with a conflict
+//     and creates nothing; the winner's claim then holds it back (1).
+//
+// The claim of a controller's own earlier batch does not hold it back: its
+// creates returned before this reconcile began.
+func (r *FleetRolloutReconciler) claim(ctx context.Context, s *scope, b batch) (batch, time.Duration, error) {
+	if b.empty() {
+		return b, 0, nil
+	}
+	ro := s.ro
+	now := r.clock.Now()
+	if prev := ro.Status.Dispatch; prev != nil && prev.Controller != r.id && now.Sub(prev.At.Time) < claimWindow {
+		exist, err := r.existing(ctx, s, prev.Keys)
+		if err != nil {
+			return batch{}, 0, err
+		}
+		for _, k := range prev.Keys {
+			if !exist[k] {
+				r.metrics.claimsHeldBack.Inc()
+				return batch{}, claimRetry, nil
+			}
+		}
+	}
+	exist, err := r.existing(ctx, s, b.keys())
+	if err != nil {
+		return batch{}, 0, err
+	}
+	b.starts = slices.DeleteFunc(slices.Clone(b.starts), func(st rollout.Start) bool { return exist[st.Target.ID] })
+	if exist[wavePromotionKey+b.wave] {
+		b.wave = ""
+	}
+	if b.empty() {
+		return b, 0, nil
+	}
+	claimed := ro.DeepCopy()
+	claimed.Status.Dispatch = &fleetv1alpha1.Dispatch{Controller: r.id, Keys: b.keys(), At: metav1.NewTime(now)}
+	err = r.client.Status().Patch(ctx, claimed, client.MergeFromWithOptions(ro, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsConflict(err):
+		r.metrics.claimsLost.Inc()
+		return batch{}, conflictRetry, nil
+	case err != nil:
+		return batch{}, 0, fmt.Errorf("error claiming Promotions of FleetRollout %q: %w", ro.Name, err)
+	}
+	// The reconcile goes on from what it wrote; its final status write must
+	// neither undo the claim nor lose to the version it just made.
+	ro.ResourceVersion = claimed.ResourceVersion
+	ro.Status.Dispatch = claimed.Status.Dispatch
+	s.status.Dispatch = claimed.Status.Dispatch.DeepCopy()
+	return b, 0, nil
+}
+
+// existing reports which of keys already have their Promotion, read from
+// the API server.
+func (r *FleetRolloutReconciler) existing(ctx context.Context, s *scope, keys []string) (map[string]bool, error) {
+	ro := s.ro
+	out := map[string]bool{}
+	var targets, waves []string
+	for _, k := range keys {
+		if w, ok := strings.CutPrefix(k, wavePromotionKey); ok {
+			waves = append(waves, w)
+		} else {
+			targets = append(targets, k)
+		}
+	}
+	if len(targets) > 0 {
+		in, err := labels.NewRequirement(fleetv1alpha1.TargetLabel, selection.In, targets)
+		if err != nil {
+			return nil, fmt.Errorf("error selecting the Promotions of targets %v: %w", targets, err)
+		}
+		own, _ := labels.NewRequirement(fleetv1alpha1.RolloutLabel, selection.Equals, []string{ro.Name})
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(kargo.GroupVersion.WithKind("PromotionList"))
+		if err := r.reader.List(ctx, list, client.InNamespace(ro.Namespace),
+			client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*own, *in)}); err != nil {
+			return nil, fmt.Errorf("error listing the Promotions of FleetRollout %q: %w", ro.Name, err)
+		}
+		for _, p := range list.Items {
+			out[p.Labels[fleetv1alpha1.TargetLabel]] = true
+		}
+	}
+	if len(waves) > 0 && s.fs != nil {
+		list := &kargo.PromotionList{}
+		if err := r.reader.List(ctx, list, client.InNamespace(ro.Namespace),
+			client.MatchingLabels{fleetrollout.WavePromotionLabel: ro.Name}); err != nil {
+			return nil, fmt.Errorf("error listing the wave Promotions of FleetRollout %q: %w", ro.Name, err)
+		}
+		for _, w := range waves {
+			stage := render.WaveStageName(s.fs.Name, w)
+			for _, p := range list.Items {
+				if p.Spec.Stage == stage && p.Spec.Freight == ro.Spec.Freight.Name {
+					out[wavePromotionKey+w] = true
+				}
+			}
+		}
+	}
+	return out, nil
+}
