@@ -24,7 +24,7 @@ func (h *harness) hold(ctx context.Context, d time.Duration) (string, error) {
 		select {
 		case err := <-h.ctrl.done:
 			h.ctrl.done <- err
-			return "", fmt.Errorf("the controller exited after %s: %v", time.Since(start).Round(time.Second), err)
+			return "", fmt.Errorf("the controller exited after %s: %w", time.Since(start).Round(time.Second), err)
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-tick.C:

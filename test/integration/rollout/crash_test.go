@@ -4,15 +4,16 @@ package rollout_test
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
@@ -40,15 +41,12 @@ func TestCrashesNeverPromoteATargetTwice(t *testing.T) {
 	breaks := map[string]string{kargosim.DelayVar: "300ms", kargosim.FaultVar: kargosim.FaultFail, kargosim.FaultFreightVar: "f2-bad"}
 	targets := append(inline("pilot", 2, map[string]string{"ring": "pilot"}, step), inline("canary", 4, map[string]string{"ring": "canary"}, breaks)...)
 	targets = append(targets, inline("general", 8, map[string]string{"ring": "general"}, step)...)
-	ring := func(r string) *metav1.LabelSelector {
-		return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}}
-	}
 	f := newFleet(t, "crash", fleetSpec{
 		targets: targets,
 		waves: []fleetv1alpha1.Wave{
-			{Name: "pilot", Selector: ring("pilot")},
-			{Name: "canary", Selector: ring("canary"), MaxFailures: testutil.Int(1), MaxConcurrent: testutil.Int(2)},
-			{Name: "general", Selector: ring("general"), MaxConcurrent: testutil.Int(3)},
+			{Name: "pilot", Selector: ringSelector("pilot")},
+			{Name: "canary", Selector: ringSelector("canary"), MaxFailures: testutil.Int(1), MaxConcurrent: testutil.Int(2)},
+			{Name: "general", Selector: ringSelector("general"), MaxConcurrent: testutil.Int(3)},
 		},
 		policy:      fleetv1alpha1.FleetPolicy{Rollback: fleetv1alpha1.RollbackPolicy{Mode: fleetv1alpha1.RollbackAutomatic, MaxConcurrent: testutil.Int(2)}},
 		autoPromote: true,
@@ -113,39 +111,15 @@ func TestCrashesNeverPromoteATargetTwice(t *testing.T) {
 	require.GreaterOrEqual(t, restarts, 10, "the test must crash the controller many times")
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rb.Status.Phase, rb.Status.Message)
 
-	list := &kargo.PromotionList{}
-	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
-	perTarget := map[string]int{}
-	targetsOf := map[string]map[string]bool{}
-	for _, p := range list.Items {
-		r := p.Labels[fleetv1alpha1.RolloutLabel]
-		if r == "" {
-			continue
-		}
-		id := p.Labels[fleetv1alpha1.TargetLabel]
-		perTarget[r+"/"+id]++
-		if targetsOf[r] == nil {
-			targetsOf[r] = map[string]bool{}
-		}
-		targetsOf[r][id] = true
-	}
-	for key, n := range perTarget {
-		require.Equal(t, 1, n, "rollout/target %s was promoted %d times", key, n)
-	}
-	require.Len(t, targetsOf[good.Name], 14, "the good rollout promoted every target once")
-	for id := range targetsOf[bad.Name] {
+	promoted := promotionsPerTarget(t, f.ns)
+	requireOncePerTarget(t, f.ns)
+	require.Len(t, promoted[good.Name], 14, "the good rollout promoted every target once")
+	for id := range promoted[bad.Name] {
 		require.NotContains(t, id, "general", "the bad Freight never reached the general ring")
 	}
-	require.Equal(t, targetsOf[bad.Name], targetsOf[rb.Name], "the rollback returned exactly the targets the bad rollout moved")
-	rollouts := &fleetv1alpha1.FleetRolloutList{}
-	require.NoError(t, env.Client.List(context.Background(), rollouts, client.InNamespace(f.ns)))
-	rollbacks := 0
-	for _, ro := range rollouts.Items {
-		if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
-			rollbacks++
-		}
-	}
-	require.Equal(t, 1, rollbacks, "one rollback, however often the controller died")
+	require.Equal(t, slices.Sorted(maps.Keys(promoted[bad.Name])), slices.Sorted(maps.Keys(promoted[rb.Name])),
+		"the rollback returned exactly the targets the bad rollout moved")
+	require.Equal(t, 1, countRollbacks(t, f.ns), "one rollback, however often the controller died")
 	for id, freight := range f.targetFreight() {
 		require.Equal(t, f.good, freight, id)
 	}
