@@ -26,12 +26,17 @@ const (
 
 var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 
-// newFakeClient returns a fake client holding objs; it answers
-// SelfSubjectReviews as user (none: the request fails).
+// newFakeClient returns a fake client holding copies of objs (the fake
+// client writes into the objects it is given, and parallel tests share
+// them); it answers SelfSubjectReviews as user (none: the request fails).
 func newFakeClient(user string, objs ...client.Object) client.Client {
+	copies := make([]client.Object, len(objs))
+	for i, o := range objs {
+		copies[i] = o.DeepCopyObject().(client.Object)
+	}
 	return fake.NewClientBuilder().
 		WithScheme(cliScheme()).
-		WithObjects(objs...).
+		WithObjects(copies...).
 		WithStatusSubresource(&fleetv1alpha1.FleetStage{}, &fleetv1alpha1.FleetRollout{}).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
