@@ -60,6 +60,10 @@ type FleetReader interface {
 	GetRollout(ctx context.Context, namespace, name string) (*fleetv1alpha1.FleetRollout, error)
 	// GetFreight returns a Freight.
 	GetFreight(ctx context.Context, namespace, name string) (*kargo.Freight, error)
+	// GetFreightApprovals returns a Freight for its approvals
+	// (status.approvedFor); the Stages it is in and verified in may be
+	// missing. Gates read it on every poll of every target.
+	GetFreightApprovals(ctx context.Context, namespace, name string) (*kargo.Freight, error)
 	// FreightRecord says whether the Freight passed the FleetStage (a
 	// forward rollout of it succeeded, or it is the last good Freight) and,
 	// when it is held back after a breach, the rollout that breached.

@@ -95,7 +95,7 @@ func (s *gateStep) run(ctx context.Context, in *Input, cfg GateConfig) (Result, 
 	var closed []string
 	if cfg.Approval {
 		stage := cmp.Or(cfg.ApprovalStage, c.Stage)
-		freight, err := s.store.GetFreight(ctx, c.Project, c.Freight)
+		freight, err := s.store.GetFreightApprovals(ctx, c.Project, c.Freight)
 		if apierrors.IsNotFound(err) {
 			err = &TerminalError{Err: fmt.Errorf("freight %q not found in project %q", c.Freight, c.Project)}
 			return failed(err.Error(), outputs), err

@@ -24,6 +24,8 @@ import (
 type APIStore struct {
 	writer client.Client
 	reader client.Reader
+	// approvals reads Freight for their approvals; nil means reader.
+	approvals client.Reader
 }
 
 var _ Store = (*APIStore)(nil)
@@ -41,6 +43,27 @@ func (s *APIStore) GetRollout(ctx context.Context, namespace, name string) (*fle
 		return nil, fmt.Errorf("error getting FleetRollout %q: %w", name, err)
 	}
 	return &ro, nil
+}
+
+// WithApprovalsFrom makes the store read Freight approvals through r: the
+// manager's cache, whose Freight keep their approvals but not the per-Stage
+// maps that make a Freight of a 10,000-target fleet a megabyte. A gate's
+// poll then reads no Freight from the API server.
+func (s *APIStore) WithApprovalsFrom(r client.Reader) *APIStore {
+	s.approvals = r
+	return s
+}
+
+// GetFreightApprovals implements FleetReader.
+func (s *APIStore) GetFreightApprovals(ctx context.Context, namespace, name string) (*kargo.Freight, error) {
+	if s.approvals == nil {
+		return s.GetFreight(ctx, namespace, name)
+	}
+	var f kargo.Freight
+	if err := s.approvals.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &f); err != nil {
+		return nil, fmt.Errorf("error getting Freight %q: %w", name, err)
+	}
+	return &f, nil
 }
 
 // GetFreight implements FleetReader.

@@ -234,7 +234,7 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 	}
 	keys := steps.NewSecretKey(opts.SigningKeyFile, opts.SigningKeySecret, keyReader, mgr.GetClient())
 	if o.Components&StepServer != 0 && opts.Enabled() {
-		store := steps.NewAPIStore(mgr.GetClient(), mgr.GetAPIReader())
+		store := steps.NewAPIStore(mgr.GetClient(), mgr.GetAPIReader()).WithApprovalsFrom(mgr.GetClient())
 		server := steps.NewServer(opts, steps.ServerDeps{
 			Reader:      mgr.GetAPIReader(),
 			FleetStages: mgr.GetClient(),
