@@ -54,7 +54,10 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 
 	var mu sync.Mutex
 	res := &s.sync
-	g, gctx := errgroup.WithContext(ctx)
+	// One failed write does not cancel the others: a create cancelled on
+	// the client side may still land, and the result would then count it
+	// as neither created nor conflicting.
+	var g errgroup.Group
 	g.SetLimit(writeParallelism)
 	for i := range desired {
 		d := &desired[i]
@@ -63,7 +66,7 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 		switch {
 		case !ok:
 			g.Go(func() error {
-				err := r.client.Create(gctx, d)
+				err := r.client.Create(ctx, d)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -87,7 +90,7 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 				patch := client.MergeFrom(cur.DeepCopy())
 				render.Apply(cur, d)
 				delete(cur.Annotations, fleetv1alpha1.PruneAnnotation)
-				if err := r.client.Patch(gctx, cur, patch); err != nil {
+				if err := r.client.Patch(ctx, cur, patch); err != nil {
 					return fmt.Errorf("error updating Stage %q: %w", d.Name, err)
 				}
 				mu.Lock()
