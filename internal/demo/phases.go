@@ -22,14 +22,14 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
-	"github.com/kargo-fleet/kargo-fleet/test/envtest"
 )
 
 // createProject creates the Project and everything in it.
 func (s *story) createProject(ctx context.Context) (string, error) {
 	sc := s.o.Scenario
+	// The Project only: Kargo's Project webhook creates its namespace. A
+	// namespace created just before would race the webhook's cache.
 	objs := []client.Object{
-		envtest.ProjectNamespace(Project),
 		&kargo.Project{ObjectMeta: metav1.ObjectMeta{Name: Project}},
 		WarehouseObject(),
 	}

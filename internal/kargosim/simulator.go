@@ -87,6 +87,7 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	srv.Register(MutatePromotionPath, &webhook.Admission{Handler: &mutatingHandler{sim: s, decoder: decoder}})
 	srv.Register(ValidatePromotionPath, &webhook.Admission{Handler: &validatingHandler{sim: s, decoder: decoder}})
 	srv.Register(ValidateStagePath, &webhook.Admission{Handler: &stageValidatingHandler{decoder: decoder}})
+	srv.Register(ValidateProjectPath, &webhook.Admission{Handler: &projectValidatingHandler{sim: s, decoder: decoder}})
 	if err := mgr.Add(s.freightStatus); err != nil {
 		return fmt.Errorf("error adding the simulated Freight status writer: %w", err)
 	}

@@ -16,6 +16,8 @@ const (
 	ValidatePromotionPath = "/validate-kargo-akuity-io-v1alpha1-promotion"
 	// ValidateStagePath serves the Stage validating webhook.
 	ValidateStagePath = "/validate-kargo-akuity-io-v1alpha1-stage"
+	// ValidateProjectPath serves the Project validating webhook.
+	ValidateProjectPath = "/validate-kargo-akuity-io-v1alpha1-project"
 )
 
 // webhookService is the (nominal) Service the configurations name; envtest
@@ -34,13 +36,17 @@ const (
 func WebhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfiguration,
 	[]*admissionregistrationv1.ValidatingWebhookConfiguration) {
 	rule := func(resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+		scope := admissionregistrationv1.NamespacedScope
+		if resource == "projects" {
+			scope = admissionregistrationv1.ClusterScope
+		}
 		return []admissionregistrationv1.RuleWithOperations{{
 			Operations: ops,
 			Rule: admissionregistrationv1.Rule{
 				APIGroups:   []string{kargo.GroupVersion.Group},
 				APIVersions: []string{kargo.GroupVersion.Version},
 				Resources:   []string{resource},
-				Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+				Scope:       ptr.To(scope),
 			},
 		}}
 	}
@@ -50,6 +56,7 @@ func WebhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfigur
 		}}
 	}
 	sideEffects := admissionregistrationv1.SideEffectClassNone
+	noneOnDryRun := admissionregistrationv1.SideEffectClassNoneOnDryRun
 	fail := admissionregistrationv1.Fail
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "kargo-simulator"},
@@ -79,6 +86,16 @@ func WebhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfigur
 			ClientConfig:            client(ValidateStagePath),
 			Rules:                   rule("stages", admissionregistrationv1.Create, admissionregistrationv1.Update),
 			SideEffects:             &sideEffects,
+			FailurePolicy:           &fail,
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](10),
+		}, {
+			// Kargo's Project webhook creates the Project's namespace: it has
+			// side effects, which it does not perform on a dry run.
+			Name:                    "project.kargo.akuity.io",
+			ClientConfig:            client(ValidateProjectPath),
+			Rules:                   rule("projects", admissionregistrationv1.Create),
+			SideEffects:             &noneOnDryRun,
 			FailurePolicy:           &fail,
 			AdmissionReviewVersions: []string{"v1"},
 			TimeoutSeconds:          ptr.To[int32](10),

@@ -70,11 +70,15 @@ func newFleet(t *testing.T, prefix string, spec fleetSpec) *fleet {
 	_, _ = rand.Read(suffix)
 	f := &fleet{t: t, ns: "e2e-" + prefix + "-" + hex.EncodeToString(suffix), freight: map[string]string{}}
 	report(t, "project=%s", f.ns)
-	require.NoError(t, kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: f.ns, Labels: map[string]string{kargo.ProjectLabel: "true"},
-	}}))
-	// Real Kargo manages a Project through its Project object.
+	// The Project only: Kargo's Project webhook creates the namespace,
+	// labelled. Creating the namespace first races the webhook's informer
+	// cache: it may not see the namespace yet, try to create it and answer
+	// AlreadyExists as an internal error.
 	require.NoError(t, kube.Create(ctx, &kargo.Project{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}))
+	require.Eventually(t, func() bool {
+		ns := &corev1.Namespace{}
+		return kube.Get(ctx, client.ObjectKey{Name: f.ns}, ns) == nil && ns.Labels[kargo.ProjectLabel] == "true"
+	}, cfg.timeout, 100*time.Millisecond, "Kargo never created the Project's namespace")
 	require.NoError(t, kube.Create(ctx, &kargo.Warehouse{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: warehouse},
 		Spec: &apiextensionsv1.JSON{Raw: []byte(`{"freightCreationPolicy": "Manual",

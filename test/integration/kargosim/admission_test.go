@@ -5,10 +5,12 @@ package kargosim_test
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,4 +121,23 @@ func TestStageWebhookRefusesIfOnTaskSteps(t *testing.T) {
 	err = k8s.Patch(ctx, s, client.MergeFrom(base))
 	require.True(t, apierrors.IsInvalid(err), "%v", err)
 	require.ErrorContains(t, err, `spec.promotionTemplate.spec.steps[1].config: Forbidden: PromotionTemplate step referencing a task cannot have a config`)
+}
+
+// TestProjectWebhookCreatesTheNamespace: as Kargo's, the simulator's Project
+// webhook creates a missing namespace labelled as a Project namespace, and
+// refuses a Project whose namespace exists without that label.
+func TestProjectWebhookCreatesTheNamespace(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, k8s.Create(ctx, &kargo.Project{ObjectMeta: metav1.ObjectMeta{Name: "webhook-made-ns"}}))
+	ns := &corev1.Namespace{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Name: "webhook-made-ns"}, ns), "the webhook created the namespace")
+	require.Equal(t, "true", ns.Labels[kargo.ProjectLabel])
+
+	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain-ns"}}))
+	require.Eventually(t, func() bool {
+		err := k8s.Create(ctx, &kargo.Project{ObjectMeta: metav1.ObjectMeta{Name: "plain-ns"}})
+		return apierrors.IsConflict(err) && strings.Contains(err.Error(), "is not labeled as a Project namespace")
+	}, 5*time.Second, 50*time.Millisecond, "a Project cannot take over a namespace that is not a Project's")
+	err := k8s.Get(ctx, client.ObjectKey{Name: "plain-ns"}, &kargo.Project{})
+	require.True(t, apierrors.IsNotFound(err), "%v", err)
 }
