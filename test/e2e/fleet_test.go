@@ -70,20 +70,7 @@ func newFleet(t *testing.T, prefix string, spec fleetSpec) *fleet {
 	_, _ = rand.Read(suffix)
 	f := &fleet{t: t, ns: "e2e-" + prefix + "-" + hex.EncodeToString(suffix), freight: map[string]string{}}
 	report(t, "project=%s", f.ns)
-	// The Project only: Kargo's Project webhook creates the namespace,
-	// labelled. Creating the namespace first races the webhook's informer
-	// cache: it may not see the namespace yet, try to create it and answer
-	// AlreadyExists as an internal error.
-	require.NoError(t, kube.Create(ctx, &kargo.Project{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}))
-	require.Eventually(t, func() bool {
-		ns := &corev1.Namespace{}
-		return kube.Get(ctx, client.ObjectKey{Name: f.ns}, ns) == nil && ns.Labels[kargo.ProjectLabel] == "true"
-	}, cfg.timeout, 100*time.Millisecond, "Kargo never created the Project's namespace")
-	require.NoError(t, kube.Create(ctx, &kargo.Warehouse{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: warehouse},
-		Spec: &apiextensionsv1.JSON{Raw: []byte(`{"freightCreationPolicy": "Manual",
-			"subscriptions": [{"image": {"repoURL": "registry.invalid/e2e/guestbook"}}]}`)},
-	}))
+	createProject(t, f.ns)
 	var steps []kargo.PromotionStep
 	require.NoError(t, json.Unmarshal([]byte(perTargetSteps), &steps))
 	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: warehouse}
@@ -364,4 +351,24 @@ func (f *fleet) callWindows(freight string) (first, last map[string]time.Time) {
 		}
 	}
 	return first, last
+}
+
+// createProject creates Project ns with the suite's Warehouse. It creates
+// the Project only: Kargo's Project webhook creates the namespace,
+// labelled. Creating the namespace first races the webhook's informer
+// cache: it may not see the namespace yet, try to create it and answer
+// AlreadyExists as an internal error.
+func createProject(t *testing.T, ns string) {
+	t.Helper()
+	ctx := ctxT(t)
+	require.NoError(t, kube.Create(ctx, &kargo.Project{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	require.Eventually(t, func() bool {
+		got := &corev1.Namespace{}
+		return kube.Get(ctx, client.ObjectKey{Name: ns}, got) == nil && got.Labels[kargo.ProjectLabel] == "true"
+	}, cfg.timeout, 100*time.Millisecond, "Kargo never created the namespace of Project %s", ns)
+	require.NoError(t, kube.Create(ctx, &kargo.Warehouse{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: warehouse},
+		Spec: &apiextensionsv1.JSON{Raw: []byte(`{"freightCreationPolicy": "Manual",
+			"subscriptions": [{"image": {"repoURL": "registry.invalid/e2e/guestbook"}}]}`)},
+	}))
 }
