@@ -61,7 +61,8 @@ func startController(ctx context.Context, env *fleetenv.Env, bin, dir string, co
 	args := []string{"controller",
 		"--kubeconfig", kubeconfig,
 		"--leader-elect=false", "--webhooks=false",
-		"--metrics-bind-address", metricsAddr,
+		// The harness scrapes the metrics of its own loopback process.
+		"--metrics-bind-address", metricsAddr, "--metrics-secure=false",
 		"--health-probe-bind-address", probeAddr,
 		"--step-server-url", env.StepServerURL,
 		"--kube-api-qps", "500", "--kube-api-burst", "1000",
