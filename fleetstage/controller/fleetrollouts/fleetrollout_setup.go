@@ -24,12 +24,12 @@ import (
 func (r *FleetRolloutReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleetv1alpha1.FleetRollout{}).
-		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfPromotion)).
+		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfPromotion),
+			builder.WithPredicates(promotionJudged)).
 		Watches(&kargo.Stage{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfStage),
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-				return o.GetLabels()[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget
-			}))).
-		Watches(&kargo.Freight{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFreight)).
+			builder.WithPredicates(targetStageJudged)).
+		Watches(&kargo.Freight{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFreight),
+			builder.WithPredicates(freightApprovals)).
 		Watches(&fleetv1alpha1.FleetStage{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFleetStage)).
 		Watches(&fleetv1alpha1.FleetRollout{}, handler.EnqueueRequestsFromMapFunc(r.siblingsOfRollout),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).

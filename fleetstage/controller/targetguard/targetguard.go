@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -71,9 +72,20 @@ func NewReconciler(c client.Client, rec events.EventRecorder) *Reconciler {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("targetguard").
-		For(&kargo.Promotion{}, builder.WithPredicates(predicate.NewPredicateFuncs(foreign))).
+		For(&kargo.Promotion{}, builder.WithPredicates(predicate.NewPredicateFuncs(foreign), appearsOrFinishes)).
 		WithOptions(opts).
 		Complete(r)
+}
+
+// appearsOrFinishes passes a Promotion's creation and a change of its phase
+// (Kargo patches a running Promotion's status several times; the guard
+// judges a Promotion when it appears and acts again only when it ends).
+var appearsOrFinishes = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*kargo.Promotion)
+		n, ok2 := e.ObjectNew.(*kargo.Promotion)
+		return !ok1 || !ok2 || o.Status.Phase != n.Status.Phase
+	},
 }
 
 // foreign reports whether a Promotion was made by anyone but kargo-fleet.

@@ -1,0 +1,97 @@
+package fleetrollouts
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// Kargo patches a target Stage about eight times and a Promotion about three
+// times per target Promotion, and writes the Freight's verifiedIn and
+// currentlyIn once per Stage. Each of those events used to reconcile every
+// open rollout of the fleet. The predicates below let through only the
+// changes a rollout's judgement reads (observe), which halves the
+// reconciles of a rollout without delaying any decision.
+
+// promotionJudged passes a Promotion's creation and deletion, and an update
+// that changes what observe reads: phase, message, finish time, labels or
+// annotations (an abort request, a refresh).
+var promotionJudged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*kargo.Promotion)
+		n, ok2 := e.ObjectNew.(*kargo.Promotion)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return promotionChanged(o, n)
+	},
+}
+
+func promotionChanged(o, n *kargo.Promotion) bool {
+	return o.Status.Phase != n.Status.Phase || o.Status.Message != n.Status.Message ||
+		!reflect.DeepEqual(o.Status.FinishedAt, n.Status.FinishedAt) ||
+		!maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) ||
+		!reflect.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
+}
+
+// targetStageJudged passes target Stages only: their creation and deletion,
+// and an update that changes what observe reads: labels, the prune mark,
+// health, the Freight the Stage runs and its latest verification.
+var targetStageJudged = predicate.And(
+	predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget
+	}),
+	predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*kargo.Stage)
+		n, ok2 := e.ObjectNew.(*kargo.Stage)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return targetStageChanged(o, n)
+	}},
+)
+
+func targetStageChanged(o, n *kargo.Stage) bool {
+	return !maps.Equal(o.Labels, n.Labels) ||
+		o.Annotations[fleetv1alpha1.PruneAnnotation] != n.Annotations[fleetv1alpha1.PruneAnnotation] ||
+		healthOf(o) != healthOf(n) ||
+		!slices.Equal(o.CurrentFreightNames(), n.CurrentFreightNames()) ||
+		verificationOf(o) != verificationOf(n) ||
+		!reflect.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
+}
+
+func healthOf(s *kargo.Stage) string {
+	if s.Status.Health == nil {
+		return ""
+	}
+	return string(s.Status.Health.Status)
+}
+
+func verificationOf(s *kargo.Stage) string {
+	if v := s.LastVerification(); v != nil {
+		return string(v.Phase)
+	}
+	return ""
+}
+
+// freightApprovals passes a Freight's creation and deletion, and an update
+// of its approvals: a rollout reads nothing else of it.
+var freightApprovals = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*kargo.Freight)
+		n, ok2 := e.ObjectNew.(*kargo.Freight)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !maps.EqualFunc(o.Status.ApprovedFor, n.Status.ApprovedFor, func(a, b kargo.ApprovedStage) bool {
+			return reflect.DeepEqual(a, b)
+		})
+	},
+}

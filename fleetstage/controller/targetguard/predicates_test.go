@@ -1,0 +1,25 @@
+package targetguard
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+func TestAppearsOrFinishes(t *testing.T) {
+	t.Parallel()
+	running := &kargo.Promotion{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1"}}
+	running.Status.Phase = kargo.PromotionRunning
+	step := running.DeepCopy()
+	step.ResourceVersion, step.Status.CurrentStep = "2", 1
+	done := running.DeepCopy()
+	done.Status.Phase = kargo.PromotionSucceeded
+
+	require.True(t, appearsOrFinishes.Create(event.CreateEvent{Object: running}))
+	require.False(t, appearsOrFinishes.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: step}), "a step's progress")
+	require.True(t, appearsOrFinishes.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: done}), "the outcome")
+}
