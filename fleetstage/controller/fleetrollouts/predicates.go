@@ -23,15 +23,16 @@ import (
 // promotionJudged passes a Promotion's creation and deletion, and an update
 // that changes what observe reads: phase, message, finish time, labels or
 // annotations (an abort request, a refresh).
-var promotionJudged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*kargo.Promotion)
-		n, ok2 := e.ObjectNew.(*kargo.Promotion)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return promotionChanged(o, n)
-	},
+var promotionJudged = updatedWhen(promotionChanged)
+
+// updatedWhen passes creations and deletions, and updates for which changed
+// says yes (or whose objects are not of type T).
+func updatedWhen[T client.Object](changed func(old, updated T) bool) predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(T)
+		n, ok2 := e.ObjectNew.(T)
+		return !ok1 || !ok2 || changed(o, n)
+	}}
 }
 
 func promotionChanged(o, n *kargo.Promotion) bool {
@@ -48,14 +49,7 @@ var targetStageJudged = predicate.And(
 	predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget
 	}),
-	predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*kargo.Stage)
-		n, ok2 := e.ObjectNew.(*kargo.Stage)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return targetStageChanged(o, n)
-	}},
+	updatedWhen(targetStageChanged),
 )
 
 func targetStageChanged(o, n *kargo.Stage) bool {
@@ -83,15 +77,8 @@ func verificationOf(s *kargo.Stage) string {
 
 // freightApprovals passes a Freight's creation and deletion, and an update
 // of its approvals: a rollout reads nothing else of it.
-var freightApprovals = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*kargo.Freight)
-		n, ok2 := e.ObjectNew.(*kargo.Freight)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return !maps.EqualFunc(o.Status.ApprovedFor, n.Status.ApprovedFor, func(a, b kargo.ApprovedStage) bool {
-			return reflect.DeepEqual(a, b)
-		})
-	},
-}
+var freightApprovals = updatedWhen(func(o, n *kargo.Freight) bool {
+	return !maps.EqualFunc(o.Status.ApprovedFor, n.Status.ApprovedFor, func(a, b kargo.ApprovedStage) bool {
+		return reflect.DeepEqual(a, b)
+	})
+})
