@@ -15,10 +15,10 @@ import (
 
 // Kargo patches a target Stage about eight times and a Promotion about three
 // times per target Promotion, and writes the Freight's verifiedIn and
-// currentlyIn once per Stage. Each of those events used to reconcile every
-// open rollout of the fleet. The predicates below let through only the
-// changes a rollout's judgement reads (observe), which halves the
-// reconciles of a rollout without delaying any decision.
+// currentlyIn once per Stage. The predicates below let through only the
+// changes a rollout's judgement reads (observe): an event that cannot change
+// a decision does not reconcile every open rollout of the fleet. No decision
+// waits for a filtered event.
 
 // promotionJudged passes a Promotion's creation and deletion, and an update
 // that changes what observe reads: phase, message, finish time, labels or
