@@ -334,8 +334,8 @@ func label(line, name string) string {
 	if i < 0 {
 		return ""
 	}
-	rest := line[i+len(name)+2:]
-	return rest[:strings.Index(rest, `"`)]
+	value, _, _ := strings.Cut(line[i+len(name)+2:], `"`)
+	return value
 }
 
 func printDeltas(t *testing.T, run int, what string, fleetBefore, kargoBefore map[string]float64) {

@@ -65,12 +65,12 @@ func healthOf(s *kargo.Stage) string {
 	if s.Status.Health == nil {
 		return ""
 	}
-	return string(s.Status.Health.Status)
+	return s.Status.Health.Status
 }
 
 func verificationOf(s *kargo.Stage) string {
 	if v := s.LastVerification(); v != nil {
-		return string(v.Phase)
+		return v.Phase
 	}
 	return ""
 }
