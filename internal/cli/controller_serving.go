@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -127,7 +128,7 @@ func (o *controllerOptions) addChecks(mgr ctrl.Manager) error {
 		checks["webhook"] = mgr.GetWebhookServer().StartedChecker()
 	}
 	if opts, err := steps.ServerOptionsFromEnv(); err == nil && opts.Enabled() {
-		checks["steps"] = listening(opts.Addr)
+		checks["steps"] = listening(opts.Addr, opts.TLSCertFile != "")
 	}
 	for name, check := range checks {
 		if err := mgr.AddReadyzCheck(name, check); err != nil {
@@ -138,8 +139,10 @@ func (o *controllerOptions) addChecks(mgr ctrl.Manager) error {
 }
 
 // listening checks that something accepts TCP connections at addr (a
-// listen address such as ":9090": an empty host is this host).
-func listening(addr string) healthz.Checker {
+// listen address such as ":9090": an empty host is this host). With
+// serveTLS it completes a TLS handshake: a connection closed before one
+// would make the step server log a handshake error on every probe.
+func listening(addr string, serveTLS bool) healthz.Checker {
 	return func(*http.Request) error {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -148,7 +151,16 @@ func listening(addr string) healthz.Checker {
 		if host == "" || host == "0.0.0.0" || host == "::" {
 			host = "localhost"
 		}
-		c, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), time.Second)
+		target := net.JoinHostPort(host, port)
+		dialer := &net.Dialer{Timeout: time.Second}
+		var c net.Conn
+		if serveTLS {
+			// The check asks whether the server answers, not who it is.
+			c, err = (&tls.Dialer{NetDialer: dialer, Config: &tls.Config{
+				InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}).Dial("tcp", target) //nolint:gosec // see above
+		} else {
+			c, err = dialer.Dial("tcp", target)
+		}
 		if err != nil {
 			return fmt.Errorf("step server not listening: %w", err)
 		}

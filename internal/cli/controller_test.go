@@ -3,9 +3,13 @@ package cli
 import (
 	"bytes"
 	"io"
+	"log"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
@@ -79,7 +83,7 @@ func Test_listening(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := listening(tt.addr)(nil)
+			err := listening(tt.addr, false)(nil)
 			if tt.wantErr {
 				require.Error(t, err)
 				return
@@ -87,6 +91,24 @@ func Test_listening(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+}
+
+// Test_listeningTLS: on a TLS step server the check completes a handshake,
+// so a probe every few seconds leaves no handshake error in the log.
+func Test_listeningTLS(t *testing.T) {
+	t.Parallel()
+	var serverLog bytes.Buffer
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ErrorLog = log.New(&serverLog, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+
+	require.NoError(t, listening(addr, true)(nil))
+	require.NoError(t, listening(addr, true)(nil))
+	time.Sleep(100 * time.Millisecond) // the server logs a failed handshake after the client left
+	require.Empty(t, serverLog.String(), "no handshake error from the readiness check")
+	require.Error(t, listening("127.0.0.1:1", true)(nil), "nothing listening")
 }
 
 func Test_controllerOptions_namespaces(t *testing.T) {

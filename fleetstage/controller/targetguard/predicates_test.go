@@ -14,12 +14,18 @@ func TestAppearsOrFinishes(t *testing.T) {
 	t.Parallel()
 	running := &kargo.Promotion{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1"}}
 	running.Status.Phase = kargo.PromotionRunning
+	pending := running.DeepCopy()
+	pending.Status.Phase = kargo.PromotionPending
 	step := running.DeepCopy()
 	step.ResourceVersion, step.Status.CurrentStep = "2", 1
 	done := running.DeepCopy()
 	done.Status.Phase = kargo.PromotionSucceeded
+	doneLater := done.DeepCopy()
+	doneLater.ResourceVersion = "3"
 
-	require.True(t, appearsOrFinishes.Create(event.CreateEvent{Object: running}))
+	require.True(t, appearsOrFinishes.Create(event.CreateEvent{Object: pending}))
+	require.False(t, appearsOrFinishes.Update(event.UpdateEvent{ObjectOld: pending, ObjectNew: running}), "it starts")
 	require.False(t, appearsOrFinishes.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: step}), "a step's progress")
 	require.True(t, appearsOrFinishes.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: done}), "the outcome")
+	require.False(t, appearsOrFinishes.Update(event.UpdateEvent{ObjectOld: done, ObjectNew: doneLater}), "after the end")
 }

@@ -77,14 +77,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Complete(r)
 }
 
-// appearsOrFinishes passes a Promotion's creation and a change of its phase
-// (Kargo patches a running Promotion's status several times; the guard
-// judges a Promotion when it appears and acts again only when it ends).
+// appearsOrFinishes passes a Promotion's creation and its end (Kargo
+// patches a Promotion's status several times, its phase three times: the
+// guard judges a Promotion when it appears, and again when it ends, to undo
+// one that succeeded before its abort landed). A failed judgement is retried
+// by the work queue, not by the next event.
 var appearsOrFinishes = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*kargo.Promotion)
 		n, ok2 := e.ObjectNew.(*kargo.Promotion)
-		return !ok1 || !ok2 || o.Status.Phase != n.Status.Phase
+		return !ok1 || !ok2 || (!o.Status.Phase.IsTerminal() && n.Status.Phase.IsTerminal())
 	},
 }
 
