@@ -147,6 +147,16 @@ func handOff(o Observation, d Decision, current int) Decision {
 	case r.Spec.Intent == fleetv1alpha1.IntentPause:
 		wp.Waiting = fmt.Sprintf("paused: wave Stage %s is promoted when the rollout resumes", stage)
 		d.Phase = fleetv1alpha1.RolloutPaused
+	case o.RequestPhases[prev.Name].IsTerminal() && o.RequestPhases[prev.Name] != kargo.PromotionSucceeded:
+		// Its fleet-wave step gave up (the step server was unreachable
+		// longer than the step's errorThreshold, or someone aborted it):
+		// Kargo never marks the Freight verified there, so the next wave
+		// Stage cannot take it. A new Promotion's fleet-wave step takes the
+		// wave over where it is.
+		prevStage := o.WaveStage(prev.Name)
+		wp.Waiting = fmt.Sprintf("the Promotion of wave Stage %s ended %s although the wave passed: promote the Freight "+
+			"into it again to hand it on: kargo promote --project %s --freight %s --stage %s",
+			prevStage, o.RequestPhases[prev.Name], r.Namespace, r.Spec.Freight.Name, prevStage)
 	case o.RequestPhases[prev.Name] != kargo.PromotionSucceeded:
 		wp.Waiting = fmt.Sprintf("waiting for the Promotion of wave Stage %s to finish", o.WaveStage(prev.Name))
 	default:

@@ -60,6 +60,14 @@ func TestHandOff(t *testing.T) {
 			wantWaiting: "waiting for the Promotion of wave Stage prod-pilot to finish",
 		},
 		{
+			name: "the previous wave Stage's Promotion errored: the operator is told how to hand the Freight on",
+			obs: pilotPassed(now.Add(-time.Second), 0, func(o *Observation) {
+				o.RequestPhases["pilot"] = kargo.PromotionErrored
+			}),
+			wantWaiting: "the Promotion of wave Stage prod-pilot ended Errored although the wave passed: promote the Freight " +
+				"into it again to hand it on: kargo promote --project shop --freight f2 --stage prod-pilot",
+		},
+		{
 			name: "promoted once: never twice",
 			obs: pilotPassed(now.Add(-time.Minute), 0, func(o *Observation) {
 				o.WavePromoted["canary"] = true
