@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -167,7 +168,13 @@ func (m *TokenMinter) Reconcile(ctx context.Context, req reconcile.Request) (rec
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{fleetv1alpha1.StepTokenSecretKey: token},
 		}
-		if err := m.client.Create(ctx, &secret); err != nil {
+		switch err := m.client.Create(ctx, &secret); {
+		case apierrors.IsAlreadyExists(err):
+			// The cache has not seen the token this minter created a
+			// moment ago (a FleetStage event right after a Secret one):
+			// look again once it has, rather than report an error.
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		case err != nil:
 			return reconcile.Result{}, fmt.Errorf("error creating Secret %s: %w", key, err)
 		}
 		logger.Info("Minted step token", "Secret", key)

@@ -83,6 +83,17 @@ func TestTokenMinter_Reconcile(t *testing.T) {
 		require.True(t, apierrors.IsNotFound(c.Get(ctx, key, &s)), "no FleetStage left: no token")
 	})
 
+	t.Run("a token its cache has not seen yet is no error", func(t *testing.T) {
+		t.Parallel()
+		c := newFakeClient(t, testFleetStage(), testNamespace(testProject, nil))
+		lagging := newFakeClient(t) // the token cache, before it sees the Secret
+		_, err := NewTokenMinter(c, c, testKey, clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
+		require.NoError(t, err)
+		res, err := NewTokenMinter(c, lagging, testKey, clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
+		require.NoError(t, err, "AlreadyExists: the cache lags, nothing is wrong")
+		require.Equal(t, time.Second, res.RequeueAfter, "looked at again once the cache has it")
+	})
+
 	t.Run("renews an ageing token before it expires", func(t *testing.T) {
 		t.Parallel()
 		c := newFakeClient(t, testFleetStage(), testNamespace(testProject, nil))
