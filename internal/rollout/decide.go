@@ -142,6 +142,9 @@ func handOff(o Observation, d Decision, current int) Decision {
 	case w.ManualPromotion:
 		wp.Waiting = fmt.Sprintf("waiting for the Freight to be promoted into wave Stage %s (spec.waves[].promotion: Manual): "+
 			"kargo promote --project %s --freight %s --stage %s", stage, r.Namespace, r.Spec.Freight.Name, stage)
+	case o.WaveGaveUp[w.Name] != "":
+		wp.Waiting = fmt.Sprintf("the Promotion of the Freight into wave Stage %s ended %s: promote it again to run the wave: "+
+			"kargo promote --project %s --freight %s --stage %s", stage, o.WaveGaveUp[w.Name], r.Namespace, r.Spec.Freight.Name, stage)
 	case o.WavePromoted[w.Name]:
 		wp.Waiting = fmt.Sprintf("waiting for Kargo to run the Promotion of wave Stage %s", stage)
 	case r.Spec.Intent == fleetv1alpha1.IntentPause:

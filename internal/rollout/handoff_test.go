@@ -68,6 +68,15 @@ func TestHandOff(t *testing.T) {
 				"into it again to hand it on: kargo promote --project shop --freight f2 --stage prod-pilot",
 		},
 		{
+			name: "kargo-fleet's Promotion of the next wave Stage errored: the operator is told how to run the wave",
+			obs: pilotPassed(now.Add(-time.Minute), 0, func(o *Observation) {
+				o.WavePromoted["canary"] = true
+				o.WaveGaveUp = map[string]kargo.PromotionPhase{"canary": kargo.PromotionErrored}
+			}),
+			wantWaiting: "the Promotion of the Freight into wave Stage prod-canary ended Errored: promote it again to run the wave: " +
+				"kargo promote --project shop --freight f2 --stage prod-canary",
+		},
+		{
 			name: "promoted once: never twice",
 			obs: pilotPassed(now.Add(-time.Minute), 0, func(o *Observation) {
 				o.WavePromoted["canary"] = true

@@ -46,6 +46,11 @@ type Observation struct {
 	// rollout's Freight (any phase), or one was just created: kargo-fleet
 	// promotes a wave Stage at most once per rollout.
 	WavePromoted map[string]bool
+	// WaveGaveUp are the waves whose wave Stage Promotions of the rollout's
+	// Freight all ended without succeeding (Errored, Failed, Aborted), with
+	// the phase of one of them: Kargo will not mark the Freight verified
+	// there until someone promotes it again.
+	WaveGaveUp map[string]kargo.PromotionPhase
 	// Targets holds what was observed of each member, by target ID. A member
 	// missing here has no Promotion of this rollout and no observed Stage.
 	Targets map[string]TargetObservation

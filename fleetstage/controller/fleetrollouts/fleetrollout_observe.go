@@ -53,6 +53,7 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 			ApprovedWaves:     map[string]bool{},
 			RequestPhases:     map[string]kargo.PromotionPhase{},
 			WavePromoted:      map[string]bool{},
+			WaveGaveUp:        map[string]kargo.PromotionPhase{},
 			Targets:           make(map[string]rollout.TargetObservation, snap.Members()),
 		},
 		waveRequests: map[string]string{},
@@ -83,6 +84,7 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 	for wave, promotion := range o.waveRequests {
 		requestedBy[promotion] = wave
 	}
+	alive := map[string]bool{}
 	for i := range promos.Items {
 		p := &promos.Items[i]
 		if wave, ok := waveOfStage[p.Spec.Stage]; ok {
@@ -91,6 +93,11 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 			if p.Spec.Freight == ro.Spec.Freight.Name && p.Annotations[kargo.RollbackAnnotation] != "true" &&
 				!p.CreationTimestamp.Before(&ro.CreationTimestamp) {
 				o.WavePromoted[wave] = true
+				if ph := p.Status.Phase; ph.IsTerminal() && ph != kargo.PromotionSucceeded {
+					o.WaveGaveUp[wave] = ph
+				} else {
+					alive[wave] = true
+				}
 			}
 			if w, ok := requestedBy[p.Name]; ok {
 				o.RequestPhases[w] = p.Status.Phase
@@ -113,6 +120,9 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 				})
 			}
 		}
+	}
+	for wave := range alive {
+		delete(o.WaveGaveUp, wave)
 	}
 
 	stages := &kargo.StageList{}
@@ -172,6 +182,7 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 		if wave, ok := strings.CutPrefix(id, wavePromotionKey); ok {
 			// Created a moment ago; the cache does not show it yet.
 			o.WavePromoted[wave] = true
+			delete(o.WaveGaveUp, wave)
 		}
 	}
 
