@@ -154,6 +154,9 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ro, fs := s.ro, s.fs
 	snap, err := r.ensureSnapshot(ctx, ro, fs)
+	if errors.Is(err, errClaimLanding) {
+		return ctrl.Result{RequeueAfter: claimRetry}, nil
+	}
 	var foreign *foreignSnapshotError
 	if errors.As(err, &foreign) {
 		r.setFinal(s, fleetv1alpha1.RolloutFailed, foreign.Error())

@@ -2,8 +2,10 @@ package fleetrollouts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -125,6 +127,11 @@ func (r *FleetRolloutReconciler) takeSnapshot(ctx context.Context, ro *fleetv1al
 	return p, nil
 }
 
+// errClaimLanding holds a rollback's plan back until the Promotions the
+// rolled-back rollout claimed last exist (or the claim is older than
+// claimWindow).
+var errClaimLanding = errors.New("the rolled-back rollout's last claimed Promotions are not all created yet")
+
 // rollbackPlan is the plan of a rollback: the waves of the rolled-back
 // rollout in reverse order, each holding only the targets that rollout
 // started a Promotion for — exactly the targets that moved.
@@ -149,6 +156,16 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 	moved := map[string]bool{}
 	for i := range promos.Items {
 		moved[promos.Items[i].Labels[fleetv1alpha1.TargetLabel]] = true
+	}
+	// A batch claimed a moment ago may still be landing: another controller
+	// that overlapped the leader can have claimed it just before the halt.
+	// Its targets move, so they must be in the frozen plan.
+	if d := of.Status.Dispatch; d != nil && r.clock.Since(d.At.Time) < claimWindow {
+		for _, k := range d.Keys {
+			if !strings.HasPrefix(k, wavePromotionKey) && !moved[k] {
+				return nil, errClaimLanding
+			}
+		}
 	}
 	out := &plan.WavePlan{Hash: orig.Hash}
 	for _, w := range slices.Backward(orig.Waves) {

@@ -5,9 +5,7 @@ package rollout_test
 import (
 	"context"
 	"errors"
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -278,10 +276,30 @@ func TestOverlappingLeaders(t *testing.T) {
 
 	promoted := promotionsPerTarget(t, f.ns)
 	requireOncePerTarget(t, f.ns)
-	require.Equal(t, slices.Sorted(maps.Keys(promoted[bad.Name])), slices.Sorted(maps.Keys(promoted[rb.Name])),
-		"the rollback returned exactly the targets the bad rollout moved")
 	require.Equal(t, 1, countRollbacks(t, f.ns), "one rollback, whichever controller asked")
+	// The rollback returns what the bad rollout moved. A batch the other
+	// controller claimed in the very moment of the halt can land after the
+	// rollback's plan was frozen: such a target stays on the bad Freight,
+	// and the FleetStage reports it as drift (docs/rollouts.md).
+	for id := range promoted[rb.Name] {
+		require.Contains(t, promoted[bad.Name], id, "the rollback moved only targets the bad rollout moved")
+	}
+	var onBad []string
 	for id, freight := range f.targetFreight() {
-		require.Equal(t, f.good, freight, id)
+		if freight != f.good {
+			onBad = append(onBad, id)
+			require.Equal(t, f.bad, freight, id)
+			require.Contains(t, promoted[bad.Name], id)
+			require.NotContains(t, promoted[rb.Name], id,
+				"a target left on the bad Freight is one the bad rollout moved after the rollback's plan froze")
+		}
+	}
+	if len(onBad) > 0 {
+		t.Logf("%d target(s) moved by the overlapping controller after the rollback's plan froze: %v", len(onBad), onBad)
+		require.Eventually(t, func() bool {
+			fs := &fleetv1alpha1.FleetStage{}
+			return env.Client.Get(context.Background(), f.fleetKey, fs) == nil && fs.Status.Drift != nil &&
+				int(fs.Status.Drift.Count) == len(onBad)
+		}, wait, tick, "the targets left on the bad Freight are reported as drift")
 	}
 }
