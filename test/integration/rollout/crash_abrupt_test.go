@@ -116,6 +116,27 @@ func ringSelector(r string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}}
 }
 
+// ringFleet is a fleet in three rings: pilot (2 targets), canary (4, which
+// fail Freight f2-bad; maxFailures 1, maxConcurrent 2) and general
+// (general targets, generalMaxConcurrent at once). Every step takes 300 ms.
+func ringFleet(general, generalMaxConcurrent int, rollback fleetv1alpha1.RollbackPolicy) fleetSpec {
+	step := map[string]string{kargosim.DelayVar: "300ms"}
+	breaks := map[string]string{kargosim.DelayVar: "300ms", kargosim.FaultVar: kargosim.FaultFail, kargosim.FaultFreightVar: "f2-bad"}
+	targets := append(inline("pilot", 2, map[string]string{"ring": "pilot"}, step),
+		inline("canary", 4, map[string]string{"ring": "canary"}, breaks)...)
+	targets = append(targets, inline("general", general, map[string]string{"ring": "general"}, step)...)
+	return fleetSpec{
+		targets: targets,
+		waves: []fleetv1alpha1.Wave{
+			{Name: "pilot", Selector: ringSelector("pilot")},
+			{Name: "canary", Selector: ringSelector("canary"), MaxFailures: testutil.Int(1), MaxConcurrent: testutil.Int(2)},
+			{Name: "general", Selector: ringSelector("general"), MaxConcurrent: testutil.Int(generalMaxConcurrent)},
+		},
+		policy:      fleetv1alpha1.FleetPolicy{Rollback: rollback},
+		autoPromote: true,
+	}
+}
+
 // promotionsPerTarget counts the target Promotions of each rollout of the
 // namespace, by rollout and target ID.
 func promotionsPerTarget(t *testing.T, ns string) map[string]map[string]int {
@@ -228,21 +249,7 @@ func TestAbruptKillDuringCreateBatch(t *testing.T) {
 // rollback.
 func TestOverlappingLeaders(t *testing.T) {
 	dumpPromotions(t, "two-leaders")
-	step := map[string]string{kargosim.DelayVar: "300ms"}
-	breaks := map[string]string{kargosim.DelayVar: "300ms", kargosim.FaultVar: kargosim.FaultFail, kargosim.FaultFreightVar: "f2-bad"}
-	targets := append(inline("pilot", 2, map[string]string{"ring": "pilot"}, step),
-		inline("canary", 4, map[string]string{"ring": "canary"}, breaks)...)
-	targets = append(targets, inline("general", 10, map[string]string{"ring": "general"}, step)...)
-	f := newFleet(t, "two-leaders", fleetSpec{
-		targets: targets,
-		waves: []fleetv1alpha1.Wave{
-			{Name: "pilot", Selector: ringSelector("pilot")},
-			{Name: "canary", Selector: ringSelector("canary"), MaxFailures: testutil.Int(1), MaxConcurrent: testutil.Int(2)},
-			{Name: "general", Selector: ringSelector("general"), MaxConcurrent: testutil.Int(5)},
-		},
-		policy:      fleetv1alpha1.FleetPolicy{Rollback: fleetv1alpha1.RollbackPolicy{Mode: fleetv1alpha1.RollbackAutomatic}},
-		autoPromote: true,
-	})
+	f := newFleet(t, "two-leaders", ringFleet(10, 5, fleetv1alpha1.RollbackPolicy{Mode: fleetv1alpha1.RollbackAutomatic}))
 
 	overlap := func(run func()) {
 		stopRival, err := env.StartRivalController()

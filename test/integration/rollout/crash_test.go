@@ -37,20 +37,8 @@ func TestCrashesNeverPromoteATargetTwice(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	dumpPromotions(t, "crash")
 
-	step := map[string]string{kargosim.DelayVar: "300ms"}
-	breaks := map[string]string{kargosim.DelayVar: "300ms", kargosim.FaultVar: kargosim.FaultFail, kargosim.FaultFreightVar: "f2-bad"}
-	targets := append(inline("pilot", 2, map[string]string{"ring": "pilot"}, step), inline("canary", 4, map[string]string{"ring": "canary"}, breaks)...)
-	targets = append(targets, inline("general", 8, map[string]string{"ring": "general"}, step)...)
-	f := newFleet(t, "crash", fleetSpec{
-		targets: targets,
-		waves: []fleetv1alpha1.Wave{
-			{Name: "pilot", Selector: ringSelector("pilot")},
-			{Name: "canary", Selector: ringSelector("canary"), MaxFailures: testutil.Int(1), MaxConcurrent: testutil.Int(2)},
-			{Name: "general", Selector: ringSelector("general"), MaxConcurrent: testutil.Int(3)},
-		},
-		policy:      fleetv1alpha1.FleetPolicy{Rollback: fleetv1alpha1.RollbackPolicy{Mode: fleetv1alpha1.RollbackAutomatic, MaxConcurrent: testutil.Int(2)}},
-		autoPromote: true,
-	})
+	f := newFleet(t, "crash", ringFleet(8, 3,
+		fleetv1alpha1.RollbackPolicy{Mode: fleetv1alpha1.RollbackAutomatic, MaxConcurrent: testutil.Int(2)}))
 
 	var (
 		wg       sync.WaitGroup
