@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 export GOTOOLCHAIN := local
 
 GO            ?= go
-PKGS_PURE     := ./internal/plan/... ./internal/inventory/... ./internal/rollout/... ./internal/render/... ./fleetstage/api/...
+PKGS_PURE     := ./internal/plan/... ./internal/inventory/... ./internal/rollout/... ./internal/render/... ./api/...
 CONTROLLER_GEN = $(GO) tool controller-gen
 GOLANGCI_LINT  = $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 K8S_VERSION   ?= v1.37.1
@@ -43,8 +43,8 @@ dist: ## Build the CLI for linux and darwin (amd64, arm64) into bin/dist with ch
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code and CRDs.
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./fleetstage/api/... paths=./internal/kargo/...
-	$(CONTROLLER_GEN) crd paths=./fleetstage/api/... output:crd:artifacts:config=charts/kargo-fleet/files/crds
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/... paths=./internal/kargo/...
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=charts/kargo-fleet/files/crds
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./internal/kargo/... output:crd:artifacts:config=internal/kargo/crds
 	$(CONTROLLER_GEN) rbac:roleName=kargo-fleet-controller paths=./fleetstage/... paths=./steps/... paths=./internal/manager/... output:rbac:artifacts:config=charts/kargo-fleet/files/rbac
 
@@ -76,7 +76,7 @@ test: verify test-unit test-integration ## Run every test: what CI runs.
 .PHONY: test-unit
 test-unit: ## Unit tests (race detector on pure packages) and fuzz seed corpora.
 	$(GO) test -race -count=1 $(PKGS_PURE)
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/ -e /internal/plan -e /internal/inventory -e /internal/rollout -e /internal/render -e /fleetstage/api -e /hack/)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/ -e /internal/plan -e /internal/inventory -e /internal/rollout -e /internal/render -e /api/ -e /hack/)
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each, one after another.

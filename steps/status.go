@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 )
 
 // StatusConfig is the config of the fleet-status step

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 )
 
@@ -66,7 +66,7 @@ func goal(ok bool, text string) string {
 func (r *results) write(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("# Scale run: %d targets\n\n", r.cfg.targets)
-	p("%s, %d CPUs (shared), %s; kube-apiserver and etcd from test/envtest, the Kargo simulator (%d Promotion and %d Stage workers, 200 ms poll floor) in the harness process, "+
+	p("%s, %d CPUs (shared), %s; kube-apiserver and etcd from internal/envtest, the Kargo simulator (%d Promotion and %d Stage workers, 200 ms poll floor) in the harness process, "+
 		"`kargo-fleet controller` as its own process (user %s, the chart's ClusterRole, --kube-api-qps 500, --kube-api-burst 1000, --max-concurrent-reconciles %d, GOMEMLIMIT %s). "+
 		"Simulated steps succeed at once unless a fault is injected. Total run %s.\n\n",
 		r.started.UTC().Format(time.DateTime+" UTC"), runtime.NumCPU(), runtime.Version(), r.cfg.simWorkers, r.cfg.simStages,

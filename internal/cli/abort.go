@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 )
 
 func newAbortCommand(out io.Writer, kube kubeOptions) *cobra.Command {

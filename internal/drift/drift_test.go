@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 )
 
 func rollout(name, freight string, dir fleetv1alpha1.RolloutDirection, phase fleetv1alpha1.RolloutPhase, rollbackOf string) *fleetv1alpha1.FleetRollout {

@@ -1,5 +1,5 @@
 // Package fleetenv starts a complete local fleet environment on one machine:
-// a real kube-apiserver and etcd (test/envtest), the Kargo simulator in place
+// a real kube-apiserver and etcd (internal/envtest), the Kargo simulator in place
 // of Kargo (clearly labelled as such), kargo-fleet's controller and step
 // server, and the fleet ClusterPromotionTasks the chart ships. Integration
 // tests and `make demo` both run on it.
@@ -45,7 +45,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/steps"
-	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 )
 
 const (

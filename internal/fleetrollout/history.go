@@ -3,7 +3,7 @@ package fleetrollout
 import (
 	"slices"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 )
 
 // DefaultHistoryLimit is how many finished forward rollouts of a FleetStage

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 )
 
 func TestSchedule(t *testing.T) {

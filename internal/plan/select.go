@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 )
 
 // selectTargets runs the selection pipeline and returns the selected targets

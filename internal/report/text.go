@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 )
 
 // Defaults of TextOptions.

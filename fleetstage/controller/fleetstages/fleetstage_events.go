@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 )
 
 // Event reasons of the FleetStage reconciler.

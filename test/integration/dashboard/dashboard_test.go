@@ -20,7 +20,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/dashtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
-	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 )
 
 // liveWithin is how soon a change must show on an open page.

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
-	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 )
 
 var origin = kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}

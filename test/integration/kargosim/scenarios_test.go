@@ -21,7 +21,7 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
-	"github.com/kargo-fleet/kargo-fleet/test/envtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 )
 
 // scenario is an expect.yaml.

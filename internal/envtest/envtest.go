@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/fleetstage/api/v1alpha1"
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
@@ -28,7 +28,7 @@ import (
 const K8sVersion = "v1.37.1"
 
 // Env is a running control plane with kargo-fleet's and Kargo's CRDs, and a
-// permissive Argo CD Application CRD (test/envtest/crds).
+// permissive Argo CD Application CRD (internal/envtest/crds).
 type Env struct {
 	// Config reaches the apiserver as a cluster administrator.
 	Config *rest.Config
@@ -164,7 +164,7 @@ func Start(opts ...Option) (*Env, error) {
 	e := &envtest.Environment{
 		CRDDirectoryPaths: append([]string{
 			filepath.Join(root, "charts", "kargo-fleet", "files", "crds"),
-			filepath.Join(root, "test", "envtest", "crds"),
+			filepath.Join(root, "internal", "envtest", "crds"),
 		}, kargoPaths...),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 2 * time.Minute,

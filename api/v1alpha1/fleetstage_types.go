@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Defaults applied in code (see fleetstage/api/v1alpha1/defaults.go); the CRD
+// Defaults applied in code (see api/v1alpha1/defaults.go); the CRD
 // carries no defaults so that an unset field keeps following the project's
 // default when it changes.
 const (
