@@ -34,9 +34,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
-	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 )
 
 // config is the command line.

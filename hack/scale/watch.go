@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 // promoSeen is what the watch saw of one Promotion, stamped with local

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kargo-fleet/kargo-fleet/test/e2e/targetserver"
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
+	"github.com/kargo-fleet/kargo-fleet/test/e2e/targetserver"
 )
 
 // settings is what the suite is told about the cluster under test.

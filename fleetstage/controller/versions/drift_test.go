@@ -16,9 +16,9 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/drift"
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
-	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 )
 
 func targetStage(name, freight string) *kargo.Stage {

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
-	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 )
 
 var env *envtest.Env

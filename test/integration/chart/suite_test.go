@@ -23,10 +23,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/helmchart"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
-	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 )
 
 const (

@@ -19,8 +19,8 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/dashtest"
-	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 // liveWithin is how soon a change must show on an open page.

@@ -22,9 +22,9 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/doctor"
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
-	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 )
 
 // TestDoctor breaks one thing at a time in an otherwise healthy install and

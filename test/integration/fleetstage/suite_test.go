@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
-	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 )
 
 // The webhooks' settings: what --inventory-namespaces and

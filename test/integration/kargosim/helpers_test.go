@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 var origin = kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}

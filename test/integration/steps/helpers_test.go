@@ -27,11 +27,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 	"github.com/kargo-fleet/kargo-fleet/steps"
-	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 )
 
 var origin = kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}

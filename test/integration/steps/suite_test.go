@@ -31,10 +31,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/steps"
-	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 )
 
 const (
