@@ -16,6 +16,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/jsonkeys"
 )
 
 // schemaFS holds the step config schemas: the contract of each step's config.
@@ -71,6 +73,28 @@ func Schema(step string) ([]byte, error) {
 	return raw, nil
 }
 
+// ValidateConfig checks a config of the named fleet step as the step checks
+// it before it runs: normalised, validated against the step's schema,
+// decoded strictly and held to the step's own rules (a gate waits for
+// something, a condition compiles). A bad config, or an unknown step, is a
+// TerminalError.
+func ValidateConfig(step string, raw json.RawMessage) error {
+	var err error
+	switch step {
+	case WaveStepName:
+		_, err = (&waveStep{}).convert(raw)
+	case RollbackStepName:
+		_, err = (&rollbackStep{}).convert(raw)
+	case GateStepName:
+		_, err = (&gateStep{programs: newProgramCache()}).convert(raw)
+	case StatusStepName:
+		_, err = (&statusStep{programs: newProgramCache()}).convert(raw)
+	default:
+		err = &TerminalError{Err: fmt.Errorf("no fleet step %q", step)}
+	}
+	return err
+}
+
 // propertyTypes returns the declared type of each top-level property.
 func propertyTypes(doc any) map[string]string {
 	types := map[string]string{}
@@ -115,7 +139,7 @@ func decodeConfig(step string, raw json.RawMessage, out any, precheck ...func(ma
 	if err != nil {
 		return &TerminalError{Err: fmt.Errorf("invalid %s config: not JSON: %w", step, err)}
 	}
-	if err := checkJSONKeys(raw); err != nil {
+	if err := jsonkeys.Check(raw); err != nil {
 		return &TerminalError{Err: fmt.Errorf("invalid %s config: %w", step, err)}
 	}
 	obj, ok := doc.(map[string]any)

@@ -8,8 +8,10 @@
 // (schema check and typed decode; a bad config is a TerminalError and the step
 // Failed) followed by run. Steps are idempotent on promotion + step alias.
 //
-// Steps reach Kargo in two ways, both through the step Server, which runs in
-// every replica of `kargo-fleet controller`:
+// The steps reach the cluster through a Store: APIStore reads and records
+// intent on the API server. They reach Kargo through the step server
+// (package internal/stepserver), which authenticates each call, checks its
+// Promotion and hands the step its Input:
 //
 //   - Kargo OSS runs only built-in steps, so each step ships as a
 //     ClusterPromotionTask (charts/kargo-fleet/tasks) whose built-in http steps
@@ -17,8 +19,8 @@
 //   - The Akuity Platform runs step images: `kargo-fleet step <name>` posts the
 //     same request, polls, and writes the outputs to $KARGO_OUTPUT.
 //
-// A step handler only records intent (a FleetRollout, an annotation on it)
-// and reads state; the rollout controller does the work and, when it finishes
-// the work behind a polling step, calls RefreshPromotion so Kargo polls again
-// at once.
+// A step only records intent (a FleetRollout, an annotation on it) and reads
+// state; the rollout controller does the work and, when it finishes the work
+// behind a polling step, asks Kargo to poll again at once
+// (kargoclient.RefreshPromotion).
 package steps

@@ -1,45 +1,22 @@
 package steps
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/yaml"
 )
 
-// examplesDir holds the runnable step examples.
-var examplesDir = filepath.Join("..", "examples", "steps")
-
-// convertConfig runs a config through the named step's schema and struct.
-func convertConfig(step string, raw json.RawMessage) error {
-	var err error
-	switch step {
-	case WaveStepName:
-		_, err = (&waveStep{}).convert(raw)
-	case RollbackStepName:
-		_, err = (&rollbackStep{}).convert(raw)
-	case GateStepName:
-		_, err = NewGateStep(nil, nil, nil).(*gateStep).convert(raw)
-	case StatusStepName:
-		_, err = NewStatusStep(nil).(*statusStep).convert(raw)
-	default:
-		err = os.ErrNotExist
-	}
-	return err
-}
-
-// TestExamples runs every config in examples/steps through its step's
-// schema and struct: the JSON configs in configs/ (named <step>[.<what>].json),
-// the configs of fleet steps used as custom steps (uses: fleet-*), and the
-// requests the shipped ClusterPromotionTasks build from the variables of
-// every task step that calls them.
-func TestExamples(t *testing.T) {
+// TestExampleConfigs runs every JSON config in examples/steps/configs
+// (named <step>[.<what>].json) through its step's schema and struct. The
+// manifests beside them, which call the steps directly or through the
+// shipped ClusterPromotionTasks, are checked with the tasks
+// (internal/stepserver).
+func TestExampleConfigs(t *testing.T) {
 	t.Parallel()
-	configs, err := filepath.Glob(filepath.Join(examplesDir, "configs", "*.json"))
+	configs, err := filepath.Glob(filepath.Join("..", "examples", "steps", "configs", "*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, configs)
 	for _, file := range configs {
@@ -48,105 +25,14 @@ func TestExamples(t *testing.T) {
 			raw, err := os.ReadFile(file)
 			require.NoError(t, err)
 			step, _, _ := strings.Cut(filepath.Base(file), ".")
-			require.NoError(t, convertConfig(step, raw))
-		})
-	}
-
-	manifests, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
-	require.NoError(t, err)
-	require.NotEmpty(t, manifests)
-	for _, file := range manifests {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			t.Parallel()
-			raw, err := os.ReadFile(file)
-			require.NoError(t, err)
-			checked := 0
-			for _, doc := range strings.Split(string(raw), "\n---\n") {
-				var obj map[string]any
-				require.NoError(t, yaml.Unmarshal([]byte(doc), &obj))
-				checked += checkTemplates(t, obj)
-			}
-			require.Positive(t, checked, "the example uses a fleet step")
+			require.NoError(t, ValidateConfig(step, raw))
 		})
 	}
 }
 
-// checkTemplates finds every list of steps in obj (with the vars beside
-// it), checks each fleet step's config, and returns how many it checked.
-func checkTemplates(t *testing.T, obj any) int {
-	t.Helper()
-	n := 0
-	switch v := obj.(type) {
-	case []any:
-		for _, e := range v {
-			n += checkTemplates(t, e)
-		}
-	case map[string]any:
-		if list, ok := v["steps"].([]any); ok {
-			templateVars := varMap(v["vars"])
-			for _, s := range list {
-				if step, ok := s.(map[string]any); ok {
-					n += checkStep(t, step, templateVars)
-				}
-			}
-		}
-		for k, e := range v {
-			if k != "steps" {
-				n += checkTemplates(t, e)
-			}
-		}
-	}
-	return n
-}
-
-// checkStep checks one step that uses a fleet step, directly or through
-// its ClusterPromotionTask.
-func checkStep(t *testing.T, step map[string]any, templateVars map[string]string) int {
-	t.Helper()
-	registry := DefaultSteps(nil, nil, nil)
-	if uses, _ := step["uses"].(string); registry[uses] != nil {
-		raw, err := json.Marshal(step["config"])
-		require.NoError(t, err)
-		require.NoError(t, convertConfig(uses, raw), "config of %s", uses)
-		return 1
-	}
-	ref, _ := step["task"].(map[string]any)
-	name, _ := ref["name"].(string)
-	if registry[name] == nil {
-		return 0
-	}
-	task := loadTask(t, name)
-	overrides := map[string]string{}
-	declared := map[string]bool{}
-	for _, v := range task.Spec.Vars {
-		declared[v.Name] = true
-	}
-	for k, v := range templateVars {
-		if declared[k] {
-			overrides[k] = v
-		}
-	}
-	for k, v := range varMap(step["vars"]) {
-		require.True(t, declared[k], "task %s has no input %q", name, k)
-		overrides[k] = v
-	}
-	for alias, req := range renderRequests(t, task, taskVars(t, task, overrides)) {
-		require.NoError(t, convertConfig(name, req.Config), "%s::%s", name, alias)
-	}
-	return 1
-}
-
-// varMap turns a list of {name, value} into a map.
-func varMap(v any) map[string]string {
-	out := map[string]string{}
-	list, _ := v.([]any)
-	for _, e := range list {
-		m, _ := e.(map[string]any)
-		name, _ := m["name"].(string)
-		value, _ := m["value"].(string)
-		if name != "" {
-			out[name] = value
-		}
-	}
-	return out
+func TestValidateConfig_unknownStep(t *testing.T) {
+	t.Parallel()
+	err := ValidateConfig("fleet-deploy", []byte(`{}`))
+	require.True(t, IsTerminal(err))
+	require.ErrorContains(t, err, `no fleet step "fleet-deploy"`)
 }

@@ -2,17 +2,13 @@ package steps
 
 import (
 	"testing"
-	"time"
 
-	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
@@ -24,32 +20,11 @@ const (
 	testPromo   = "prod-canary.01jabcdefgh.0123456"
 )
 
-var testKey = StaticKey("0123456789abcdef0123456789abcdef")
-
-// testToken returns a Project's token under testKey, issued now.
-func testToken(project string) string {
-	return IssueToken(testKey, project, time.Now())
-}
-
-// testNamespace returns a Project namespace with the given annotations.
-func testNamespace(name string, annotations map[string]string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
-}
-
-func testScheme(t *testing.T) *apiruntime.Scheme {
-	t.Helper()
-	s := apiruntime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	require.NoError(t, fleetv1alpha1.AddToScheme(s))
-	require.NoError(t, kargo.AddToScheme(s))
-	return s
-}
-
 // newFakeClient returns a fake client holding objs. Status is stored with
 // the object, so tests can drive step states by writing it.
 func newFakeClient(t *testing.T, objs ...client.Object) client.Client {
 	t.Helper()
-	return fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
+	return fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(objs...).Build()
 }
 
 // testFleetStage returns FleetStage prod with waves pilot, canary, general.
@@ -83,15 +58,6 @@ func testStage(name, role, wave string) *kargo.Stage {
 			Controller: &controller,
 		}},
 	}}
-}
-
-// testPromotion returns a Promotion of freight to stage in the given phase.
-func testPromotion(name, stage, freight string, phase kargo.PromotionPhase) *kargo.Promotion {
-	return &kargo.Promotion{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testProject, Name: name},
-		Spec:       kargo.PromotionSpec{Stage: stage, Freight: freight},
-		Status:     kargo.PromotionStatus{Phase: phase},
-	}
 }
 
 // testFreightObj returns Freight testFreight, verified in the given Stages.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 
+	"k8s.io/utils/clock"
+
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
@@ -144,6 +146,16 @@ func NewRegistry(steps ...Step) Registry {
 	return r
 }
 
+// DefaultSteps returns every fleet step, backed by store.
+func DefaultSteps(store Store, windows WindowChecker, clk clock.PassiveClock) Registry {
+	return NewRegistry(
+		NewWaveStep(store),
+		NewRollbackStep(store),
+		NewGateStep(store, windows, clk),
+		NewStatusStep(store),
+	)
+}
+
 // Names returns the registered step names, sorted.
 func (r Registry) Names() []string {
 	names := make([]string, 0, len(r))
@@ -156,19 +168,21 @@ func (r Registry) Names() []string {
 
 // running, succeeded and failed build results.
 func running(msg string, outputs map[string]any) Result {
-	return Result{State: StateRunning, Message: msg, Outputs: withLinks(outputs)}
+	return Result{State: StateRunning, Message: msg, Outputs: WithLinks(outputs)}
 }
 
 func succeeded(msg string, outputs map[string]any) Result {
-	return Result{State: StateSucceeded, Message: msg, Outputs: withLinks(outputs)}
+	return Result{State: StateSucceeded, Message: msg, Outputs: WithLinks(outputs)}
 }
 
 func failed(msg string, outputs map[string]any) Result {
-	return Result{State: StateFailed, Message: msg, Outputs: withLinks(outputs)}
+	return Result{State: StateFailed, Message: msg, Outputs: WithLinks(outputs)}
 }
 
-// withLinks makes sure outputs exist and hold a links list.
-func withLinks(outputs map[string]any) map[string]any {
+// WithLinks returns outputs, created when nil, holding a "links" list (empty
+// when it had none): Kargo's UI and the shipped tasks read outputs.links of
+// every answer, whatever the step's state.
+func WithLinks(outputs map[string]any) map[string]any {
 	if outputs == nil {
 		outputs = map[string]any{}
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -19,7 +21,6 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
-	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // controllerOptions configures `kargo-fleet controller`.
@@ -145,7 +146,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElection,
-		LeaderElectionNamespace: cmp.Or(o.leaderElectionNS, os.Getenv(steps.EnvPodNamespace)),
+		LeaderElectionNamespace: cmp.Or(o.leaderElectionNS, os.Getenv(stepserver.EnvPodNamespace)),
 		InventoryNamespaces:     o.namespaces(),
 		ControllerUsername:      o.controllerUser,
 	})

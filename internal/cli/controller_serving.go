@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -20,7 +22,6 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/internal/webhookcert"
-	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // webhookCertOptions configure certificates the controller generates for
@@ -70,7 +71,7 @@ type stepCertOptions struct {
 
 func (o *stepCertOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.secret, "step-cert-secret", "", "Generate and renew the step server's serving certificate, kept in this "+
-		"Secret of the Pod's namespace, into the folder of "+steps.EnvTLSCertFile+" (default: off, the certificate is mounted).")
+		"Secret of the Pod's namespace, into the folder of "+stepserver.EnvTLSCertFile+" (default: off, the certificate is mounted).")
 	f.StringVar(&o.service, "step-service", "kargo-fleet-steps", "Service the generated step server certificate is valid for.")
 }
 
@@ -80,7 +81,7 @@ func (o *stepCertOptions) setup(ctx context.Context, cfg *rest.Config, mgr ctrl.
 	if o.secret == "" {
 		return nil
 	}
-	opts, err := steps.ServerOptionsFromEnv()
+	opts, err := stepserver.OptionsFromEnv()
 	if err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func (o *stepCertOptions) setup(ctx context.Context, cfg *rest.Config, mgr ctrl.
 	if opts.TLSCertFile == "" || filepath.Base(opts.TLSCertFile) != webhookcert.KeyCert ||
 		opts.TLSKeyFile != filepath.Join(dir, webhookcert.KeyKey) {
 		return fmt.Errorf("--step-cert-secret needs %s and %s set to %s and %s of one writable folder",
-			steps.EnvTLSCertFile, steps.EnvTLSKeyFile, webhookcert.KeyCert, webhookcert.KeyKey)
+			stepserver.EnvTLSCertFile, stepserver.EnvTLSKeyFile, webhookcert.KeyCert, webhookcert.KeyKey)
 	}
 	return generateCertificate(ctx, cfg, mgr, &webhookcert.Manager{Secret: types.NamespacedName{Name: o.secret},
 		Service: o.service, CertDir: dir})
@@ -98,7 +99,7 @@ func (o *stepCertOptions) setup(ctx context.Context, cfg *rest.Config, mgr ctrl.
 // writes its certificate before the manager starts and adds m to the
 // manager, which renews it.
 func generateCertificate(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, m *webhookcert.Manager) error {
-	opts, err := steps.ServerOptionsFromEnv()
+	opts, err := stepserver.OptionsFromEnv()
 	if err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func (o *controllerOptions) addChecks(mgr ctrl.Manager) error {
 	if o.webhooks {
 		checks["webhook"] = mgr.GetWebhookServer().StartedChecker()
 	}
-	if opts, err := steps.ServerOptionsFromEnv(); err == nil && opts.Enabled() {
+	if opts, err := stepserver.OptionsFromEnv(); err == nil && opts.Enabled() {
 		checks["steps"] = listening(opts.Addr, opts.TLSCertFile != "")
 	}
 	for name, check := range checks {

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+
 	"github.com/spf13/cobra"
 	"k8s.io/utils/clock"
 
@@ -56,7 +58,7 @@ type stepOptions struct {
 	tokenFile    string
 	caFile       string
 	insecure     bool
-	req          steps.Request
+	req          stepserver.Request
 	rollback     string
 	configJSON   string
 	sets         []string
@@ -218,7 +220,7 @@ func (o *stepOptions) run(ctx context.Context) error {
 		phases = []string{string(steps.ModeStart), string(steps.ModeWait)}
 	}
 	outputs := map[string]any{}
-	var last steps.Response
+	var last stepserver.Response
 	for _, phase := range phases {
 		req, err := o.phaseRequest(phase)
 		if err != nil {
@@ -246,7 +248,7 @@ func (o *stepOptions) run(ctx context.Context) error {
 // phaseRequest returns the request of one phase: for start and wait, the
 // mode is set in the config and the alias gets a ::start or ::wait suffix,
 // as in the shipped ClusterPromotionTasks.
-func (o *stepOptions) phaseRequest(phase string) (steps.Request, error) {
+func (o *stepOptions) phaseRequest(phase string) (stepserver.Request, error) {
 	req := o.req
 	if phase == "" {
 		return req, nil
@@ -268,12 +270,12 @@ func (o *stepOptions) phaseRequest(phase string) (steps.Request, error) {
 // poll sends the request until the step is Succeeded or Failed. 503 and
 // connection errors are retried (at most maxErrors in a row); any other
 // answer is final or Running.
-func (o *stepOptions) poll(ctx context.Context, req steps.Request) (steps.Response, error) {
+func (o *stepOptions) poll(ctx context.Context, req stepserver.Request) (stepserver.Response, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
-		return steps.Response{}, fmt.Errorf("error encoding the step request: %w", err)
+		return stepserver.Response{}, fmt.Errorf("error encoding the step request: %w", err)
 	}
-	url := strings.TrimRight(o.server, "/") + steps.StepPathPrefix + o.name
+	url := strings.TrimRight(o.server, "/") + stepserver.PathPrefix + o.name
 	errorsInARow := 0
 	lastMessage := ""
 	for {
@@ -285,13 +287,13 @@ func (o *stepOptions) poll(ctx context.Context, req steps.Request) (steps.Respon
 				err = errors.New(resp.Message)
 			}
 			if errorsInARow >= o.maxErrors {
-				return steps.Response{}, fmt.Errorf("error calling the step server %d times in a row: %w", errorsInARow, err)
+				return stepserver.Response{}, fmt.Errorf("error calling the step server %d times in a row: %w", errorsInARow, err)
 			}
 			_, _ = fmt.Fprintf(o.errOut, "%s: %v; retrying\n", req.Alias, err)
 		case status >= 400 && status < 500:
-			return steps.Response{State: steps.StateFailed, Message: resp.Message, Outputs: resp.Outputs}, nil
+			return stepserver.Response{State: steps.StateFailed, Message: resp.Message, Outputs: resp.Outputs}, nil
 		case status != http.StatusOK:
-			return steps.Response{}, fmt.Errorf("step server answered HTTP %d: %s", status, resp.Message)
+			return stepserver.Response{}, fmt.Errorf("step server answered HTTP %d: %s", status, resp.Message)
 		default:
 			errorsInARow = 0
 			if resp.State.IsFinal() {
@@ -304,32 +306,32 @@ func (o *stepOptions) poll(ctx context.Context, req steps.Request) (steps.Respon
 		}
 		select {
 		case <-ctx.Done():
-			return steps.Response{}, fmt.Errorf("error waiting for %s: %w", o.name, ctx.Err())
+			return stepserver.Response{}, fmt.Errorf("error waiting for %s: %w", o.name, ctx.Err())
 		case <-o.clock.After(o.pollInterval):
 		}
 	}
 }
 
 // send posts one request and decodes the answer.
-func (o *stepOptions) send(ctx context.Context, url string, body []byte) (steps.Response, int, error) {
+func (o *stepOptions) send(ctx context.Context, url string, body []byte) (stepserver.Response, int, error) {
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return steps.Response{}, 0, fmt.Errorf("error building the step request: %w", err)
+		return stepserver.Response{}, 0, fmt.Errorf("error building the step request: %w", err)
 	}
 	httpReq.Header.Set("Content-Type", "application/json")
 	httpReq.Header.Set("Authorization", "Bearer "+o.token)
 	httpResp, err := o.client.Do(httpReq)
 	if err != nil {
-		return steps.Response{}, 0, err
+		return stepserver.Response{}, 0, err
 	}
 	defer func() { _ = httpResp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(httpResp.Body, 2<<20))
 	if err != nil {
-		return steps.Response{}, httpResp.StatusCode, fmt.Errorf("error reading the step server's answer: %w", err)
+		return stepserver.Response{}, httpResp.StatusCode, fmt.Errorf("error reading the step server's answer: %w", err)
 	}
-	var resp steps.Response
+	var resp stepserver.Response
 	if err := json.Unmarshal(raw, &resp); err != nil {
-		return steps.Response{}, httpResp.StatusCode, fmt.Errorf("step server answered HTTP %d with a body that is not JSON: %w",
+		return stepserver.Response{}, httpResp.StatusCode, fmt.Errorf("step server answered HTTP %d with a body that is not JSON: %w",
 			httpResp.StatusCode, err)
 	}
 	return resp, httpResp.StatusCode, nil

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/kargo-fleet/kargo-fleet/steps"
@@ -21,20 +23,20 @@ import (
 type scriptedServer struct {
 	mu       sync.Mutex
 	answers  []scriptedAnswer
-	requests []steps.Request
+	requests []stepserver.Request
 	tokens   []string
 	paths    []string
 }
 
 type scriptedAnswer struct {
 	status int
-	resp   steps.Response
+	resp   stepserver.Response
 }
 
 func (s *scriptedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var req steps.Request
+	var req stepserver.Request
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -54,7 +56,7 @@ func (s *scriptedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func answer(status int, state steps.State, msg string, outputs map[string]any) scriptedAnswer {
-	return scriptedAnswer{status: status, resp: steps.Response{State: state, Message: msg, Outputs: outputs}}
+	return scriptedAnswer{status: status, resp: stepserver.Response{State: state, Message: msg, Outputs: outputs}}
 }
 
 // runStep runs `kargo-fleet step` with args against the server and returns
@@ -223,7 +225,7 @@ func TestStepCommand_environment(t *testing.T) {
 	cmd := NewRootCommand(&out, &errOut)
 	cmd.SetArgs([]string{"step", "fleet-status"})
 	require.NoError(t, cmd.Execute())
-	require.Equal(t, steps.Request{
+	require.Equal(t, stepserver.Request{
 		Project: "shop", Stage: "prod-pilot", Promotion: "prod-pilot.01j.0123456", Freight: "0123456789abcdef",
 		Alias: "status", Actor: "ci", Rollback: true, UIBaseURL: "https://kargo.example.com",
 		Config: json.RawMessage(`{"require":"onFreight \u003e 1"}`),

@@ -27,6 +27,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +47,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
-	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 const (
@@ -242,9 +243,9 @@ func (e *Env) configureStepServer(_ context.Context) error {
 		return err
 	}
 	e.stepEnv = map[string]string{
-		steps.EnvServerAddr:     addr,
-		steps.EnvSigningKeyFile: keyFile,
-		steps.EnvPodNamespace:   ControllerNamespace,
+		stepserver.EnvAddr:           addr,
+		stepserver.EnvSigningKeyFile: keyFile,
+		stepserver.EnvPodNamespace:   ControllerNamespace,
 	}
 	for k, v := range e.stepEnv {
 		if err := os.Setenv(k, v); err != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
-	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 func TestSlimPromotionKeepsWhatIsRead(t *testing.T) {
@@ -112,7 +113,7 @@ func TestSlimFreightKeepsApprovals(t *testing.T) {
 
 func Test_secretNamespaces(t *testing.T) {
 	t.Parallel()
-	key := steps.ServerOptions{SigningKeySecret: types.NamespacedName{Namespace: "fleet-system", Name: "k"}}
+	key := stepserver.Options{SigningKeySecret: types.NamespacedName{Namespace: "fleet-system", Name: "k"}}
 	tests := []struct {
 		name string
 		opts Options

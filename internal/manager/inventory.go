@@ -3,9 +3,10 @@ package manager
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
-	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // namespacePolicy returns the inventory namespaces the options allow.
@@ -27,7 +28,7 @@ func secretNamespaces(opts Options) []string {
 	if opts.StepServer != nil && opts.StepServer.SigningKeySecret.Namespace != "" {
 		return []string{opts.StepServer.SigningKeySecret.Namespace}
 	}
-	if env, err := steps.ServerOptionsFromEnv(); err == nil {
+	if env, err := stepserver.OptionsFromEnv(); err == nil {
 		return []string{env.SigningKeySecret.Namespace}
 	}
 	return []string{inventory.DefaultNamespaces[0]}

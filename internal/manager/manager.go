@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo/kargoclient"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
+
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -69,8 +73,8 @@ type Options struct {
 	// the fleet-wave task (default: the task's in-cluster Service URL).
 	StepServerURL string
 	// StepServer configures the step server; nil reads it from the
-	// environment (steps.ServerOptionsFromEnv).
-	StepServer *steps.ServerOptions
+	// environment (stepserver.OptionsFromEnv).
+	StepServer *stepserver.Options
 	// InventoryNamespaces are the namespaces FleetStage sources may read
 	// inventory from besides the FleetStage's own; nil means
 	// inventory.DefaultNamespaces (argocd).
@@ -203,7 +207,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 // next wave starts about a second after this one passed instead of up to a
 // pollInterval later.
 func refreshPromotion(ctx context.Context, c client.Client, namespace, promotion string) error {
-	return steps.RefreshPromotion(ctx, c, types.NamespacedName{Namespace: namespace, Name: promotion})
+	return kargoclient.RefreshPromotion(ctx, c, types.NamespacedName{Namespace: namespace, Name: promotion})
 }
 
 // setupSteps registers the step server, which runs on every replica, and the
@@ -212,12 +216,12 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 	if o.Components&(StepServer|TokenMinter) == 0 {
 		return nil
 	}
-	var opts steps.ServerOptions
+	var opts stepserver.Options
 	if o.StepServer != nil {
 		opts = *o.StepServer
 	} else {
 		var err error
-		if opts, err = steps.ServerOptionsFromEnv(); err != nil {
+		if opts, err = stepserver.OptionsFromEnv(); err != nil {
 			return fmt.Errorf("error configuring the step server: %w", err)
 		}
 	}
@@ -232,10 +236,10 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 		}
 		keyReader = keyCache
 	}
-	keys := steps.NewSecretKey(opts.SigningKeyFile, opts.SigningKeySecret, keyReader, mgr.GetClient())
+	keys := steptoken.NewSecretKey(opts.SigningKeyFile, opts.SigningKeySecret, keyReader, mgr.GetClient())
 	if o.Components&StepServer != 0 && opts.Enabled() {
 		store := steps.NewAPIStore(mgr.GetClient(), mgr.GetAPIReader()).WithApprovalsFrom(mgr.GetClient())
-		server := steps.NewServer(opts, steps.ServerDeps{
+		server := stepserver.New(opts, stepserver.Deps{
 			Reader:      mgr.GetAPIReader(),
 			FleetStages: mgr.GetClient(),
 			Namespaces:  mgr.GetClient(),
@@ -253,8 +257,8 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 		if err != nil {
 			return err
 		}
-		minter := steps.NewTokenMinter(mgr.GetClient(), tokenCache, keys, clock.RealClock{})
-		if err := minter.SetupWithManager(mgr, steps.MinterWatches{Tokens: tokenCache, Keys: keyCache}); err != nil {
+		minter := steptoken.NewMinter(mgr.GetClient(), tokenCache, keys, clock.RealClock{})
+		if err := minter.SetupWithManager(mgr, steptoken.MinterWatches{Tokens: tokenCache, Keys: keyCache}); err != nil {
 			return fmt.Errorf("error setting up the step token minter: %w", err)
 		}
 	}

@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
+
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -39,7 +42,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
-	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 const (
@@ -196,7 +198,7 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 		{verb: "list", namespace: "argocd", want: true},
 		{verb: "update", namespace: "argocd", name: "cluster-eu-1"},
 		{verb: "get", namespace: "kube-system", name: "bootstrap-token-abcdef"},
-		{verb: "update", namespace: releaseNamespace, name: steps.DefaultSigningKeySecret, want: true},
+		{verb: "update", namespace: releaseNamespace, name: steptoken.DefaultSigningKeySecret, want: true},
 	} {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace},
@@ -257,7 +259,7 @@ func startController(t *testing.T) (string, <-chan struct{}) {
 
 	// fleetenv configures an in-process step server through the
 	// environment; a Pod has only what the Deployment says.
-	t.Setenv(steps.EnvSigningKeyFile, "")
+	t.Setenv(stepserver.EnvSigningKeyFile, "")
 	for _, e := range ctr.Env {
 		v := e.Value
 		if e.ValueFrom != nil {

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo/kargoclient"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,7 +52,7 @@ func TestContract_wave(t *testing.T) {
 	reqs := stepServer.recorded(p.Name)
 	require.NotEmpty(t, reqs)
 	first := reqs[0]
-	require.Equal(t, steps.StepPathPrefix+steps.WaveStepName, first.Path)
+	require.Equal(t, stepserver.PathPrefix+steps.WaveStepName, first.Path)
 	require.Equal(t, "Bearer "+token, first.Authorization, "the task sends the project's token")
 	require.Equal(t, "application/json", first.ContentType)
 	var body map[string]any
@@ -192,7 +195,7 @@ func TestContract_statusAndGate(t *testing.T) {
 		require.NoError(t, kargosim.Approve(ctx, k8s, keyOf(ns, "f1"), "prod.c3"))
 		// Nothing pushes approvals to Kargo: the gate sees it at its next
 		// poll. The refresh here only keeps the test short.
-		require.NoError(t, steps.RefreshPromotion(ctx, fleetClient, client.ObjectKeyFromObject(p)))
+		require.NoError(t, kargoclient.RefreshPromotion(ctx, fleetClient, client.ObjectKeyFromObject(p)))
 		got := waitPromotion(t, p, fast, phaseIs(kargo.PromotionSucceeded))
 		require.Equal(t, true, state(t, got)["fleet"]["approved"])
 	})

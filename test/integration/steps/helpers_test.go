@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo/kargoclient"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -31,7 +34,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
-	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 var origin = kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
@@ -262,7 +264,7 @@ func setRolloutStatus(t *testing.T, ro *fleetv1alpha1.FleetRollout, status fleet
 		return k8s.Status().Update(ctx, &cur)
 	}))
 	if refresh != nil {
-		require.NoError(t, steps.RefreshPromotion(ctx, fleetClient, client.ObjectKeyFromObject(refresh)))
+		require.NoError(t, kargoclient.RefreshPromotion(ctx, fleetClient, client.ObjectKeyFromObject(refresh)))
 	}
 }
 
@@ -276,7 +278,7 @@ func stepRequest(ns, stage, promotion, freight, alias string, config map[string]
 
 // post sends a step request to url with the token and returns the status
 // and the decoded answer.
-func post(t *testing.T, url, step, token string, body any) (int, steps.Response) {
+func post(t *testing.T, url, step, token string, body any) (int, stepserver.Response) {
 	t.Helper()
 	var raw []byte
 	switch b := body.(type) {
@@ -289,7 +291,7 @@ func post(t *testing.T, url, step, token string, body any) (int, steps.Response)
 		raw, err = json.Marshal(body)
 		require.NoError(t, err)
 	}
-	req, err := http.NewRequest(http.MethodPost, url+steps.StepPathPrefix+step, bytes.NewReader(raw))
+	req, err := http.NewRequest(http.MethodPost, url+stepserver.PathPrefix+step, bytes.NewReader(raw))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
@@ -301,7 +303,7 @@ func post(t *testing.T, url, step, token string, body any) (int, steps.Response)
 	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 	data, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	var out steps.Response
+	var out stepserver.Response
 	require.NoError(t, json.Unmarshal(data, &out), string(data))
 	return resp.StatusCode, out
 }

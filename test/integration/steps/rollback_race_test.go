@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,7 +126,7 @@ func rollbackCall(url, token string, body map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	req, err := http.NewRequest(http.MethodPost, url+steps.StepPathPrefix+steps.RollbackStepName, bytes.NewReader(raw))
+	req, err := http.NewRequest(http.MethodPost, url+stepserver.PathPrefix+steps.RollbackStepName, bytes.NewReader(raw))
 	if err != nil {
 		return "", err
 	}
@@ -135,7 +137,7 @@ func rollbackCall(url, token string, body map[string]any) (string, error) {
 		return "", err
 	}
 	defer resp.Body.Close()
-	var out steps.Response
+	var out stepserver.Response
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return "", err
 	}

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,37 +90,37 @@ func TestSecurity_refusals(t *testing.T) {
 		wantReason string
 		wantMsg    string
 	}{
-		{name: "no token", body: f.request(), wantStatus: 401, wantReason: steps.ReasonNoToken},
+		{name: "no token", body: f.request(), wantStatus: 401, wantReason: stepserver.ReasonNoToken},
 		{name: "another project's token", token: otherToken, body: f.request(), wantStatus: 401,
-			wantReason: steps.ReasonBadToken},
+			wantReason: stepserver.ReasonBadToken},
 		{name: "this project's token for another project", token: f.token,
-			body: with("project", otherProject), wantStatus: 401, wantReason: steps.ReasonBadToken},
+			body: with("project", otherProject), wantStatus: 401, wantReason: stepserver.ReasonBadToken},
 		{name: "a forged Promotion", token: f.token, body: with("promotion", "prod-pilot.01jforged.0000000"),
-			wantStatus: 404, wantReason: steps.ReasonNoPromotion},
+			wantStatus: 404, wantReason: stepserver.ReasonNoPromotion},
 		{name: "a finished Promotion", token: f.token,
 			body: with("stage", "prod-canary", "promotion", f.finished.Name), wantStatus: 409,
-			wantReason: steps.ReasonNotRunning, wantMsg: "is Succeeded, not Running"},
+			wantReason: stepserver.ReasonNotRunning, wantMsg: "is Succeeded, not Running"},
 		{name: "a Promotion of another Stage", token: f.token, body: with("stage", "prod-canary"),
-			wantStatus: 403, wantReason: steps.ReasonMismatch},
+			wantStatus: 403, wantReason: stepserver.ReasonMismatch},
 		{name: "a Stage not managed by a FleetStage", token: f.token,
-			body: with("stage", "plain", "promotion", f.plain.Name), wantStatus: 403, wantReason: steps.ReasonNotFleet},
+			body: with("stage", "plain", "promotion", f.plain.Name), wantStatus: 403, wantReason: stepserver.ReasonNotFleet},
 		{name: "a Stage labelled but not controlled by the FleetStage", token: f.token,
-			body: with("stage", "forged", "promotion", f.labelled.Name), wantStatus: 403, wantReason: steps.ReasonNotFleet},
+			body: with("stage", "forged", "promotion", f.labelled.Name), wantStatus: 403, wantReason: stepserver.ReasonNotFleet},
 		{name: "fleet-wave from a target Stage", token: f.token,
-			body: with("stage", "prod.c1", "promotion", f.target.Name), wantStatus: 403, wantReason: steps.ReasonNotWaveStage},
+			body: with("stage", "prod.c1", "promotion", f.target.Name), wantStatus: 403, wantReason: stepserver.ReasonNotWaveStage},
 		{name: "fleet-rollback from a target Stage", step: steps.RollbackStepName, token: f.token,
 			body:       with("stage", "prod.c1", "promotion", f.target.Name, "config", map[string]any{"mode": "start"}),
-			wantStatus: 403, wantReason: steps.ReasonNotWaveStage},
-		{name: "an oversized body", token: f.token, body: with("actor", strings.Repeat("a", steps.DefaultMaxBodyBytes)),
-			wantStatus: 413, wantReason: steps.ReasonTooLarge},
+			wantStatus: 403, wantReason: stepserver.ReasonNotWaveStage},
+		{name: "an oversized body", token: f.token, body: with("actor", strings.Repeat("a", stepserver.DefaultMaxBodyBytes)),
+			wantStatus: 413, wantReason: stepserver.ReasonTooLarge},
 		{name: "a malformed body", token: f.token, body: `{"project": "` + f.ns + `",`, wantStatus: 400,
-			wantReason: steps.ReasonBadRequest},
+			wantReason: stepserver.ReasonBadRequest},
 		{name: "an unknown field", token: f.token, body: with("target", "c1"), wantStatus: 400,
-			wantReason: steps.ReasonBadRequest},
+			wantReason: stepserver.ReasonBadRequest},
 		{name: "an invalid config", token: f.token, body: with("config", map[string]any{"mode": "run"}),
-			wantStatus: 422, wantReason: steps.ReasonInvalidConfig},
+			wantStatus: 422, wantReason: stepserver.ReasonInvalidConfig},
 		{name: "an unknown step", step: "fleet-deploy", token: f.token, body: f.request(), wantStatus: 404,
-			wantReason: steps.ReasonUnknownStep},
+			wantReason: stepserver.ReasonUnknownStep},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,7 +131,7 @@ func TestSecurity_refusals(t *testing.T) {
 			status, resp := post(t, stepServer.URL, step, tt.token, tt.body)
 			require.Equal(t, tt.wantStatus, status, resp.Message)
 			require.Equal(t, steps.StateFailed, resp.State)
-			require.Equal(t, &steps.ErrorInfo{Status: tt.wantStatus, Reason: tt.wantReason}, resp.Error)
+			require.Equal(t, &stepserver.ErrorInfo{Status: tt.wantStatus, Reason: tt.wantReason}, resp.Error)
 			require.Contains(t, resp.Message, tt.wantMsg)
 			require.Empty(t, rollouts(t, f.ns), "a refused request changes nothing")
 		})
@@ -164,7 +167,7 @@ func TestSecurity_tokens(t *testing.T) {
 	token := projectToken(t, ns)
 	key, err := keys.SigningKeys(ctx)
 	require.NoError(t, err)
-	require.Equal(t, steps.IssueToken(key.Current, ns, tokenIssued(t, token)), token)
+	require.Equal(t, steptoken.Issue(key.Current, ns, tokenIssued(t, token)), token)
 
 	bare := newProject(t)
 	newStage(t, bare, "plain")

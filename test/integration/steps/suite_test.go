@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
+
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +56,7 @@ var (
 	// fleetClient acts as kargo-fleet's controller (uncached).
 	fleetClient client.Client
 	// keys is the step server's signing key, kept in a Secret.
-	keys steps.KeySource
+	keys steptoken.KeySource
 	// stepServer is the step server the simulator's http steps call.
 	stepServer *recordingServer
 )
@@ -121,17 +124,17 @@ func run(m *testing.M) (int, error) {
 	if fleetClient, err = client.New(fleetCfg, client.Options{Scheme: env.Scheme}); err != nil {
 		return 0, err
 	}
-	keySecret := types.NamespacedName{Namespace: controllerNamespace, Name: steps.DefaultSigningKeySecret}
+	keySecret := types.NamespacedName{Namespace: controllerNamespace, Name: steptoken.DefaultSigningKeySecret}
 	fleetMgr, err := manager.New(fleetCfg, manager.Options{
 		Components:         manager.TokenMinter,
-		StepServer:         &steps.ServerOptions{SigningKeySecret: keySecret},
+		StepServer:         &stepserver.Options{SigningKeySecret: keySecret},
 		Logger:             log,
 		SkipNameValidation: true,
 	})
 	if err != nil {
 		return 0, err
 	}
-	keys = steps.NewSecretKey("", keySecret, fleetClient, fleetClient)
+	keys = steptoken.NewSecretKey("", keySecret, fleetClient, fleetClient)
 	stepServer = newRecordingServer(newStepServer())
 	defer stepServer.Close()
 
@@ -155,9 +158,9 @@ func run(m *testing.M) (int, error) {
 
 // newStepServer returns a step server as the controller builds it, on
 // kargo-fleet's identity, with metrics on a registry of its own.
-func newStepServer() *steps.Server {
+func newStepServer() *stepserver.Server {
 	store := steps.NewAPIStore(fleetClient, fleetClient)
-	return steps.NewServer(steps.ServerOptions{}, steps.ServerDeps{
+	return stepserver.New(stepserver.Options{}, stepserver.Deps{
 		Reader:  fleetClient,
 		Keys:    keys,
 		Steps:   steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}),
@@ -195,7 +198,7 @@ type recordingServer struct {
 	requests []recordedRequest
 }
 
-func newRecordingServer(s *steps.Server) *recordingServer {
+func newRecordingServer(s *stepserver.Server) *recordingServer {
 	r := &recordingServer{}
 	h := s.Handler()
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

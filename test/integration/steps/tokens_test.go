@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -95,7 +98,7 @@ func TestTokens_lifecycle(t *testing.T) {
 			status, _ := post(t, stepServer.URL, steps.WaveStepName, f.token, f.request())
 			return status == 401
 		}, 5*time.Second, 20*time.Millisecond)
-		refused(f.token, steps.ReasonRevokedToken)
+		refused(f.token, stepserver.ReasonRevokedToken)
 		time.Sleep(500 * time.Millisecond)
 		require.Nil(t, tokenSecret(ctx, f.ns), "no token is minted while revoked")
 
@@ -114,7 +117,7 @@ func TestTokens_lifecycle(t *testing.T) {
 			s := tokenSecret(ctx, f.ns)
 			return s != nil && string(s.Data[fleetv1alpha1.StepTokenSecretKey]) != old
 		}, 5*time.Second, 20*time.Millisecond, "a new token is minted at once")
-		refused(old, steps.ReasonRevokedToken)
+		refused(old, stepserver.ReasonRevokedToken)
 		f.token = projectToken(t, f.ns)
 		accepted(f.token)
 		setRevoked(t, f.ns, "")
@@ -122,13 +125,13 @@ func TestTokens_lifecycle(t *testing.T) {
 
 	t.Run("a rotated key re-mints every token and the previous key still verifies", func(t *testing.T) {
 		var keySecret corev1.Secret
-		ref := types.NamespacedName{Namespace: controllerNamespace, Name: steps.DefaultSigningKeySecret}
+		ref := types.NamespacedName{Namespace: controllerNamespace, Name: steptoken.DefaultSigningKeySecret}
 		require.NoError(t, k8s.Get(ctx, ref, &keySecret))
-		previous := keySecret.Data[steps.SigningKeySecretKey]
-		next := make([]byte, steps.MinSigningKeyBytes)
+		previous := keySecret.Data[steptoken.SigningKeySecretKey]
+		next := make([]byte, steptoken.MinSigningKeyBytes)
 		_, err := rand.Read(next)
 		require.NoError(t, err)
-		keySecret.Data = map[string][]byte{steps.SigningKeySecretKey: next, steps.PreviousSigningKeySecretKey: previous}
+		keySecret.Data = map[string][]byte{steptoken.SigningKeySecretKey: next, steptoken.PreviousSigningKeySecretKey: previous}
 		require.NoError(t, k8s.Update(ctx, &keySecret))
 
 		old := f.token
@@ -143,13 +146,13 @@ func TestTokens_lifecycle(t *testing.T) {
 				return false
 			}
 			sec, _ := strconv.ParseInt(parts[1], 10, 64)
-			return tok == steps.IssueToken(next, f.ns, time.Unix(sec, 0))
+			return tok == steptoken.Issue(next, f.ns, time.Unix(sec, 0))
 		}, 5*time.Second, 20*time.Millisecond, "the token is re-minted under the new key")
 		accepted(projectToken(t, f.ns))
 		accepted(old)
 
-		keySecret.Data = map[string][]byte{steps.SigningKeySecretKey: next}
+		keySecret.Data = map[string][]byte{steptoken.SigningKeySecretKey: next}
 		require.NoError(t, k8s.Update(ctx, &keySecret))
-		refused(old, steps.ReasonBadToken)
+		refused(old, stepserver.ReasonBadToken)
 	})
 }

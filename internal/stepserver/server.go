@@ -1,4 +1,4 @@
-package steps
+package stepserver
 
 import (
 	"context"
@@ -19,12 +19,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // Defaults of the step server.
 const (
-	// DefaultServerAddr is where the step server listens.
-	DefaultServerAddr = ":9090"
+	// DefaultAddr is where the step server listens.
+	DefaultAddr = ":9090"
 	// DefaultMaxBodyBytes bounds a request body.
 	DefaultMaxBodyBytes = 64 << 10
 	// defaultNamespace is the controller's namespace when nothing says it.
@@ -33,10 +36,10 @@ const (
 	shutdownGrace = 10 * time.Second
 )
 
-// Environment variables read by ServerOptionsFromEnv.
+// Environment variables read by OptionsFromEnv.
 const (
-	// EnvServerAddr is the listen address; "0" disables the server.
-	EnvServerAddr = "KARGO_FLEET_STEP_SERVER_ADDR"
+	// EnvAddr is the listen address; "0" disables the server.
+	EnvAddr = "KARGO_FLEET_STEP_SERVER_ADDR"
 	// EnvTLSCertFile and EnvTLSKeyFile enable TLS when both are set.
 	EnvTLSCertFile = "KARGO_FLEET_STEP_TLS_CERT_FILE"
 	// EnvTLSKeyFile is the TLS private key file.
@@ -52,8 +55,8 @@ const (
 	EnvPodNamespace = "POD_NAMESPACE"
 )
 
-// ServerOptions configures the step server.
-type ServerOptions struct {
+// Options configures the step server.
+type Options struct {
 	// Addr is the listen address; empty or "0" disables the server.
 	Addr string
 	// TLSCertFile and TLSKeyFile enable TLS when both are set.
@@ -70,11 +73,11 @@ type ServerOptions struct {
 }
 
 // Enabled reports whether the server should run.
-func (o ServerOptions) Enabled() bool { return o.Addr != "" && o.Addr != "0" }
+func (o Options) Enabled() bool { return o.Addr != "" && o.Addr != "0" }
 
-// ServerOptionsFromEnv reads the server options from the environment (see
+// OptionsFromEnv reads the server options from the environment (see
 // the Env* constants), with defaults.
-func ServerOptionsFromEnv() (ServerOptions, error) {
+func OptionsFromEnv() (Options, error) {
 	ns := os.Getenv(EnvPodNamespace)
 	if ns == "" {
 		if raw, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
@@ -84,13 +87,13 @@ func ServerOptionsFromEnv() (ServerOptions, error) {
 	if ns == "" {
 		ns = defaultNamespace
 	}
-	o := ServerOptions{
-		Addr:           envOr(EnvServerAddr, DefaultServerAddr),
+	o := Options{
+		Addr:           envOr(EnvAddr, DefaultAddr),
 		TLSCertFile:    os.Getenv(EnvTLSCertFile),
 		TLSKeyFile:     os.Getenv(EnvTLSKeyFile),
 		SigningKeyFile: os.Getenv(EnvSigningKeyFile),
 		SigningKeySecret: types.NamespacedName{
-			Namespace: ns, Name: envOr(EnvSigningKeySecret, DefaultSigningKeySecret),
+			Namespace: ns, Name: envOr(EnvSigningKeySecret, steptoken.DefaultSigningKeySecret),
 		},
 		MaxBodyBytes: DefaultMaxBodyBytes,
 	}
@@ -114,8 +117,8 @@ func envOr(name, def string) string {
 	return def
 }
 
-// ServerDeps are the step server's collaborators.
-type ServerDeps struct {
+// Deps are the step server's collaborators.
+type Deps struct {
 	// Reader reads Promotions and Stages to authorize requests; use an
 	// uncached reader (the manager's API reader): a Promotion must be seen
 	// Running the moment Kargo calls.
@@ -126,13 +129,13 @@ type ServerDeps struct {
 	// modify the FleetStage they get, so the cache's object is shared.
 	FleetStages client.Reader
 	// Keys provides the token signing keys.
-	Keys KeySource
+	Keys steptoken.KeySource
 	// Namespaces reads Project namespaces for token revocations; nil uses
 	// Reader. The manager's cache is fine: a revocation applies as soon as
 	// the watch sees it.
 	Namespaces client.Reader
 	// Steps are the steps served.
-	Steps Registry
+	Steps steps.Registry
 	// Metrics registers the server's metrics; nil registers none.
 	Metrics prometheus.Registerer
 	// Clock times requests.
@@ -146,12 +149,12 @@ type ServerDeps struct {
 // read state: they answer quickly, and a replayed request has no further
 // effect.
 type Server struct {
-	opts        ServerOptions
+	opts        Options
 	reader      client.Reader
 	fleetStages client.Reader
 	namespaces  client.Reader
-	keys        KeySource
-	steps       Registry
+	keys        steptoken.KeySource
+	steps       steps.Registry
 	metrics     *serverMetrics
 	clock       clock.PassiveClock
 }
@@ -161,8 +164,8 @@ var (
 	_ manager.LeaderElectionRunnable = (*Server)(nil)
 )
 
-// NewServer returns a step server.
-func NewServer(opts ServerOptions, deps ServerDeps) *Server {
+// New returns a step server.
+func New(opts Options, deps Deps) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -188,16 +191,6 @@ func NewServer(opts ServerOptions, deps ServerDeps) *Server {
 		metrics:     newServerMetrics(deps.Metrics),
 		clock:       clk,
 	}
-}
-
-// DefaultSteps returns every fleet step, backed by store.
-func DefaultSteps(store Store, windows WindowChecker, clk clock.PassiveClock) Registry {
-	return NewRegistry(
-		NewWaveStep(store),
-		NewRollbackStep(store),
-		NewGateStep(store, windows, clk),
-		NewStatusStep(store),
-	)
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every

@@ -1,4 +1,4 @@
-package steps
+package jsonkeys
 
 import (
 	"bytes"
@@ -9,14 +9,14 @@ import (
 	"strings"
 )
 
-// maxJSONDepth bounds how deeply the key check descends into a document.
-// Step requests nest four levels at most (request, config, links, link).
-const maxJSONDepth = 32
+// maxDepth bounds how deeply Check descends into a document. Step requests
+// nest four levels at most (request, config, links, link).
+const maxDepth = 32
 
-// errJSONTooDeep is returned for a document nested deeper than maxJSONDepth.
-var errJSONTooDeep = fmt.Errorf("JSON is nested deeper than %d levels", maxJSONDepth)
+// errTooDeep is returned for a document nested deeper than maxDepth.
+var errTooDeep = fmt.Errorf("JSON is nested deeper than %d levels", maxDepth)
 
-// checkJSONKeys refuses a JSON document in which one object holds two keys
+// Check refuses a JSON document in which one object holds two keys
 // that are equal when case is ignored ({"freight":"a","Freight":"b"}, or the
 // same key twice), and, when known is given, a top-level key that differs
 // from one of the known names only in case ({"Project": ...}).
@@ -25,7 +25,7 @@ var errJSONTooDeep = fmt.Errorf("JSON is nested deeper than %d levels", maxJSOND
 // fields case-insensitively, while other readers of the same bytes (a proxy,
 // an audit log, a person) may keep the first or match exactly: one request
 // would then mean two different things. raw must be valid JSON.
-func checkJSONKeys(raw []byte, known ...string) error {
+func Check(raw []byte, known ...string) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	return walkJSON(dec, "", 0, known)
@@ -34,8 +34,8 @@ func checkJSONKeys(raw []byte, known ...string) error {
 // walkJSON checks the next JSON value of dec; known applies to an object at
 // depth 0 only.
 func walkJSON(dec *json.Decoder, path string, depth int, known []string) error {
-	if depth > maxJSONDepth {
-		return errJSONTooDeep
+	if depth > maxDepth {
+		return errTooDeep
 	}
 	tok, err := dec.Token()
 	if err != nil {

@@ -1,4 +1,4 @@
-package steps
+package steptoken
 
 import (
 	"context"
@@ -16,58 +16,58 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 )
 
-func Test_checkToken(t *testing.T) {
+func TestCheck(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	other := []byte("fedcba9876543210fedcba9876543210")
 	keys := KeySet{Current: testKey}
 	rotating := KeySet{Current: other, Previous: testKey}
-	tok := IssueToken(testKey, "shop", now.Add(-time.Hour))
+	tok := Issue(testKey, "shop", now.Add(-time.Hour))
 	tests := []struct {
 		name       string
 		keys       KeySet
 		project    string
 		token      string
 		revoked    Revocation
-		want       tokenCheck
+		want       Verdict
 		wantIssued time.Time
 	}{
-		{name: "own project", keys: keys, project: "shop", token: tok, want: tokenValid, wantIssued: now.Add(-time.Hour)},
-		{name: "another project's token", keys: keys, project: "shop", token: IssueToken(testKey, "shop2", now)},
-		{name: "prefix project's token", keys: keys, project: "shop", token: IssueToken(testKey, "sho", now)},
-		{name: "token of another key", keys: keys, project: "shop", token: IssueToken(other, "shop", now)},
-		{name: "previous key during a rotation", keys: rotating, project: "shop", token: tok, want: tokenValid,
+		{name: "own project", keys: keys, project: "shop", token: tok, want: Valid, wantIssued: now.Add(-time.Hour)},
+		{name: "another project's token", keys: keys, project: "shop", token: Issue(testKey, "shop2", now)},
+		{name: "prefix project's token", keys: keys, project: "shop", token: Issue(testKey, "sho", now)},
+		{name: "token of another key", keys: keys, project: "shop", token: Issue(other, "shop", now)},
+		{name: "previous key during a rotation", keys: rotating, project: "shop", token: tok, want: Valid,
 			wantIssued: now.Add(-time.Hour)},
-		{name: "current key during a rotation", keys: rotating, project: "shop", token: IssueToken(other, "shop", now),
-			want: tokenValid, wantIssued: now},
+		{name: "current key during a rotation", keys: rotating, project: "shop", token: Issue(other, "shop", now),
+			want: Valid, wantIssued: now},
 		{name: "issue time changed", keys: keys, project: "shop", token: strings.Replace(tok, ".177", ".178", 1)},
 		{name: "issue time with a leading zero", keys: keys, project: "shop", token: strings.Replace(tok, "v2.", "v2.0", 1)},
 		{name: "version 1 token", keys: keys, project: "shop", token: "Yk8aFvTqYr1mYw0rGsSMxMOPkTPM1ZpYzBhWm0i1rQ4"},
 		{name: "empty", keys: keys, project: "shop", token: ""},
 		{name: "truncated", keys: keys, project: "shop", token: tok[:20]},
-		{name: "expired", keys: keys, project: "shop", token: IssueToken(testKey, "shop", now.Add(-TokenTTL-time.Second)),
-			want: tokenExpired, wantIssued: now.Add(-TokenTTL - time.Second)},
-		{name: "last second of its life", keys: keys, project: "shop", token: IssueToken(testKey, "shop", now.Add(-TokenTTL)),
-			want: tokenValid, wantIssued: now.Add(-TokenTTL)},
-		{name: "issued in the future", keys: keys, project: "shop", token: IssueToken(testKey, "shop", now.Add(time.Hour)),
-			want: tokenExpired, wantIssued: now.Add(time.Hour)},
+		{name: "expired", keys: keys, project: "shop", token: Issue(testKey, "shop", now.Add(-TTL-time.Second)),
+			want: Expired, wantIssued: now.Add(-TTL - time.Second)},
+		{name: "last second of its life", keys: keys, project: "shop", token: Issue(testKey, "shop", now.Add(-TTL)),
+			want: Valid, wantIssued: now.Add(-TTL)},
+		{name: "issued in the future", keys: keys, project: "shop", token: Issue(testKey, "shop", now.Add(time.Hour)),
+			want: Expired, wantIssued: now.Add(time.Hour)},
 		{name: "revoked", keys: keys, project: "shop", token: tok, revoked: Revocation{All: true},
-			want: tokenRevoked, wantIssued: now.Add(-time.Hour)},
+			want: Revoked, wantIssued: now.Add(-time.Hour)},
 		{name: "issued before the revocation time", keys: keys, project: "shop", token: tok,
-			revoked: Revocation{Before: now}, want: tokenRevoked, wantIssued: now.Add(-time.Hour)},
+			revoked: Revocation{Before: now}, want: Revoked, wantIssued: now.Add(-time.Hour)},
 		{name: "issued after the revocation time", keys: keys, project: "shop", token: tok,
-			revoked: Revocation{Before: now.Add(-2 * time.Hour)}, want: tokenValid, wantIssued: now.Add(-time.Hour)},
+			revoked: Revocation{Before: now.Add(-2 * time.Hour)}, want: Valid, wantIssued: now.Add(-time.Hour)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, issued := checkToken(tt.keys, tt.project, tt.token, now, tt.revoked)
+			got, issued := Check(tt.keys, tt.project, tt.token, now, tt.revoked)
 			require.Equal(t, tt.want, got)
 			require.True(t, tt.wantIssued.Equal(issued), "issued %s, want %s", issued, tt.wantIssued)
 		})
 	}
-	require.Equal(t, IssueToken(testKey, "shop", now), IssueToken(testKey, "shop", now), "deterministic")
-	require.Len(t, IssueToken(testKey, "shop", now), len("v2.1777636800.")+43, "256 bits, unpadded base64url")
+	require.Equal(t, Issue(testKey, "shop", now), Issue(testKey, "shop", now), "deterministic")
+	require.Len(t, Issue(testKey, "shop", now), len("v2.1777636800.")+43, "256 bits, unpadded base64url")
 }
 
 func TestRevocationOf(t *testing.T) {

@@ -1,4 +1,4 @@
-package steps
+package steptoken
 
 import (
 	"context"
@@ -23,11 +23,11 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 )
 
-// TokenMinter keeps a step token Secret (v1alpha1.StepTokenSecretName, key
+// Minter keeps a step token Secret (v1alpha1.StepTokenSecretName, key
 // v1alpha1.StepTokenSecretKey) in every Project namespace that has a
 // FleetStage, and deletes it when the last FleetStage goes or the Project's
 // tokens are revoked (v1alpha1.StepTokenRevokedAnnotation). It replaces a
-// token older than TokenRenewAfter, one the current key did not sign (after a
+// token older than RenewAfter, one the current key did not sign (after a
 // rotation), one the revocation refuses, and a deleted or edited Secret, as
 // soon as a watch reports it. The shipped ClusterPromotionTasks send the
 // token with ${{ secret('kargo-fleet-step-token').token }}.
@@ -35,20 +35,20 @@ import (
 // Token Secrets carry one name in every namespace, so the controller may
 // read, update and delete Secrets of that name only (RBAC resourceNames),
 // and watches them through a cache selecting that name (RBAC in rbac.go).
-type TokenMinter struct {
+type Minter struct {
 	client client.Client
 	tokens client.Reader
 	keys   KeySource
 	clock  clock.PassiveClock
 }
 
-var _ reconcile.Reconciler = (*TokenMinter)(nil)
+var _ reconcile.Reconciler = (*Minter)(nil)
 
-// NewTokenMinter returns a TokenMinter. c lists FleetStages and Namespaces
+// NewMinter returns a Minter. c lists FleetStages and Namespaces
 // (the cache is fine) and writes Secrets; tokens reads token Secrets (a
 // cache of Secrets named v1alpha1.StepTokenSecretName, or an API reader).
-func NewTokenMinter(c client.Client, tokens client.Reader, keys KeySource, clk clock.PassiveClock) *TokenMinter {
-	return &TokenMinter{client: c, tokens: tokens, keys: keys, clock: clk}
+func NewMinter(c client.Client, tokens client.Reader, keys KeySource, clk clock.PassiveClock) *Minter {
+	return &Minter{client: c, tokens: tokens, keys: keys, clock: clk}
 }
 
 // MinterWatches are the caches whose Secrets the minter watches besides the
@@ -61,7 +61,7 @@ type MinterWatches struct {
 }
 
 // SetupWithManager registers the minter; it runs on the leader only.
-func (m *TokenMinter) SetupWithManager(mgr ctrl.Manager, w MinterWatches) error {
+func (m *Minter) SetupWithManager(mgr ctrl.Manager, w MinterWatches) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("step-token").
 		Watches(&fleetv1alpha1.FleetStage{}, handler.EnqueueRequestsFromMapFunc(tokenRequest)).
@@ -90,7 +90,7 @@ func tokenRequest(_ context.Context, obj client.Object) []reconcile.Request {
 
 // everyProject maps a signing key change to every namespace with a
 // FleetStage: their tokens are re-minted with the new key.
-func (m *TokenMinter) everyProject(ctx context.Context, _ client.Object) []reconcile.Request {
+func (m *Minter) everyProject(ctx context.Context, _ client.Object) []reconcile.Request {
 	var fleets fleetv1alpha1.FleetStageList
 	if err := m.client.List(ctx, &fleets, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "Error listing FleetStages after a signing key change")
@@ -109,7 +109,7 @@ func (m *TokenMinter) everyProject(ctx context.Context, _ client.Object) []recon
 
 // Reconcile makes the token Secret of one namespace match its FleetStages,
 // the signing key and the namespace's revocation.
-func (m *TokenMinter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (m *Minter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ns := req.Namespace
 	logger := log.FromContext(ctx).WithValues("namespace", ns)
 	// Only whether one exists matters: the cache's objects, not copies of a
@@ -153,12 +153,12 @@ func (m *TokenMinter) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	current := KeySet{Current: keys.Current}
 	if exists && secret.Labels[ManagedByLabel] == ManagedByValue {
 		token := string(secret.Data[fleetv1alpha1.StepTokenSecretKey])
-		if verdict, issued := checkToken(current, ns, token, now, revocation); verdict == tokenValid &&
-			now.Sub(issued) < TokenRenewAfter {
-			return reconcile.Result{RequeueAfter: TokenRenewAfter - now.Sub(issued)}, nil
+		if verdict, issued := Check(current, ns, token, now, revocation); verdict == Valid &&
+			now.Sub(issued) < RenewAfter {
+			return reconcile.Result{RequeueAfter: RenewAfter - now.Sub(issued)}, nil
 		}
 	}
-	token := []byte(IssueToken(keys.Current, ns, now))
+	token := []byte(Issue(keys.Current, ns, now))
 	if !exists {
 		secret = corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
@@ -178,7 +178,7 @@ func (m *TokenMinter) Reconcile(ctx context.Context, req reconcile.Request) (rec
 			return reconcile.Result{}, fmt.Errorf("error creating Secret %s: %w", key, err)
 		}
 		logger.Info("Minted step token", "Secret", key)
-		return reconcile.Result{RequeueAfter: TokenRenewAfter}, nil
+		return reconcile.Result{RequeueAfter: RenewAfter}, nil
 	}
 	if secret.Labels == nil {
 		secret.Labels = map[string]string{}
@@ -192,5 +192,5 @@ func (m *TokenMinter) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		return reconcile.Result{}, fmt.Errorf("error updating Secret %s: %w", key, err)
 	}
 	logger.Info("Re-minted step token", "Secret", key)
-	return reconcile.Result{RequeueAfter: TokenRenewAfter}, nil
+	return reconcile.Result{RequeueAfter: RenewAfter}, nil
 }

@@ -1,4 +1,4 @@
-package steps
+package stepserver
 
 import (
 	"bytes"
@@ -15,6 +15,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/jsonkeys"
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // retryAfterSeconds is the Retry-After sent with a 503; Kargo ignores it (it
@@ -24,12 +27,12 @@ const retryAfterSeconds = "5"
 // Handler returns the step server's HTTP handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc(StepPathPrefix+"{name}", s.serveStep)
+	mux.HandleFunc(PathPrefix+"{name}", s.serveStep)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeNotFound(w, fmt.Sprintf("no such endpoint %s; steps are served at POST %s<name>", r.URL.Path, StepPathPrefix))
+		writeNotFound(w, fmt.Sprintf("no such endpoint %s; steps are served at POST %s<name>", r.URL.Path, PathPrefix))
 	})
 	return canonicalPaths(mux)
 }
@@ -44,7 +47,7 @@ func canonicalPaths(next http.Handler) http.Handler {
 		p := r.URL.Path
 		if !strings.HasPrefix(p, "/") || path.Clean(p) != p {
 			writeNotFound(w, fmt.Sprintf("no such endpoint %q: the path is not canonical; steps are served at POST %s<name>",
-				p, StepPathPrefix))
+				p, PathPrefix))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -54,9 +57,9 @@ func canonicalPaths(next http.Handler) http.Handler {
 // writeNotFound answers 404 with a Failed step.
 func writeNotFound(w http.ResponseWriter, msg string) {
 	writeJSON(w, http.StatusNotFound, Response{
-		State:   StateFailed,
+		State:   steps.StateFailed,
 		Message: msg,
-		Outputs: withLinks(nil),
+		Outputs: steps.WithLinks(nil),
 		Error:   &ErrorInfo{Status: http.StatusNotFound, Reason: ReasonUnknownStep},
 	})
 }
@@ -113,9 +116,9 @@ func (s *Server) handleRecovering(ctx context.Context, w http.ResponseWriter, r 
 		}
 		log.FromContext(ctx).Error(fmt.Errorf("panic: %v", v), "Step handler panicked", "stack", string(debug.Stack()))
 		resp, status, req = Response{
-			State:   StateRunning,
+			State:   steps.StateRunning,
 			Message: "internal error serving the step, retrying",
-			Outputs: withLinks(nil),
+			Outputs: steps.WithLinks(nil),
 			Error:   &ErrorInfo{Status: http.StatusServiceUnavailable, Reason: ReasonInternal},
 		}, http.StatusServiceUnavailable, nil
 	}()
@@ -146,13 +149,13 @@ func (s *Server) handle(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	res, err := step.Run(ctx, in)
 	switch {
 	case err == nil:
-		res.Outputs = withLinks(res.Outputs)
+		res.Outputs = steps.WithLinks(res.Outputs)
 		return Response{State: res.State, Message: res.Message, Outputs: res.Outputs}, http.StatusOK, req
-	case IsTerminal(err):
+	case steps.IsTerminal(err):
 		return Response{
-			State:   StateFailed,
+			State:   steps.StateFailed,
 			Message: err.Error(),
-			Outputs: withLinks(res.Outputs),
+			Outputs: steps.WithLinks(res.Outputs),
 			Error:   &ErrorInfo{Status: http.StatusUnprocessableEntity, Reason: ReasonInvalidConfig},
 		}, http.StatusUnprocessableEntity, req
 	default:
@@ -184,7 +187,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request) (*Request, error
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, refuse(http.StatusBadRequest, ReasonBadRequest, "invalid request body: data after the JSON object")
 	}
-	if err := checkJSONKeys(body, requestKeys...); err != nil {
+	if err := jsonkeys.Check(body, requestKeys...); err != nil {
 		return nil, refuse(http.StatusUnprocessableEntity, ReasonAmbiguousJSON, "invalid request body: %v", err)
 	}
 	if err := req.Validate(); err != nil {
@@ -201,9 +204,9 @@ func (s *Server) errorResponse(err error, req *Request) (Response, int, *Request
 		return refusalResponse(ref), ref.status, req
 	}
 	return Response{
-		State:   StateRunning,
+		State:   steps.StateRunning,
 		Message: "temporarily unable to serve the step, retrying: " + err.Error(),
-		Outputs: withLinks(nil),
+		Outputs: steps.WithLinks(nil),
 		Error:   &ErrorInfo{Status: http.StatusServiceUnavailable, Reason: ReasonUnavailable},
 	}, http.StatusServiceUnavailable, req
 }
@@ -211,9 +214,9 @@ func (s *Server) errorResponse(err error, req *Request) (Response, int, *Request
 // refusalResponse is the answer to a refused request: the step Failed.
 func refusalResponse(r *refusal) Response {
 	return Response{
-		State:   StateFailed,
+		State:   steps.StateFailed,
 		Message: r.msg,
-		Outputs: withLinks(nil),
+		Outputs: steps.WithLinks(nil),
 		Error:   &ErrorInfo{Status: r.status, Reason: r.reason},
 	}
 }

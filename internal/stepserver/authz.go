@@ -1,4 +1,4 @@
-package steps
+package stepserver
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // refusal is a request the server will not serve: it carries the HTTP
@@ -51,7 +53,7 @@ func bearerToken(h http.Header) string {
 //
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=promotions;stages,verbs=get
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages,verbs=get
-func (s *Server) authorize(ctx context.Context, step string, req *Request, token string) (*Input, error) {
+func (s *Server) authorize(ctx context.Context, step string, req *Request, token string) (*steps.Input, error) {
 	if token == "" || token == "null" || token == "<nil>" {
 		return nil, refuse(http.StatusUnauthorized, ReasonNoToken,
 			"missing step token: send 'Authorization: Bearer <token>' with the token from Secret %q of project %q "+
@@ -110,13 +112,13 @@ func (s *Server) authorize(ctx context.Context, step string, req *Request, token
 		return nil, refuse(http.StatusForbidden, ReasonNotFleet,
 			"stage %q is labelled for FleetStage %q but not controlled by it", req.Stage, fsName)
 	}
-	if (step == WaveStepName || step == RollbackStepName) && stage.Labels[fleetv1alpha1.RoleLabel] != fleetv1alpha1.RoleWave {
+	if (step == steps.WaveStepName || step == steps.RollbackStepName) && stage.Labels[fleetv1alpha1.RoleLabel] != fleetv1alpha1.RoleWave {
 		// A rollback moves the whole fleet: it is asked for from a wave
 		// Stage, never from one target's Stage.
 		return nil, refuse(http.StatusForbidden, ReasonNotWaveStage,
 			"%s runs only in wave Stages; Stage %q is not one", step, req.Stage)
 	}
-	return &Input{Context: req.stepContext(), FleetStage: &fs, Stage: &stage, Promotion: &promo, Config: req.Config}, nil
+	return &steps.Input{Context: req.stepContext(), FleetStage: &fs, Stage: &stage, Promotion: &promo, Config: req.Config}, nil
 }
 
 // authenticate checks a Project's token: signed by the current or the
@@ -129,8 +131,8 @@ func (s *Server) authenticate(ctx context.Context, project, token string) error 
 		return err
 	}
 	now := s.clock.Now()
-	verdict, issued := checkToken(keys, project, token, now, Revocation{})
-	if verdict == tokenValid {
+	verdict, issued := steptoken.Check(keys, project, token, now, steptoken.Revocation{})
+	if verdict == steptoken.Valid {
 		var ns corev1.Namespace
 		if err := s.namespaces.Get(ctx, client.ObjectKey{Name: project}, &ns); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -138,17 +140,17 @@ func (s *Server) authenticate(ctx context.Context, project, token string) error 
 			}
 			return fmt.Errorf("error getting Namespace %q: %w", project, err)
 		}
-		verdict, _ = checkToken(keys, project, token, now, RevocationOf(ns.Annotations))
+		verdict, _ = steptoken.Check(keys, project, token, now, steptoken.RevocationOf(ns.Annotations))
 	}
 	switch verdict {
-	case tokenInvalid:
+	case steptoken.Invalid:
 		return refuse(http.StatusUnauthorized, ReasonBadToken, "invalid step token for project %q", project)
-	case tokenExpired:
+	case steptoken.Expired:
 		return refuse(http.StatusUnauthorized, ReasonExpiredToken,
 			"step token for project %q was issued at %s and has expired: kargo-fleet re-mints Secret %q; "+
 				"check that the controller is running", project, issued.UTC().Format(time.RFC3339),
 			fleetv1alpha1.StepTokenSecretName)
-	case tokenRevoked:
+	case steptoken.Revoked:
 		return refuse(http.StatusUnauthorized, ReasonRevokedToken,
 			"step token for project %q is revoked by annotation %q on its namespace",
 			project, fleetv1alpha1.StepTokenRevokedAnnotation)

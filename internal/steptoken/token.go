@@ -1,4 +1,4 @@
-package steps
+package steptoken
 
 import (
 	"bytes"
@@ -47,11 +47,11 @@ const (
 	// ManagedByValue is ManagedByLabel's value.
 	ManagedByValue = "kargo-fleet"
 
-	// TokenTTL is how long a step token is valid after it was issued.
-	TokenTTL = 30 * 24 * time.Hour
-	// TokenRenewAfter is the age at which the minter replaces a token, well
+	// TTL is how long a step token is valid after it was issued.
+	TTL = 30 * 24 * time.Hour
+	// RenewAfter is the age at which the minter replaces a token, well
 	// before it expires: a token is read from its Secret by every step.
-	TokenRenewAfter = 7 * 24 * time.Hour
+	RenewAfter = 7 * 24 * time.Hour
 	// tokenClockSkew is how far in the future an issue time may be (clocks
 	// of replicas differ).
 	tokenClockSkew = time.Minute
@@ -75,12 +75,12 @@ func (k KeySet) validate() error {
 	return nil
 }
 
-// IssueToken returns a Project's step token issued at the given time:
+// Issue returns a Project's step token issued at the given time:
 // "v2.<issued unix seconds>.<mac>", the mac being the unpadded base64url
 // HMAC-SHA256 of the Project's name and the issue time under the
 // server-held key. A token is worth nothing in another Project or after
-// TokenTTL, and the server needs no per-Project state to check it.
-func IssueToken(key []byte, project string, issued time.Time) string {
+// TTL, and the server needs no per-Project state to check it.
+func Issue(key []byte, project string, issued time.Time) string {
 	iat := strconv.FormatInt(issued.Unix(), 10)
 	return tokenVersion + "." + iat + "." + tokenMAC(key, project, iat)
 }
@@ -95,38 +95,39 @@ func tokenMAC(key []byte, project, iat string) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// tokenCheck is the verdict on a token.
-type tokenCheck int
+// Verdict is what Check makes of a token.
+type Verdict int
 
+// Verdicts of Check.
 const (
-	// tokenInvalid: not a token of this Project under either key.
-	tokenInvalid tokenCheck = iota
-	// tokenExpired: signed, but older than TokenTTL (or issued in the future).
-	tokenExpired
-	// tokenRevoked: signed, but revoked by the Project namespace's annotation.
-	tokenRevoked
-	// tokenValid: accept it.
-	tokenValid
+	// Invalid is a token not signed for this Project by either key.
+	Invalid Verdict = iota
+	// Expired is a signed token older than TTL, or issued in the future.
+	Expired
+	// Revoked is a signed token the Project namespace's annotation revokes.
+	Revoked
+	// Valid is a token to accept.
+	Valid
 )
 
-// checkToken returns the verdict on a Project's token at now, and its issue
+// Check returns the verdict on a Project's token at now, and its issue
 // time when it is signed by one of the keys.
-func checkToken(keys KeySet, project, token string, now time.Time, revoked Revocation) (tokenCheck, time.Time) {
-	issued, ok := verifyToken(keys, project, token)
+func Check(keys KeySet, project, token string, now time.Time, revoked Revocation) (Verdict, time.Time) {
+	issued, ok := Verify(keys, project, token)
 	switch {
 	case !ok:
-		return tokenInvalid, time.Time{}
-	case issued.After(now.Add(tokenClockSkew)) || now.Sub(issued) > TokenTTL:
-		return tokenExpired, issued
+		return Invalid, time.Time{}
+	case issued.After(now.Add(tokenClockSkew)) || now.Sub(issued) > TTL:
+		return Expired, issued
 	case revoked.Refuses(issued):
-		return tokenRevoked, issued
+		return Revoked, issued
 	}
-	return tokenValid, issued
+	return Valid, issued
 }
 
-// verifyToken reports, in constant time, whether token is the Project's
+// Verify reports, in constant time, whether token is the Project's
 // under the current or the previous key, and returns its issue time.
-func verifyToken(keys KeySet, project, token string) (time.Time, bool) {
+func Verify(keys KeySet, project, token string) (time.Time, bool) {
 	version, rest, ok := strings.Cut(token, ".")
 	if !ok || version != tokenVersion {
 		return time.Time{}, false

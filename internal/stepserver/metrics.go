@@ -1,4 +1,4 @@
-package steps
+package stepserver
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // serverMetrics are the step server's Prometheus metrics.
@@ -57,7 +59,7 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 }
 
 // observe records one answered request.
-func (m *serverMetrics) observe(step string, code int, state State, reason string, took time.Duration) {
+func (m *serverMetrics) observe(step string, code int, state steps.State, reason string, took time.Duration) {
 	m.requests.WithLabelValues(step, strconv.Itoa(code), string(state)).Inc()
 	if reason != "" {
 		m.refusals.WithLabelValues(step, reason).Inc()

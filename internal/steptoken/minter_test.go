@@ -1,4 +1,4 @@
-package steps
+package steptoken
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type rotatingKey struct{ keys KeySet }
 
 func (k *rotatingKey) SigningKeys(context.Context) (KeySet, error) { return k.keys, k.keys.validate() }
 
-func TestTokenMinter_Reconcile(t *testing.T) {
+func TestMinter_Reconcile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	key := types.NamespacedName{Namespace: testProject, Name: fleetv1alpha1.StepTokenSecretName}
@@ -51,12 +51,12 @@ func TestTokenMinter_Reconcile(t *testing.T) {
 		t.Parallel()
 		fs := testFleetStage()
 		c := newFakeClient(t, fs, testNamespace(testProject, nil))
-		m := NewTokenMinter(c, c, testKey, clocktesting.NewFakePassiveClock(now))
+		m := NewMinter(c, c, testKey, clocktesting.NewFakePassiveClock(now))
 
 		res, err := m.Reconcile(ctx, req)
 		require.NoError(t, err)
-		require.Equal(t, TokenRenewAfter, res.RequeueAfter)
-		require.Equal(t, IssueToken(testKey, testProject, now), token(t, c))
+		require.Equal(t, RenewAfter, res.RequeueAfter)
+		require.Equal(t, Issue(testKey, testProject, now), token(t, c))
 		var s corev1.Secret
 		require.NoError(t, c.Get(ctx, key, &s))
 		rv := s.ResourceVersion
@@ -70,12 +70,12 @@ func TestTokenMinter_Reconcile(t *testing.T) {
 		require.NoError(t, c.Update(ctx, &s))
 		_, err = m.Reconcile(ctx, req)
 		require.NoError(t, err)
-		require.Equal(t, IssueToken(testKey, testProject, now), token(t, c))
+		require.Equal(t, Issue(testKey, testProject, now), token(t, c))
 
 		require.NoError(t, c.Delete(ctx, &s))
 		_, err = m.Reconcile(ctx, req)
 		require.NoError(t, err)
-		require.Equal(t, IssueToken(testKey, testProject, now), token(t, c), "a deleted Secret is minted again")
+		require.Equal(t, Issue(testKey, testProject, now), token(t, c), "a deleted Secret is minted again")
 
 		require.NoError(t, c.Delete(ctx, fs))
 		_, err = m.Reconcile(ctx, req)
@@ -87,9 +87,9 @@ func TestTokenMinter_Reconcile(t *testing.T) {
 		t.Parallel()
 		c := newFakeClient(t, testFleetStage(), testNamespace(testProject, nil))
 		lagging := newFakeClient(t) // the token cache, before it sees the Secret
-		_, err := NewTokenMinter(c, c, testKey, clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
+		_, err := NewMinter(c, c, testKey, clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
 		require.NoError(t, err)
-		res, err := NewTokenMinter(c, lagging, testKey, clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
+		res, err := NewMinter(c, lagging, testKey, clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
 		require.NoError(t, err, "AlreadyExists: the cache lags, nothing is wrong")
 		require.Equal(t, time.Second, res.RequeueAfter, "looked at again once the cache has it")
 	})
@@ -98,42 +98,42 @@ func TestTokenMinter_Reconcile(t *testing.T) {
 		t.Parallel()
 		c := newFakeClient(t, testFleetStage(), testNamespace(testProject, nil))
 		clk := clocktesting.NewFakePassiveClock(now)
-		m := NewTokenMinter(c, c, testKey, clk)
+		m := NewMinter(c, c, testKey, clk)
 		_, err := m.Reconcile(ctx, req)
 		require.NoError(t, err)
 
-		clk.SetTime(now.Add(TokenRenewAfter - time.Hour))
+		clk.SetTime(now.Add(RenewAfter - time.Hour))
 		res, err := m.Reconcile(ctx, req)
 		require.NoError(t, err)
 		require.Equal(t, time.Hour, res.RequeueAfter, "checked again when it is due")
-		require.Equal(t, IssueToken(testKey, testProject, now), token(t, c))
+		require.Equal(t, Issue(testKey, testProject, now), token(t, c))
 
-		clk.SetTime(now.Add(TokenRenewAfter))
+		clk.SetTime(now.Add(RenewAfter))
 		_, err = m.Reconcile(ctx, req)
 		require.NoError(t, err)
-		require.Equal(t, IssueToken(testKey, testProject, now.Add(TokenRenewAfter)), token(t, c))
-		require.Less(t, TokenRenewAfter, TokenTTL/2, "renewed long before it expires")
+		require.Equal(t, Issue(testKey, testProject, now.Add(RenewAfter)), token(t, c))
+		require.Less(t, RenewAfter, TTL/2, "renewed long before it expires")
 	})
 
 	t.Run("re-mints with a rotated key", func(t *testing.T) {
 		t.Parallel()
 		c := newFakeClient(t, testFleetStage(), testNamespace(testProject, nil))
 		keys := &rotatingKey{keys: KeySet{Current: testKey}}
-		m := NewTokenMinter(c, c, keys, clocktesting.NewFakePassiveClock(now))
+		m := NewMinter(c, c, keys, clocktesting.NewFakePassiveClock(now))
 		_, err := m.Reconcile(ctx, req)
 		require.NoError(t, err)
 
 		keys.keys = KeySet{Current: other, Previous: testKey}
 		_, err = m.Reconcile(ctx, req)
 		require.NoError(t, err)
-		require.Equal(t, IssueToken(other, testProject, now), token(t, c))
+		require.Equal(t, Issue(other, testProject, now), token(t, c))
 	})
 
 	t.Run("revocation deletes the token until it is lifted", func(t *testing.T) {
 		t.Parallel()
 		c := newFakeClient(t, testFleetStage(), testNamespace(testProject, nil))
 		clk := clocktesting.NewFakePassiveClock(now)
-		m := NewTokenMinter(c, c, testKey, clk)
+		m := NewMinter(c, c, testKey, clk)
 		_, err := m.Reconcile(ctx, req)
 		require.NoError(t, err)
 
@@ -148,14 +148,14 @@ func TestTokenMinter_Reconcile(t *testing.T) {
 		clk.SetTime(now.Add(time.Minute))
 		_, err = m.Reconcile(ctx, req)
 		require.NoError(t, err)
-		require.Equal(t, IssueToken(testKey, testProject, now.Add(time.Minute)), token(t, c))
+		require.Equal(t, Issue(testKey, testProject, now.Add(time.Minute)), token(t, c))
 	})
 
 	t.Run("a revocation time replaces older tokens", func(t *testing.T) {
 		t.Parallel()
 		c := newFakeClient(t, testFleetStage(), testNamespace(testProject, nil))
 		clk := clocktesting.NewFakePassiveClock(now)
-		m := NewTokenMinter(c, c, testKey, clk)
+		m := NewMinter(c, c, testKey, clk)
 		_, err := m.Reconcile(ctx, req)
 		require.NoError(t, err)
 
@@ -163,7 +163,7 @@ func TestTokenMinter_Reconcile(t *testing.T) {
 		revoke(t, c, now.Add(time.Minute).Format(time.RFC3339))
 		_, err = m.Reconcile(ctx, req)
 		require.NoError(t, err)
-		require.Equal(t, IssueToken(testKey, testProject, now.Add(time.Hour)), token(t, c))
+		require.Equal(t, Issue(testKey, testProject, now.Add(time.Hour)), token(t, c))
 
 		revoke(t, c, now.Add(2*time.Hour).Format(time.RFC3339))
 		res, err := m.Reconcile(ctx, req)
@@ -179,9 +179,9 @@ func TestTokenMinter_Reconcile(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: testProject, Name: key.Name},
 			Data:       map[string][]byte{"other": []byte("x")},
 		})
-		_, err := NewTokenMinter(c, c, testKey, clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
+		_, err := NewMinter(c, c, testKey, clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
 		require.NoError(t, err)
-		require.Equal(t, IssueToken(testKey, testProject, now), token(t, c))
+		require.Equal(t, Issue(testKey, testProject, now), token(t, c))
 		var s corev1.Secret
 		require.NoError(t, c.Get(ctx, key, &s))
 		require.Equal(t, []byte("x"), s.Data["other"])
@@ -190,7 +190,7 @@ func TestTokenMinter_Reconcile(t *testing.T) {
 	t.Run("leaves a foreign Secret alone when there is no FleetStage", func(t *testing.T) {
 		t.Parallel()
 		c := newFakeClient(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testProject, Name: key.Name}})
-		_, err := NewTokenMinter(c, c, testKey, clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
+		_, err := NewMinter(c, c, testKey, clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
 		require.NoError(t, err)
 		var s corev1.Secret
 		require.NoError(t, c.Get(ctx, key, &s))
@@ -199,7 +199,7 @@ func TestTokenMinter_Reconcile(t *testing.T) {
 	t.Run("no signing key", func(t *testing.T) {
 		t.Parallel()
 		c := newFakeClient(t, testFleetStage())
-		_, err := NewTokenMinter(c, c, StaticKey("short"), clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
+		_, err := NewMinter(c, c, StaticKey("short"), clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
 		require.Error(t, err)
 	})
 }

@@ -1,4 +1,4 @@
-package steps
+package stepserver
 
 import (
 	"context"
@@ -15,12 +15,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // handlerFixture is a step server on a fake cluster: FleetStage prod with a
@@ -47,22 +51,26 @@ func newHandlerFixture(t *testing.T, funcs *interceptor.Funcs) *handlerFixture {
 		testPromotion("done", "prod-canary", testFreight, kargo.PromotionSucceeded),
 		testPromotion("target", "prod-c1", testFreight, kargo.PromotionRunning),
 		testPromotion("plain", "plain", testFreight, kargo.PromotionRunning),
-		testFreightObj("prod-pilot"),
+		&kargo.Freight{ // verified in the pilot wave: the canary wave may start
+			ObjectMeta: metav1.ObjectMeta{Namespace: testProject, Name: testFreight},
+			Origin:     kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"},
+			Status:     kargo.FreightStatus{VerifiedIn: map[string]kargo.VerifiedStage{"prod-pilot": {}}},
+		},
 	}
 	objs = append(objs, testPromotion("labelled", "prod-forged", testFreight, kargo.PromotionRunning),
 		testNamespace(testProject, nil), testNamespace("other", nil),
 		testNamespace("revoked", map[string]string{fleetv1alpha1.StepTokenRevokedAnnotation: "true"}))
 	plain := objs[3].(*kargo.Stage)
 	plain.Namespace, plain.Name = testProject, "plain"
-	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...)
+	b := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(objs...)
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}
 	c := b.Build()
 	reg := prometheus.NewRegistry()
-	store := NewAPIStore(c, c)
-	srv := NewServer(ServerOptions{MaxBodyBytes: 4096}, ServerDeps{
-		Reader: c, Keys: testKey, Steps: DefaultSteps(store, NewPlanWindows(), nil), Metrics: reg,
+	store := steps.NewAPIStore(c, c)
+	srv := New(Options{MaxBodyBytes: 4096}, Deps{
+		Reader: c, Keys: testKey, Steps: steps.DefaultSteps(store, steps.NewPlanWindows(), nil), Metrics: reg,
 	})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
@@ -116,18 +124,18 @@ func TestServer_statusCodes(t *testing.T) {
 		token      string
 		body       string
 		wantStatus int
-		wantState  State
+		wantState  steps.State
 		wantReason string
 		wantMsg    string
 	}{
-		{name: "accepted", body: encode(nil), wantStatus: 200, wantState: StateRunning,
+		{name: "accepted", body: encode(nil), wantStatus: 200, wantState: steps.StateRunning,
 			wantMsg: "waiting for the controller to plan"},
 		{name: "no token", token: "-", body: encode(nil), wantStatus: 401, wantReason: ReasonNoToken,
 			wantMsg: `missing step token: send 'Authorization: Bearer <token>' with the token from Secret "kargo-fleet-step-token"`},
 		{name: "token of a missing Secret", token: "null", body: encode(nil), wantStatus: 401, wantReason: ReasonNoToken},
 		{name: "another project's token", token: testToken("other"), body: encode(nil), wantStatus: 401,
 			wantReason: ReasonBadToken, wantMsg: `invalid step token for project "shop"`},
-		{name: "expired token", token: IssueToken(testKey, testProject, time.Now().Add(-TokenTTL-time.Minute)),
+		{name: "expired token", token: steptoken.Issue(testKey, testProject, time.Now().Add(-steptoken.TTL-time.Minute)),
 			body: encode(nil), wantStatus: 401, wantReason: ReasonExpiredToken,
 			wantMsg: `step token for project "shop" was issued at`},
 		{name: "token of a revoked project", token: testToken("revoked"),
@@ -154,9 +162,9 @@ func TestServer_statusCodes(t *testing.T) {
 		{name: "fleet-wave from a target Stage",
 			body:       encode(func(m map[string]any) { m["stage"], m["promotion"] = "prod-c1", "target" }),
 			wantStatus: 403, wantReason: ReasonNotWaveStage},
-		{name: "fleet-status from a target Stage", path: StepPathPrefix + StatusStepName,
+		{name: "fleet-status from a target Stage", path: PathPrefix + steps.StatusStepName,
 			body:       encode(func(m map[string]any) { m["stage"], m["promotion"], m["config"] = "prod-c1", "target", nil }),
-			wantStatus: 200, wantState: StateSucceeded},
+			wantStatus: 200, wantState: steps.StateSucceeded},
 		{name: "invalid config", body: encode(func(m map[string]any) { m["config"] = map[string]any{"mode": "go"} }),
 			wantStatus: 422, wantReason: ReasonInvalidConfig, wantMsg: "invalid fleet-wave config: mode: value must be one of"},
 		{name: "malformed body", body: `{"project":`, wantStatus: 400, wantReason: ReasonBadRequest},
@@ -169,14 +177,14 @@ func TestServer_statusCodes(t *testing.T) {
 			wantReason: ReasonBadRequest},
 		{name: "oversized body", body: encode(func(m map[string]any) { m["actor"] = strings.Repeat("a", 5000) }),
 			wantStatus: 413, wantReason: ReasonTooLarge},
-		{name: "unknown step", path: StepPathPrefix + "fleet-deploy", body: encode(nil), wantStatus: 404,
+		{name: "unknown step", path: PathPrefix + "fleet-deploy", body: encode(nil), wantStatus: 404,
 			wantReason: ReasonUnknownStep, wantMsg: "this server runs fleet-gate, fleet-rollback, fleet-status, fleet-wave"},
 		{name: "unknown path", path: "/v2/steps", body: encode(nil), wantStatus: 404, wantReason: ReasonUnknownStep},
-		{name: "non-canonical path", path: "/v1/steps/../steps/" + WaveStepName, body: encode(nil), wantStatus: 404,
+		{name: "non-canonical path", path: "/v1/steps/../steps/" + steps.WaveStepName, body: encode(nil), wantStatus: 404,
 			wantReason: ReasonUnknownStep, wantMsg: "not canonical"},
-		{name: "double slash", path: "/v1//steps/" + WaveStepName, body: encode(nil), wantStatus: 404,
+		{name: "double slash", path: "/v1//steps/" + steps.WaveStepName, body: encode(nil), wantStatus: 404,
 			wantReason: ReasonUnknownStep, wantMsg: "not canonical"},
-		{name: "dot segment", path: "/v1/steps/./" + WaveStepName, body: encode(nil), wantStatus: 404,
+		{name: "dot segment", path: "/v1/steps/./" + steps.WaveStepName, body: encode(nil), wantStatus: 404,
 			wantReason: ReasonUnknownStep, wantMsg: "not canonical"},
 		{name: "duplicate key", body: `{"freight":"other",` + encode(nil)[1:], wantStatus: 422,
 			wantReason: ReasonAmbiguousJSON, wantMsg: `key "freight" appears twice`},
@@ -186,10 +194,10 @@ func TestServer_statusCodes(t *testing.T) {
 			wantReason: ReasonAmbiguousJSON, wantMsg: `key "ALIAS" must be spelled "alias"`},
 		{name: "duplicate config key", body: strings.Replace(encode(nil), `"mode":"start"`, `"mode":"start","mode":"wait"`, 1),
 			wantStatus: 422, wantReason: ReasonAmbiguousJSON, wantMsg: `config: key "mode" appears twice`},
-		{name: "rollback to a Freight name with a slash", path: StepPathPrefix + RollbackStepName,
+		{name: "rollback to a Freight name with a slash", path: PathPrefix + steps.RollbackStepName,
 			body:       encode(func(m map[string]any) { m["config"] = map[string]any{"freight": "a/b"} }),
 			wantStatus: 422, wantReason: ReasonInvalidConfig, wantMsg: "freight: "},
-		{name: "rollback to a Freight name ..", path: StepPathPrefix + RollbackStepName,
+		{name: "rollback to a Freight name ..", path: PathPrefix + steps.RollbackStepName,
 			body:       encode(func(m map[string]any) { m["config"] = map[string]any{"freight": ".."} }),
 			wantStatus: 422, wantReason: ReasonInvalidConfig, wantMsg: "freight: "},
 	}
@@ -198,7 +206,7 @@ func TestServer_statusCodes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := tt.path
 			if path == "" {
-				path = StepPathPrefix + WaveStepName
+				path = PathPrefix + steps.WaveStepName
 			}
 			tok := tt.token
 			switch tok {
@@ -210,7 +218,7 @@ func TestServer_statusCodes(t *testing.T) {
 			resp, out := f.post(t, path, tok, strings.NewReader(tt.body))
 			require.Equal(t, tt.wantStatus, resp.StatusCode, out.Message)
 			if tt.wantReason != "" {
-				require.Equal(t, StateFailed, out.State)
+				require.Equal(t, steps.StateFailed, out.State)
 				require.Equal(t, &ErrorInfo{Status: tt.wantStatus, Reason: tt.wantReason}, out.Error)
 			} else {
 				require.Equal(t, tt.wantState, out.State)
@@ -220,28 +228,28 @@ func TestServer_statusCodes(t *testing.T) {
 		})
 	}
 	require.Equal(t, 1.0, testutil.ToFloat64(mustCounter(t, f.metrics, "kargo_fleet_step_refusals_total",
-		map[string]string{"step": WaveStepName, "reason": ReasonNotRunning})))
+		map[string]string{"step": steps.WaveStepName, "reason": ReasonNotRunning})))
 }
 
 // panickingStep panics on every request.
 type panickingStep struct{}
 
-func (panickingStep) Name() string { return WaveStepName }
+func (panickingStep) Name() string { return steps.WaveStepName }
 
-func (panickingStep) Run(context.Context, *Input) (Result, error) { panic("boom") }
+func (panickingStep) Run(context.Context, *steps.Input) (steps.Result, error) { panic("boom") }
 
 func TestServer_recoversPanics(t *testing.T) {
 	t.Parallel()
 	f := newHandlerFixture(t, nil)
-	srv := NewServer(ServerOptions{}, ServerDeps{Reader: f.client, Keys: testKey, Steps: NewRegistry(panickingStep{})})
+	srv := New(Options{}, Deps{Reader: f.client, Keys: testKey, Steps: steps.NewRegistry(panickingStep{})})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	f.server = ts
 	body, _ := json.Marshal(validRequest())
 	for range 2 { // the server still answers after a panic
-		resp, out := f.post(t, StepPathPrefix+WaveStepName, testToken(testProject), strings.NewReader(string(body)))
+		resp, out := f.post(t, PathPrefix+steps.WaveStepName, testToken(testProject), strings.NewReader(string(body)))
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-		require.Equal(t, StateRunning, out.State, "Kargo polls again")
+		require.Equal(t, steps.StateRunning, out.State, "Kargo polls again")
 		require.Equal(t, &ErrorInfo{Status: http.StatusServiceUnavailable, Reason: ReasonInternal}, out.Error)
 	}
 }
@@ -249,7 +257,7 @@ func TestServer_recoversPanics(t *testing.T) {
 func TestServer_methodNotAllowed(t *testing.T) {
 	t.Parallel()
 	f := newHandlerFixture(t, nil)
-	resp, err := http.Get(f.server.URL + StepPathPrefix + WaveStepName)
+	resp, err := http.Get(f.server.URL + PathPrefix + steps.WaveStepName)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
@@ -265,21 +273,21 @@ func TestServer_unavailable(t *testing.T) {
 		},
 	})
 	body, _ := json.Marshal(validRequest())
-	resp, out := f.post(t, StepPathPrefix+WaveStepName, testToken(testProject), strings.NewReader(string(body)))
+	resp, out := f.post(t, PathPrefix+steps.WaveStepName, testToken(testProject), strings.NewReader(string(body)))
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Equal(t, "5", resp.Header.Get("Retry-After"))
-	require.Equal(t, StateRunning, out.State, "Kargo polls again")
+	require.Equal(t, steps.StateRunning, out.State, "Kargo polls again")
 	require.Contains(t, out.Message, "leader changed")
 }
 
 func TestServer_keyUnavailable(t *testing.T) {
 	t.Parallel()
 	c := newFakeClient(t)
-	srv := NewServer(ServerOptions{}, ServerDeps{Reader: c, Keys: StaticKey("short"), Steps: DefaultSteps(NewAPIStore(c, c), nil, nil)})
+	srv := New(Options{}, Deps{Reader: c, Keys: steptoken.StaticKey("short"), Steps: steps.DefaultSteps(steps.NewAPIStore(c, c), nil, nil)})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	body, _ := json.Marshal(validRequest())
-	req, err := http.NewRequest(http.MethodPost, ts.URL+StepPathPrefix+WaveStepName, strings.NewReader(string(body)))
+	req, err := http.NewRequest(http.MethodPost, ts.URL+PathPrefix+steps.WaveStepName, strings.NewReader(string(body)))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+testToken(testProject))
 	resp, err := http.DefaultClient.Do(req)
@@ -299,32 +307,32 @@ func TestServer_healthz(t *testing.T) {
 
 func TestServer_NeedLeaderElection(t *testing.T) {
 	t.Parallel()
-	require.False(t, NewServer(ServerOptions{}, ServerDeps{}).NeedLeaderElection(), "every replica serves steps")
+	require.False(t, New(Options{}, Deps{}).NeedLeaderElection(), "every replica serves steps")
 }
 
 func TestServerOptionsFromEnv(t *testing.T) {
 	t.Setenv(EnvPodNamespace, "fleet-system")
-	t.Setenv(EnvServerAddr, ":9999")
+	t.Setenv(EnvAddr, ":9999")
 	t.Setenv(EnvMaxBodyBytes, "2048")
-	o, err := ServerOptionsFromEnv()
+	o, err := OptionsFromEnv()
 	require.NoError(t, err)
 	require.Equal(t, ":9999", o.Addr)
 	require.Equal(t, int64(2048), o.MaxBodyBytes)
-	require.Equal(t, "fleet-system/"+DefaultSigningKeySecret, o.SigningKeySecret.String())
+	require.Equal(t, "fleet-system/"+steptoken.DefaultSigningKeySecret, o.SigningKeySecret.String())
 	require.True(t, o.Enabled())
 
 	t.Setenv(EnvTLSCertFile, "/tls/tls.crt")
-	_, err = ServerOptionsFromEnv()
+	_, err = OptionsFromEnv()
 	require.ErrorContains(t, err, "set both")
 
 	t.Setenv(EnvTLSCertFile, "")
 	t.Setenv(EnvMaxBodyBytes, "ten")
-	_, err = ServerOptionsFromEnv()
+	_, err = OptionsFromEnv()
 	require.ErrorContains(t, err, EnvMaxBodyBytes)
 
 	t.Setenv(EnvMaxBodyBytes, "")
-	t.Setenv(EnvServerAddr, "0")
-	o, err = ServerOptionsFromEnv()
+	t.Setenv(EnvAddr, "0")
+	o, err = OptionsFromEnv()
 	require.NoError(t, err)
 	require.False(t, o.Enabled())
 }
@@ -370,16 +378,16 @@ func TestServerReadsFleetStagesFromItsCache(t *testing.T) {
 		return c.Get(ctx, key, obj, opts...)
 	}})
 	cache := newFakeClient(t, testFleetStage())
-	srv := NewServer(ServerOptions{MaxBodyBytes: 4096}, ServerDeps{
+	srv := New(Options{MaxBodyBytes: 4096}, Deps{
 		Reader: f.client, FleetStages: cache, Keys: testKey,
-		Steps: DefaultSteps(NewAPIStore(f.client, f.client), NewPlanWindows(), nil),
+		Steps: steps.DefaultSteps(steps.NewAPIStore(f.client, f.client), steps.NewPlanWindows(), nil),
 	})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	f.server = ts
 	raw, err := json.Marshal(validRequest())
 	require.NoError(t, err)
-	resp, got := f.post(t, StepPathPrefix+WaveStepName, testToken(testProject), strings.NewReader(string(raw)))
+	resp, got := f.post(t, PathPrefix+steps.WaveStepName, testToken(testProject), strings.NewReader(string(raw)))
 	require.Equal(t, http.StatusOK, resp.StatusCode, got.Message)
 	require.Zero(t, apiReads.Load(), "the FleetStage came from the cache")
 }

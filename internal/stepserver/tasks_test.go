@@ -1,4 +1,4 @@
-package steps
+package stepserver
 
 import (
 	"bytes"
@@ -15,10 +15,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // tasksDir holds the shipped ClusterPromotionTasks.
-var tasksDir = filepath.Join("..", "charts", "kargo-fleet", "tasks")
+var tasksDir = filepath.Join("..", "..", "charts", "kargo-fleet", "tasks")
 
 // The response handling every http step of the shipped tasks uses.
 const (
@@ -163,7 +164,7 @@ func renderRequests(t *testing.T, task *kargo.ClusterPromotionTask, vars map[str
 
 func TestClusterPromotionTasks(t *testing.T) {
 	t.Parallel()
-	registry := DefaultSteps(nil, nil, nil)
+	registry := steps.DefaultSteps(nil, nil, nil)
 	for _, name := range registry.Names() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -187,7 +188,7 @@ func TestClusterPromotionTasks(t *testing.T) {
 				var cfg httpStepConfig
 				require.NoError(t, json.Unmarshal(s.Config.Raw, &cfg))
 				require.Equal(t, "POST", cfg.Method)
-				require.Equal(t, "https://kargo-fleet-steps.kargo-fleet.svc:9090"+StepPathPrefix+name,
+				require.Equal(t, "https://kargo-fleet-steps.kargo-fleet.svc:9090"+PathPrefix+name,
 					evalTemplate(t, cfg.URL, kargoEnv("", vars)))
 				headers := map[string]any{}
 				for _, h := range cfg.Headers {
@@ -254,20 +255,20 @@ func TestClusterPromotionTasks_responses(t *testing.T) {
 		name        string
 		status      int64
 		body        string
-		wantState   State
+		wantState   steps.State
 		wantMessage string
 	}{
-		{name: "succeeded", status: 200, body: `{"state":"Succeeded","message":"ok","outputs":{}}`, wantState: StateSucceeded},
+		{name: "succeeded", status: 200, body: `{"state":"Succeeded","message":"ok","outputs":{}}`, wantState: steps.StateSucceeded},
 		{name: "failed", status: 200, body: `{"state":"Failed","message":"wave halted","outputs":{}}`,
-			wantState: StateFailed, wantMessage: "wave halted"},
-		{name: "running", status: 200, body: `{"state":"Running","message":"1 of 4","outputs":{}}`, wantState: StateRunning},
+			wantState: steps.StateFailed, wantMessage: "wave halted"},
+		{name: "running", status: 200, body: `{"state":"Running","message":"1 of 4","outputs":{}}`, wantState: steps.StateRunning},
 		{name: "refused", status: 401, body: `{"state":"Failed","message":"invalid step token","outputs":{}}`,
-			wantState: StateFailed, wantMessage: "invalid step token"},
-		{name: "refused without state", status: 404, body: `{}`, wantState: StateFailed},
+			wantState: steps.StateFailed, wantMessage: "invalid step token"},
+		{name: "refused without state", status: 404, body: `{}`, wantState: steps.StateFailed},
 		{name: "try again", status: 503, body: `{"state":"Running","message":"leader changed","outputs":{}}`,
-			wantState: StateRunning},
-		{name: "try again, empty body", status: 503, body: `{}`, wantState: StateRunning},
-		{name: "success state with a refusal status", status: 403, body: `{"state":"Succeeded"}`, wantState: StateFailed},
+			wantState: steps.StateRunning},
+		{name: "try again, empty body", status: 503, body: `{}`, wantState: steps.StateRunning},
+		{name: "success state with a refusal status", status: 403, body: `{"state":"Succeeded"}`, wantState: steps.StateFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,12 +276,12 @@ func TestClusterPromotionTasks_responses(t *testing.T) {
 			var body any
 			require.NoError(t, json.Unmarshal([]byte(tt.body), &body))
 			env := map[string]any{"response": map[string]any{"status": tt.status, "body": body}}
-			got := StateRunning
+			got := steps.StateRunning
 			switch {
 			case failure(env) == true: // Kargo: the failure expression wins
-				got = StateFailed
+				got = steps.StateFailed
 			case success(env) == true:
-				got = StateSucceeded
+				got = steps.StateSucceeded
 			}
 			require.Equal(t, tt.wantState, got)
 			if tt.wantMessage != "" {

@@ -1,4 +1,4 @@
-package steps
+package stepserver
 
 import (
 	"context"
@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
 // freeAddr returns a loopback address with a free port.
@@ -72,14 +75,14 @@ func TestServer_Start(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			opts := ServerOptions{Addr: freeAddr(t)}
+			opts := Options{Addr: freeAddr(t)}
 			httpClient := &http.Client{Timeout: time.Second}
 			if tt.tls {
 				opts.TLSCertFile, opts.TLSKeyFile = certFile, keyFile
 				httpClient.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 			}
 			c := newFakeClient(t)
-			srv := NewServer(opts, ServerDeps{Reader: c, Keys: testKey, Steps: DefaultSteps(NewAPIStore(c, c), nil, nil)})
+			srv := New(opts, Deps{Reader: c, Keys: testKey, Steps: steps.DefaultSteps(steps.NewAPIStore(c, c), nil, nil)})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- srv.Start(ctx) }()
@@ -105,11 +108,11 @@ func TestServer_Start(t *testing.T) {
 func TestServer_StartFails(t *testing.T) {
 	t.Parallel()
 	c := newFakeClient(t)
-	err := NewServer(ServerOptions{Addr: freeAddr(t)}, ServerDeps{Reader: c, Keys: StaticKey("short")}).
+	err := New(Options{Addr: freeAddr(t)}, Deps{Reader: c, Keys: steptoken.StaticKey("short")}).
 		Start(context.Background())
 	require.ErrorContains(t, err, "error loading step signing key")
 
-	err = NewServer(ServerOptions{Addr: "256.0.0.1:1"}, ServerDeps{Reader: c, Keys: testKey}).Start(context.Background())
+	err = New(Options{Addr: "256.0.0.1:1"}, Deps{Reader: c, Keys: testKey}).Start(context.Background())
 	require.ErrorContains(t, err, "error listening")
 }
 
@@ -119,9 +122,9 @@ func TestServer_TLSRotation(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	certFile, keyFile, oldPool := selfSigned(t, dir)
-	opts := ServerOptions{Addr: freeAddr(t), TLSCertFile: certFile, TLSKeyFile: keyFile}
+	opts := Options{Addr: freeAddr(t), TLSCertFile: certFile, TLSKeyFile: keyFile}
 	c := newFakeClient(t)
-	srv := NewServer(opts, ServerDeps{Reader: c, Keys: testKey, Steps: DefaultSteps(NewAPIStore(c, c), nil, nil)})
+	srv := New(opts, Deps{Reader: c, Keys: testKey, Steps: steps.DefaultSteps(steps.NewAPIStore(c, c), nil, nil)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = srv.Start(ctx) }()

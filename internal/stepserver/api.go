@@ -1,4 +1,4 @@
-package steps
+package stepserver
 
 import (
 	"encoding/json"
@@ -8,10 +8,12 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
-// StepPathPrefix is the path steps are served under: POST /v1/steps/<name>.
-const StepPathPrefix = "/v1/steps/"
+// PathPrefix is the path steps are served under: POST /v1/steps/<name>.
+const PathPrefix = "/v1/steps/"
 
 // Request is the JSON body of POST /v1/steps/<name>. The shipped
 // ClusterPromotionTasks build it from Kargo's ctx with quote({...}); unknown
@@ -50,7 +52,7 @@ type Request struct {
 // means "try again" (state Running); Kargo polls again.
 type Response struct {
 	// State is Running, Succeeded or Failed.
-	State State `json:"state"`
+	State steps.State `json:"state"`
 	// Message says what happened, for people.
 	Message string `json:"message"`
 	// Outputs are the step's outputs; never null.
@@ -146,8 +148,8 @@ func (r *Request) Validate() error {
 }
 
 // stepContext returns the request's Kargo context.
-func (r *Request) stepContext() StepContext {
-	return StepContext{
+func (r *Request) stepContext() steps.StepContext {
+	return steps.StepContext{
 		Project: r.Project, Stage: r.Stage, Promotion: r.Promotion, Freight: r.Freight,
 		Alias: r.Alias, Actor: r.Actor, Rollback: r.Rollback, UIBaseURL: r.UIBaseURL,
 	}

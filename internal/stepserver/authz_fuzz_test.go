@@ -1,4 +1,4 @@
-package steps
+package stepserver
 
 import (
 	"net/http"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
 )
 
 // FuzzBearerToken parses arbitrary Authorization headers: nothing panics, a
@@ -15,8 +17,8 @@ import (
 // verifies.
 func FuzzBearerToken(f *testing.F) {
 	issued := time.Unix(1777636800, 0)
-	good := IssueToken(testKey, testProject, issued)
-	keys := KeySet{Current: testKey}
+	good := steptoken.Issue(testKey, testProject, issued)
+	keys := steptoken.KeySet{Current: testKey}
 	for _, h := range []string{
 		"Bearer " + good, "bearer " + good, "BEARER   " + good + "  ", "Bearer", "Bearer ", "Basic abc",
 		"Bearer a b", "Bearer\t" + good, "Bearer " + good + "\x00", "Bearer " + strings.ToUpper(good), "",
@@ -29,14 +31,14 @@ func FuzzBearerToken(f *testing.F) {
 		h.Set("Authorization", header)
 		tok := bearerToken(h)
 		if tok == "" {
-			_, ok := verifyToken(keys, project, tok)
+			_, ok := steptoken.Verify(keys, project, tok)
 			require.False(t, ok, "an empty token never verifies")
 			return
 		}
 		v := strings.TrimSpace(h.Get("Authorization"))
 		require.True(t, strings.EqualFold(v[:len("Bearer ")], "Bearer "))
 		require.Equal(t, strings.TrimSpace(tok), tok)
-		at, ok := verifyToken(keys, project, tok)
-		require.Equal(t, tok == IssueToken(testKey, project, at), ok)
+		at, ok := steptoken.Verify(keys, project, tok)
+		require.Equal(t, tok == steptoken.Issue(testKey, project, at), ok)
 	})
 }
