@@ -44,44 +44,97 @@ func FindOpen(ctx context.Context, r client.Reader, namespace, fleetStage string
 	}), nil
 }
 
-// FindRollbackOf returns the rollback of a rollout, or nil when it has none.
+// FindRollbackOf returns the newest rollback of a rollout (its last
+// attempt), or nil when it has none.
 func FindRollbackOf(ctx context.Context, r client.Reader, namespace, rollout string) (*fleetv1alpha1.FleetRollout, error) {
-	rb := &fleetv1alpha1.FleetRollout{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: RollbackName(rollout)}, rb)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("error getting the rollback of FleetRollout %q: %w", rollout, err)
-	case rb.Spec.RollbackOf != rollout:
-		return nil, fmt.Errorf("FleetRollout %q is named like the rollback of %q but rolls back %q", rb.Name, rollout, rb.Spec.RollbackOf)
+	var newest *fleetv1alpha1.FleetRollout
+	for n := 1; n <= MaxRollbackAttempts; n++ {
+		rb := &fleetv1alpha1.FleetRollout{}
+		name := RollbackAttemptName(rollout, n)
+		err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rb)
+		switch {
+		case apierrors.IsNotFound(err):
+			return newest, nil
+		case err != nil:
+			return nil, fmt.Errorf("error getting the rollback of FleetRollout %q: %w", rollout, err)
+		case rb.Spec.RollbackOf != rollout:
+			return nil, fmt.Errorf("FleetRollout %q is named like the rollback of %q but rolls back %q", rb.Name, rollout, rb.Spec.RollbackOf)
+		}
+		newest = rb
 	}
-	return rb, nil
+	return newest, nil
 }
 
 // EnsureRollback creates rb, built by NewRollback, unless the rollout it
 // undoes has a rollback already; it returns the rollback that exists and
 // whether this call created it. Concurrent callers all get the same object.
-// An existing rollback to another Freight is a *ConflictError.
+// An existing rollback to another Freight is a *ConflictError. It never
+// retries a rollback that ended: see RetryRollback.
 func EnsureRollback(ctx context.Context, c client.Client, r client.Reader, rb *fleetv1alpha1.FleetRollout) (*fleetv1alpha1.FleetRollout, bool, error) {
 	existing, err := FindRollbackOf(ctx, r, rb.Namespace, rb.Spec.RollbackOf)
 	if err != nil {
 		return nil, false, err
 	}
 	if existing == nil {
-		err := c.Create(ctx, rb)
-		switch {
-		case err == nil:
-			return rb, true, nil
-		case !apierrors.IsAlreadyExists(err):
-			return nil, false, fmt.Errorf("error creating rollback FleetRollout %q: %w", rb.Name, err)
+		return createRollback(ctx, c, r, rb)
+	}
+	if existing.Spec.Freight.Name != rb.Spec.Freight.Name {
+		return existing, false, &ConflictError{Existing: existing, Freight: rb.Spec.Freight.Name}
+	}
+	return existing, false, nil
+}
+
+// RetryRollback returns the rollback of rb.Of that returns its targets:
+// the newest one while it runs, is paused or succeeded; a new one when
+// there is none yet, or when the newest ended without returning every
+// target (aborted, failed or superseded). A new attempt's plan leaves out
+// the targets earlier attempts returned. It reports whether it created one.
+func RetryRollback(ctx context.Context, c client.Client, r client.Reader, rb Rollback) (*fleetv1alpha1.FleetRollout, bool, error) {
+	existing, err := FindRollbackOf(ctx, r, rb.Of.Namespace, rb.Of.Name)
+	if err != nil {
+		return nil, false, err
+	}
+	if existing == nil {
+		rb.Attempt = 1
+		return createRollback(ctx, c, r, NewRollback(rb))
+	}
+	if !NeedsRetry(existing) {
+		if existing.Spec.Freight.Name != rb.Freight.Name {
+			return existing, false, &ConflictError{Existing: existing, Freight: rb.Freight.Name}
 		}
-		if existing, err = FindRollbackOf(ctx, r, rb.Namespace, rb.Spec.RollbackOf); err != nil {
-			return nil, false, err
-		}
-		if existing == nil {
-			return nil, false, fmt.Errorf("rollback FleetRollout %q exists but cannot be read yet", rb.Name)
-		}
+		return existing, false, nil
+	}
+	rb.Attempt = RollbackAttempt(existing.Name, rb.Of.Name) + 1
+	if rb.Attempt > MaxRollbackAttempts {
+		return existing, false, fmt.Errorf("FleetRollout %q was rolled back %d times already, the last time by %q (%s): "+
+			"promote the Freight to return to through Kargo instead", rb.Of.Name, MaxRollbackAttempts, existing.Name, phaseOf(existing))
+	}
+	return createRollback(ctx, c, r, NewRollback(rb))
+}
+
+// NeedsRetry reports whether a rollback ended without returning every
+// target it should have: a new attempt may return the rest.
+func NeedsRetry(rb *fleetv1alpha1.FleetRollout) bool {
+	return rb.Status.Phase.IsFinal() && rb.Status.Phase != fleetv1alpha1.RolloutSucceeded
+}
+
+// createRollback creates rb; when it exists already (another caller, a
+// replay), it returns the one that exists.
+func createRollback(ctx context.Context, c client.Client, r client.Reader, rb *fleetv1alpha1.FleetRollout) (*fleetv1alpha1.FleetRollout, bool, error) {
+	err := c.Create(ctx, rb)
+	switch {
+	case err == nil:
+		return rb, true, nil
+	case !apierrors.IsAlreadyExists(err):
+		return nil, false, fmt.Errorf("error creating rollback FleetRollout %q: %w", rb.Name, err)
+	}
+	existing := &fleetv1alpha1.FleetRollout{}
+	if err := r.Get(ctx, client.ObjectKeyFromObject(rb), existing); err != nil {
+		return nil, false, fmt.Errorf("rollback FleetRollout %q exists but cannot be read yet: %w", rb.Name, err)
+	}
+	if existing.Spec.RollbackOf != rb.Spec.RollbackOf {
+		return nil, false, fmt.Errorf("FleetRollout %q is named like a rollback of %q but rolls back %q",
+			existing.Name, rb.Spec.RollbackOf, existing.Spec.RollbackOf)
 	}
 	if existing.Spec.Freight.Name != rb.Spec.Freight.Name {
 		return existing, false, &ConflictError{Existing: existing, Freight: rb.Spec.Freight.Name}
@@ -122,7 +175,7 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("FleetRollout %q already rolls back %q to Freight %s (%s); a rollout has one rollback: "+
+	return fmt.Sprintf("FleetRollout %q already rolls back %q to Freight %s (%s); a rollout has one rollback at a time: "+
 		"to move the fleet to Freight %s, promote it through Kargo",
 		e.Existing.Name, e.Existing.Spec.RollbackOf, e.Existing.Spec.Freight.Name, phaseOf(e.Existing), e.Freight)
 }

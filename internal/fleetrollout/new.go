@@ -58,12 +58,16 @@ type Rollback struct {
 	Reason string
 	// StepKey, when a step asked, is its StepKey.
 	StepKey string
+	// Attempt numbers the rollback among the rollout's rollbacks: 0 or 1
+	// for the first, 2 and up for a retry after an earlier one ended
+	// without returning every target (see RetryRollback).
+	Attempt int
 }
 
-// NewRollback builds the one rollback of r.Of. Its name is RollbackName of
-// the rollout: whoever builds it, the same object.
+// NewRollback builds rollback attempt r.Attempt of r.Of. Its name is
+// RollbackAttemptName of the rollout: whoever builds it, the same object.
 func NewRollback(r Rollback) *fleetv1alpha1.FleetRollout {
-	ro := base(r.Of.Namespace, RollbackName(r.Of.Name), r.Of.Spec.FleetStage, r.Freight)
+	ro := base(r.Of.Namespace, RollbackAttemptName(r.Of.Name, max(r.Attempt, 1)), r.Of.Spec.FleetStage, r.Freight)
 	if r.StepKey != "" {
 		ro.Annotations[StepKeyAnnotation] = r.StepKey
 	}
