@@ -82,17 +82,8 @@ func (s *APIStore) FreightRecord(ctx context.Context, fs *fleetv1alpha1.FleetSta
 	if err != nil {
 		return false, "", err
 	}
-	if held := fleetrollout.HeldBack(fs, rollouts, freight); held != nil {
-		return false, held.Name, nil
-	}
-	proven := fs.Status.LastGoodFreight != nil && fs.Status.LastGoodFreight.Name == freight
-	for _, ro := range rollouts {
-		if ro.Spec.Direction == fleetv1alpha1.DirectionForward && ro.Spec.Freight.Name == freight &&
-			ro.Status.Phase == fleetv1alpha1.RolloutSucceeded {
-			proven = true
-		}
-	}
-	return proven, "", nil
+	proven, held := fleetrollout.FreightStanding(fs, rollouts, freight)
+	return proven, held, nil
 }
 
 // EnsureRollout implements Intents.
