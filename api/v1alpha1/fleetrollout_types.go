@@ -86,7 +86,7 @@ type FleetRollout struct {
 }
 
 // FleetRolloutSpec is what the rollout is for. Only intent may change.
-// +kubebuilder:validation:XValidation:rule="self.fleetStage == oldSelf.fleetStage && self.freight == oldSelf.freight && self.direction == oldSelf.direction && (has(self.rollbackOf) ? self.rollbackOf : '') == (has(oldSelf.rollbackOf) ? oldSelf.rollbackOf : '')",message="spec: only spec.intent may change after creation"
+// +kubebuilder:validation:XValidation:rule="self.fleetStage == oldSelf.fleetStage && self.freight == oldSelf.freight && self.direction == oldSelf.direction && has(self.rollbackOf) == has(oldSelf.rollbackOf) && (!has(self.rollbackOf) || self.rollbackOf == oldSelf.rollbackOf)",message="spec: only spec.intent may change after creation"
 // +kubebuilder:validation:XValidation:rule="self.direction == 'Rollback' ? has(self.rollbackOf) : !has(self.rollbackOf)",message="spec.rollbackOf is required for a Rollback and forbidden otherwise"
 type FleetRolloutSpec struct {
 	// fleetStage is the FleetStage, in this namespace, being promoted: its

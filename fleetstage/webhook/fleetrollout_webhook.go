@@ -42,8 +42,7 @@ const (
 //     (wave.fleet.kargo-fleet.io/<wave>) needs promote on that wave's Stage;
 //   - spec.actor must name the requesting user, "kubernetes:<username>",
 //     and may not change afterwards, except in the controller's requests,
-//     which carry the actor of the Kargo Promotion they serve.
-//
+//     which carry the actor of the Kargo Promotion they serve;
 //   - changing spec.intent (pausing, resuming, aborting) and deleting an
 //     unfinished rollout (which aborts it) need promote on every wave Stage,
 //     like starting one: the fleetrollouts patch and delete permissions,
