@@ -135,6 +135,13 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 		Namespace: fs.Namespace, FleetStage: fs.Name, Freight: req.Freight,
 		Promotion: req.Context.Promotion, Alias: req.Context.Alias, Actor: req.Context.Actor, Wave: req.Wave,
 	})
+	if rec := fleetrollout.Deleted(fs, ro.Name); rec != nil {
+		// Deleting a rollout aborts it for good: this Promotion's step
+		// would otherwise start it again on its next poll.
+		return nil, &TerminalError{Err: fmt.Errorf("FleetRollout %s, started by this Promotion, was deleted and is recorded as %s "+
+			"in FleetStage %s's history: a deleted rollout does not start again; promote the Freight into wave Stage %s "+
+			"again to start a new rollout", ro.Name, rec.Phase, fs.Name, req.Context.Stage)}
+	}
 	err := s.writer.Create(ctx, ro)
 	switch {
 	case err == nil:

@@ -76,6 +76,19 @@ func (v *FleetRolloutValidator) ValidateCreate(ctx context.Context, ro *fleetv1a
 		return nil, apierrors.NewInternalError(err)
 	}
 	errs = append(errs, rollbackErrs...)
+	fs, fsErrs, err := v.fleetStage(ctx, ro)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if fs != nil {
+		if rec := fleetrollout.Deleted(fs, ro.Name); rec != nil {
+			// A deleted rollout is aborted for good: the Promotion whose step
+			// created it must not start it again under the same name.
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "name"), fmt.Sprintf(
+				"FleetRollout %q of FleetStage %q existed before and is gone (recorded as %s in the FleetStage's history); "+
+					"a rollout is not started again under the same name", ro.Name, fs.Name, rec.Phase)))
+		}
+	}
 	user, err := requestUser(ctx)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -86,10 +99,6 @@ func (v *FleetRolloutValidator) ValidateCreate(ctx context.Context, ro *fleetv1a
 	if want := Actor(user.Username); ro.Spec.Actor != want {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "actor"), ro.Spec.Actor,
 			fmt.Sprintf("must be %q, the user creating the FleetRollout", want)))
-	}
-	fs, fsErrs, err := v.fleetStage(ctx, ro)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
 	}
 	errs = append(errs, fsErrs...)
 	if fs != nil {

@@ -96,3 +96,15 @@ func AppendHistory(history []fleetv1alpha1.RolloutRecord, rollouts []*fleetv1alp
 	}
 	return out
 }
+
+// Deleted returns the FleetStage's history record of the rollout named
+// name, or nil: a rollout recorded there is gone (pruned, or deleted, which
+// aborts it) and is never started again under that name.
+func Deleted(fs *fleetv1alpha1.FleetStage, name string) *fleetv1alpha1.RolloutRecord {
+	for i := range fs.Status.History {
+		if fs.Status.History[i].Name == name {
+			return &fs.Status.History[i]
+		}
+	}
+	return nil
+}

@@ -91,6 +91,9 @@ func base(namespace, name, fleetStage string, freight fleetv1alpha1.FreightRefer
 				FreightLabel:                  FreightLabelValue(freight.Name),
 			},
 			Annotations: map[string]string{RequestedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)},
+			// From the start: a rollout deleted before the controller first
+			// saw it must still be recorded, or its step would start it again.
+			Finalizers: []string{Finalizer},
 		},
 		Spec: fleetv1alpha1.FleetRolloutSpec{
 			FleetStage: fleetStage,

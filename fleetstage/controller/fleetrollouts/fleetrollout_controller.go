@@ -100,10 +100,16 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ro.DeletionTimestamp.IsZero() {
+		if err := r.finalizeDeleted(ctx, ro); err != nil {
+			return ctrl.Result{}, err
+		}
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	r.remember(req.NamespacedName, ro.UID)
+	if err := r.syncFinalizer(ctx, ro); err != nil {
+		return ctrl.Result{}, err
+	}
 	s := &scope{ro: ro, status: ro.Status.DeepCopy()}
 	defer func() {
 		written, err := r.writeStatus(ctx, s)
