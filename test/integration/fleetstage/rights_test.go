@@ -148,7 +148,7 @@ func TestRollbackAdmission(t *testing.T) {
 	ctx := context.Background()
 	waves := []fleetv1alpha1.Wave{{Name: "pilot", Count: testutil.Int(1)}, {Name: "rest"}}
 	for _, name := range []string{"prod", "staging"} {
-		require.NoError(t, env.Client.Create(ctx, testutil.MakeFleetStage(ns, name).Waves(waves...).Obj()))
+		require.NoError(t, env.Client.Create(ctx, testutil.MakeFleetStage(ns, name).FromStage("app-"+name).Waves(waves...).Obj()))
 	}
 	fs := &fleetv1alpha1.FleetStage{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, fs))
