@@ -82,17 +82,8 @@ func (s *APIStore) FreightRecord(ctx context.Context, fs *fleetv1alpha1.FleetSta
 	if err != nil {
 		return false, "", err
 	}
-	if held := fleetrollout.HeldBack(fs, rollouts, freight); held != nil {
-		return false, held.Name, nil
-	}
-	proven := fs.Status.LastGoodFreight != nil && fs.Status.LastGoodFreight.Name == freight
-	for _, ro := range rollouts {
-		if ro.Spec.Direction == fleetv1alpha1.DirectionForward && ro.Spec.Freight.Name == freight &&
-			ro.Status.Phase == fleetv1alpha1.RolloutSucceeded {
-			proven = true
-		}
-	}
-	return proven, "", nil
+	proven, held := fleetrollout.FreightStanding(fs, rollouts, freight)
+	return proven, held, nil
 }
 
 // EnsureRollout implements Intents.
@@ -144,6 +135,13 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 		Namespace: fs.Namespace, FleetStage: fs.Name, Freight: req.Freight,
 		Promotion: req.Context.Promotion, Alias: req.Context.Alias, Actor: req.Context.Actor, Wave: req.Wave,
 	})
+	if rec := fleetrollout.Deleted(fs, ro.Name); rec != nil {
+		// Deleting a rollout aborts it for good: this Promotion's step
+		// would otherwise start it again on its next poll.
+		return nil, &TerminalError{Err: fmt.Errorf("FleetRollout %s, started by this Promotion, was deleted and is recorded as %s "+
+			"in FleetStage %s's history: a deleted rollout does not start again; promote the Freight into wave Stage %s "+
+			"again to start a new rollout", ro.Name, rec.Phase, fs.Name, req.Context.Stage)}
+	}
 	err := s.writer.Create(ctx, ro)
 	switch {
 	case err == nil:

@@ -86,7 +86,7 @@ type FleetRollout struct {
 }
 
 // FleetRolloutSpec is what the rollout is for. Only intent may change.
-// +kubebuilder:validation:XValidation:rule="self.fleetStage == oldSelf.fleetStage && self.freight == oldSelf.freight && self.direction == oldSelf.direction",message="spec: only spec.intent may change after creation"
+// +kubebuilder:validation:XValidation:rule="self.fleetStage == oldSelf.fleetStage && self.freight == oldSelf.freight && self.direction == oldSelf.direction && has(self.rollbackOf) == has(oldSelf.rollbackOf) && (!has(self.rollbackOf) || self.rollbackOf == oldSelf.rollbackOf)",message="spec: only spec.intent may change after creation"
 // +kubebuilder:validation:XValidation:rule="self.direction == 'Rollback' ? has(self.rollbackOf) : !has(self.rollbackOf)",message="spec.rollbackOf is required for a Rollback and forbidden otherwise"
 type FleetRolloutSpec struct {
 	// fleetStage is the FleetStage, in this namespace, being promoted: its
@@ -106,7 +106,8 @@ type FleetRolloutSpec struct {
 	Direction RolloutDirection `json:"direction"`
 
 	// rollbackOf names the FleetRollout, in this namespace, whose targets a
-	// Rollback returns; never the rollback itself.
+	// Rollback returns: a forward rollout of the same FleetStage, never the
+	// rollback itself. It never changes after creation.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -41,10 +42,14 @@ const (
 //     (wave.fleet.kargo-fleet.io/<wave>) needs promote on that wave's Stage;
 //   - spec.actor must name the requesting user, "kubernetes:<username>",
 //     and may not change afterwards, except in the controller's requests,
-//     which carry the actor of the Kargo Promotion they serve.
-//
-// Pausing, resuming and aborting (spec.intent) need only the fleetrollouts
-// patch permission: they never put Freight anywhere new.
+//     which carry the actor of the Kargo Promotion they serve;
+//   - changing spec.intent (pausing, resuming, aborting) and deleting an
+//     unfinished rollout (which aborts it) need promote on every wave Stage,
+//     like starting one: the fleetrollouts patch and delete permissions,
+//     which Kubernetes' edit role may carry, are not enough to stop a fleet;
+//   - spec.rollbackOf names a forward rollout of the same FleetStage and
+//     never changes; a rollback a user creates returns the fleet only to
+//     Freight that passed it and is not held back.
 type FleetRolloutValidator struct {
 	reader     client.Reader
 	access     AccessReviewer
@@ -66,39 +71,53 @@ func (v *FleetRolloutValidator) ValidateCreate(ctx context.Context, ro *fleetv1a
 	if len(errs) > 0 {
 		return nil, invalid("FleetRollout", ro.Name, errs)
 	}
+	rollbackErrs, err := v.checkRollbackOf(ctx, ro)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	errs = append(errs, rollbackErrs...)
+	fs, fsErrs, err := v.fleetStage(ctx, ro)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if fs != nil {
+		if rec := fleetrollout.Deleted(fs, ro.Name); rec != nil {
+			// A deleted rollout is aborted for good: the Promotion whose step
+			// created it must not start it again under the same name.
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "name"), fmt.Sprintf(
+				"FleetRollout %q of FleetStage %q existed before and is gone (recorded as %s in the FleetStage's history); "+
+					"a rollout is not started again under the same name", ro.Name, fs.Name, rec.Phase)))
+		}
+	}
 	user, err := requestUser(ctx)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
 	if user.Username == v.controller {
-		return nil, nil
+		return nil, invalid("FleetRollout", ro.Name, errs)
 	}
 	if want := Actor(user.Username); ro.Spec.Actor != want {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "actor"), ro.Spec.Actor,
 			fmt.Sprintf("must be %q, the user creating the FleetRollout", want)))
 	}
-	fs, fsErrs, err := v.fleetStage(ctx, ro)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
 	errs = append(errs, fsErrs...)
 	if fs != nil {
-		waves := make([]string, 0, len(fs.Spec.Waves))
-		for i := range fs.Spec.Waves {
-			waves = append(waves, fs.Spec.Waves[i].Name)
-		}
-		denied, err := v.checkPromote(ctx, user, fs, waves)
+		denied, err := v.checkPromote(ctx, user, fs, waveNames(fs))
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
-		}
-		for i, wave := range denied {
-			denied[i] = render.WaveStageName(fs.Name, wave)
 		}
 		if len(denied) > 0 {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "fleetStage"), fmt.Sprintf(
 				"user %q may not start a %s FleetRollout of FleetStage %q: it needs Kargo's promote permission "+
 					"(verb promote on stages.kargo.akuity.io) on every wave Stage, and lacks it on %s",
-				user.Username, ro.Spec.Direction, fs.Name, strings.Join(denied, ", "))))
+				user.Username, ro.Spec.Direction, fs.Name, strings.Join(waveStages(fs.Name, denied), ", "))))
+		}
+		if ro.Spec.Direction == fleetv1alpha1.DirectionRollback && len(rollbackErrs) == 0 {
+			freightErrs, err := v.checkRollbackFreight(ctx, fs, ro)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			errs = append(errs, freightErrs...)
 		}
 	}
 	return nil, invalid("FleetRollout", ro.Name, errs)
@@ -108,47 +127,183 @@ func (v *FleetRolloutValidator) ValidateCreate(ctx context.Context, ro *fleetv1a
 func (v *FleetRolloutValidator) ValidateUpdate(
 	ctx context.Context, old, ro *fleetv1alpha1.FleetRollout,
 ) (admission.Warnings, error) {
+	var errs field.ErrorList
+	if old.Spec.RollbackOf != ro.Spec.RollbackOf {
+		// Nobody changes it, not even the controller: the rollback's plan
+		// was taken from the rollout it names.
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "rollbackOf"), "may not change after creation"))
+	}
 	requested := changedWaveRequests(old, ro)
-	if len(requested) == 0 && old.Spec.Actor == ro.Spec.Actor {
-		return nil, nil
+	intentChanged := cmp.Or(old.Spec.Intent, fleetv1alpha1.IntentRun) != cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun)
+	if len(requested) == 0 && old.Spec.Actor == ro.Spec.Actor && !intentChanged {
+		return nil, invalid("FleetRollout", ro.Name, errs)
 	}
 	user, err := requestUser(ctx)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
 	if user.Username == v.controller {
-		return nil, nil
+		return nil, invalid("FleetRollout", ro.Name, errs)
 	}
-	var errs field.ErrorList
 	if old.Spec.Actor != ro.Spec.Actor {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "actor"), "may not change after creation"))
 	}
-	if len(requested) > 0 {
-		fs, fsErrs, err := v.fleetStage(ctx, ro)
+	if len(requested) == 0 && !intentChanged {
+		return nil, invalid("FleetRollout", ro.Name, errs)
+	}
+	fs, fsErrs, err := v.fleetStage(ctx, ro)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	errs = append(errs, fsErrs...)
+	if fs == nil {
+		return nil, invalid("FleetRollout", ro.Name, errs)
+	}
+	if intentChanged {
+		intentErrs, err := v.checkIntent(ctx, user, fs, ro)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		errs = append(errs, fsErrs...)
-		if fs != nil {
-			denied, err := v.checkPromote(ctx, user, fs, requested)
-			if err != nil {
-				return nil, apierrors.NewInternalError(err)
-			}
-			for _, wave := range denied {
-				p := field.NewPath("metadata", "annotations").Key(fleetrollout.WaveRequestAnnotation(wave))
-				errs = append(errs, field.Forbidden(p, fmt.Sprintf(
-					"user %q may not request wave %q of FleetStage %q: it needs Kargo's promote permission "+
-						"(verb promote on stages.kargo.akuity.io) on wave Stage %q",
-					user.Username, wave, fs.Name, render.WaveStageName(fs.Name, wave))))
-			}
-		}
+		errs = append(errs, intentErrs...)
+	}
+	denied, err := v.checkPromote(ctx, user, fs, requested)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	for _, wave := range denied {
+		p := field.NewPath("metadata", "annotations").Key(fleetrollout.WaveRequestAnnotation(wave))
+		errs = append(errs, field.Forbidden(p, fmt.Sprintf(
+			"user %q may not request wave %q of FleetStage %q: it needs Kargo's promote permission "+
+				"(verb promote on stages.kargo.akuity.io) on wave Stage %q",
+			user.Username, wave, fs.Name, render.WaveStageName(fs.Name, wave))))
 	}
 	return nil, invalid("FleetRollout", ro.Name, errs)
 }
 
-// ValidateDelete allows every deletion: it stops a rollout, never starts one.
-func (*FleetRolloutValidator) ValidateDelete(context.Context, *fleetv1alpha1.FleetRollout) (admission.Warnings, error) {
+// ValidateDelete allows deleting a finished rollout to anyone RBAC lets.
+// Deleting an unfinished one aborts it (the controller's finalizer aborts
+// its running target Promotions), so it needs what aborting needs: Kargo's
+// promote permission on every wave Stage. The cluster's own controllers
+// (the garbage collector, the namespace controller) may always delete.
+func (v *FleetRolloutValidator) ValidateDelete(ctx context.Context, ro *fleetv1alpha1.FleetRollout) (admission.Warnings, error) {
+	if ro.Status.Phase.IsFinal() {
+		return nil, nil
+	}
+	user, err := requestUser(ctx)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if user.Username == v.controller || isClusterController(user) {
+		return nil, nil
+	}
+	fs, _, err := v.fleetStage(ctx, ro)
+	if err != nil || fs == nil {
+		// Without its FleetStage the rollout moves nothing.
+		return nil, client.IgnoreNotFound(err)
+	}
+	denied, err := v.checkPromote(ctx, user, fs, waveNames(fs))
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	return nil, apierrors.NewForbidden(fleetv1alpha1.GroupVersion.WithResource("fleetrollouts").GroupResource(), ro.Name,
+		fmt.Errorf("user %q may not delete FleetRollout %q while it is %s: deleting a running rollout aborts it, which needs "+
+			"Kargo's promote permission (verb promote on stages.kargo.akuity.io) on every wave Stage of FleetStage %q, and it lacks it on %s",
+			user.Username, ro.Name, cmp.Or(ro.Status.Phase, fleetv1alpha1.RolloutPending), fs.Name, strings.Join(waveStages(fs.Name, denied), ", ")))
+}
+
+// checkIntent refuses a change of spec.intent (pause, resume, abort) by a
+// user without Kargo's promote permission on every wave Stage of the
+// FleetStage: stopping a fleet release, or letting it go on, is the same
+// decision as starting one, and aborting makes the controller abort Kargo
+// Promotions with its own rights.
+func (v *FleetRolloutValidator) checkIntent(
+	ctx context.Context, user authenticationv1.UserInfo, fs *fleetv1alpha1.FleetStage, ro *fleetv1alpha1.FleetRollout,
+) (field.ErrorList, error) {
+	denied, err := v.checkPromote(ctx, user, fs, waveNames(fs))
+	if err != nil || len(denied) == 0 {
+		return nil, err
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "intent"), fmt.Sprintf(
+		"user %q may not set intent %s on a FleetRollout of FleetStage %q: pausing, resuming and aborting need Kargo's "+
+			"promote permission (verb promote on stages.kargo.akuity.io) on every wave Stage, and it lacks it on %s",
+		user.Username, cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun), fs.Name, strings.Join(waveStages(fs.Name, denied), ", ")))}, nil
+}
+
+// checkRollbackOf refuses a rollback of a rollout that does not exist, of
+// another FleetStage's rollout, or of a rollback.
+func (v *FleetRolloutValidator) checkRollbackOf(ctx context.Context, ro *fleetv1alpha1.FleetRollout) (field.ErrorList, error) {
+	if ro.Spec.Direction != fleetv1alpha1.DirectionRollback {
+		return nil, nil
+	}
+	p := field.NewPath("spec", "rollbackOf")
+	of := &fleetv1alpha1.FleetRollout{}
+	err := v.reader.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ro.Spec.RollbackOf}, of)
+	switch {
+	case apierrors.IsNotFound(err):
+		return field.ErrorList{field.NotFound(p, ro.Spec.RollbackOf)}, nil
+	case err != nil:
+		return nil, fmt.Errorf("error getting FleetRollout %q: %w", ro.Spec.RollbackOf, err)
+	}
+	if err := fleetrollout.CheckRollbackOf(ro, of); err != nil {
+		return field.ErrorList{field.Invalid(p, ro.Spec.RollbackOf, err.Error())}, nil
+	}
 	return nil, nil
+}
+
+// checkRollbackFreight applies the fleet-rollback step's Freight rules to
+// a rollback a user creates: it returns the fleet only to Freight that
+// passed the FleetStage and is not held back after a breach.
+func (v *FleetRolloutValidator) checkRollbackFreight(
+	ctx context.Context, fs *fleetv1alpha1.FleetStage, ro *fleetv1alpha1.FleetRollout,
+) (field.ErrorList, error) {
+	freight := ro.Spec.Freight.Name
+	rollouts, err := fleetrollout.List(ctx, v.reader, fs.Namespace, fs.Name,
+		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(freight)})
+	if err != nil {
+		return nil, err
+	}
+	p := field.NewPath("spec", "freight", "name")
+	switch proven, held := fleetrollout.FreightStanding(fs, rollouts, freight); {
+	case held != "":
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf(
+			"Freight %s is held back from FleetStage %q: FleetRollout %s breached a failure threshold with it; "+
+				"a rollback may not return the fleet to it", freight, fs.Name, held))}, nil
+	case !proven:
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf(
+			"Freight %s has not passed FleetStage %q (no rollout of it succeeded, and it is not the last good Freight): "+
+				"a rollback returns the fleet only to Freight that passed it; promote other Freight through Kargo",
+			freight, fs.Name))}, nil
+	}
+	return nil, nil
+}
+
+// waveStages returns the wave Stages of the named waves.
+func waveStages(fleetStage string, waves []string) []string {
+	out := make([]string, len(waves))
+	for i, w := range waves {
+		out[i] = render.WaveStageName(fleetStage, w)
+	}
+	return out
+}
+
+// waveNames returns the FleetStage's wave names, in order.
+func waveNames(fs *fleetv1alpha1.FleetStage) []string {
+	out := make([]string, 0, len(fs.Spec.Waves))
+	for i := range fs.Spec.Waves {
+		out = append(out, fs.Spec.Waves[i].Name)
+	}
+	return out
+}
+
+// isClusterController reports whether the user is one of the cluster's own
+// controllers (kube-controller-manager's service accounts in kube-system),
+// which delete objects for the garbage collector and namespace deletion.
+func isClusterController(user authenticationv1.UserInfo) bool {
+	return user.Username == "system:kube-controller-manager" ||
+		strings.HasPrefix(user.Username, "system:serviceaccount:kube-system:")
 }
 
 // fleetStage returns the rollout's FleetStage, or a field error when it does

@@ -36,8 +36,10 @@ const ValidatePath = "/validate-fleet-kargo-fleet-io-v1alpha1-fleetstage"
 // FleetStageValidator validates FleetStages with the same functions the
 // reconciler and the CLI's plan preview use, and checks what only the
 // cluster knows: that the requesting user may read the inventory the
-// FleetStage names, that the operator allows reading it, and that no other
-// FleetStage adopts the same Stage.
+// FleetStage names, that the operator allows reading it, that no other
+// FleetStage adopts the same Stage, and that the requesting user may write
+// the Stages the controller writes for the FleetStage (see
+// checkStageRights).
 type FleetStageValidator struct {
 	reader     client.Reader
 	access     AccessReviewer
@@ -92,6 +94,13 @@ func (v *FleetStageValidator) validate(ctx context.Context, old, fs *fleetv1alph
 		}
 		errs = append(errs, adoptErrs...)
 	}
+	// Every change of the spec changes what the controller writes into
+	// Stages: its author must be allowed to write them.
+	rightsErrs, err := v.checkStageRights(ctx, fs)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	errs = append(errs, rightsErrs...)
 	return Warnings(fs), invalid("FleetStage", fs.Name, errs)
 }
 
@@ -211,6 +220,7 @@ func validateSpec(fs *fleetv1alpha1.FleetStage) field.ErrorList {
 			}
 		}
 	}
+	errs = append(errs, validateInlineSecrets(fs.Spec.Stage.Inline)...)
 	for i := range fs.Spec.Targets.Sources {
 		errs = append(errs, validateInlineTargets(&fs.Spec.Targets.Sources[i],
 			field.NewPath("spec", "targets", "sources").Index(i))...)

@@ -17,6 +17,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -39,6 +40,7 @@ func testClient(t *testing.T, objs ...client.Object) client.Client {
 	t.Helper()
 	s := apiruntime.NewScheme()
 	require.NoError(t, fleetv1alpha1.AddToScheme(s))
+	require.NoError(t, kargo.AddToScheme(s))
 	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
 }
 
@@ -113,7 +115,11 @@ func TestFleetRolloutValidator_ValidateUpdate(t *testing.T) {
 	paused := old.DeepCopy()
 	paused.Spec.Intent = fleetv1alpha1.IntentPause
 	_, err := v.ValidateUpdate(asUser("mallory"), old, paused)
-	require.NoError(t, err, "pausing needs no promote")
+	require.ErrorContains(t, err, `spec.intent: Forbidden: user "mallory" may not set intent Pause on a FleetRollout of FleetStage "prod"`)
+	_, err = v.ValidateUpdate(asUser("alice"), old, paused)
+	require.ErrorContains(t, err, "lacks it on prod-rest", "pausing needs promote on every wave Stage")
+	_, err = v.ValidateUpdate(asUser(testController), old, paused)
+	require.NoError(t, err)
 	_, err = v.ValidateUpdate(asUser("alice"), old, withRequest("pilot"))
 	require.NoError(t, err)
 	_, err = v.ValidateUpdate(asUser("alice"), old, withRequest("rest"))
@@ -174,7 +180,9 @@ func TestFleetStageValidator(t *testing.T) {
 	policy := inventory.DefaultNamespacePolicy()
 	other := testutil.MakeFleetStage("shop", "first").FromStage("prod-app").Obj()
 
-	v := NewFleetStageValidator(testClient(t), fakeAccess{"alice list secrets ": true}, policy)
+	alice := fakeAccess{"alice list secrets ": true, "alice create stages ": true, "alice update stages ": true,
+		"alice update stages prod-app": true}
+	v := NewFleetStageValidator(testClient(t), alice, policy)
 	_, err := v.ValidateCreate(asUser("alice"), argo(""))
 	require.NoError(t, err)
 	_, err = v.ValidateCreate(asUser("bob"), argo(""))
@@ -188,7 +196,7 @@ func TestFleetStageValidator(t *testing.T) {
 	_, err = v.ValidateUpdate(asUser("bob"), old, changed)
 	require.NoError(t, err, "an update leaving the spec alone is not reviewed again")
 
-	v = NewFleetStageValidator(testClient(t, other), fakeAccess{"alice list secrets ": true}, policy)
+	v = NewFleetStageValidator(testClient(t, other), alice, policy)
 	_, err = v.ValidateCreate(asUser("alice"), argo(""))
 	require.ErrorContains(t, err, `spec.stage.fromStage: Duplicate value: "prod-app (already adopted by FleetStage \"first\")"`)
 	_, err = v.ValidateUpdate(asUser("alice"), other, other.DeepCopy())

@@ -17,10 +17,12 @@ func newAbortCommand(out io.Writer, kube kubeOptions) *cobra.Command {
 		after: "Running target Promotions are aborted through Kargo (one inside a step's request finishes first) " +
 			"and no new one starts. " +
 			"To return moved targets to the last good Freight: kargo-fleet rollback %s -n %s",
-		out: out,
+		out:            out,
+		spareRollbacks: true,
 	}
 	return newIntentCommand(o, "Abort a fleet's rollouts: abort running target Promotions, start no new one",
-		"Sets spec.intent to Abort on the FleetStage's unfinished FleetRollouts: the controller aborts their "+
+		"Sets spec.intent to Abort on the FleetStage's unfinished forward FleetRollouts (a rollback only when "+
+			"--rollout names it: a rollback is what returns the fleet to its last good Freight): the controller aborts their "+
 			"running target Promotions through Kargo and ends the rollouts as Aborted (their counts follow the "+
 			"Promotions Kargo still finishes: one inside a step's request is not interrupted). Targets that already "+
 			"moved stay where they are; `kargo-fleet rollback` returns them to the last good Freight.")

@@ -31,6 +31,10 @@ type intentOptions struct {
 	from   []fleetv1alpha1.RolloutIntent
 	// after is printed when something changed: what happens next.
 	after string
+	// spareRollbacks leaves rollbacks alone unless --rollout names one: a
+	// rollback is what returns the fleet to safety, so stopping the fleet's
+	// rollouts does not stop it.
+	spareRollbacks bool
 
 	out io.Writer
 }
@@ -101,6 +105,10 @@ func (o *intentOptions) run(ctx context.Context) error {
 	for _, ro := range targets {
 		current := cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun)
 		switch {
+		case o.spareRollbacks && o.rollout == "" && ro.Spec.Direction == fleetv1alpha1.DirectionRollback:
+			_, err = fmt.Fprintf(o.out, "FleetRollout %s (%s): left as it is: it returns the fleet to its last good Freight; "+
+				"to %s it anyway: kargo-fleet %s %s -n %s --rollout %s\n", ro.Name, describeRollout(ro), o.verb, o.verb,
+				fs.Name, fs.Namespace, ro.Name)
 		case current == o.intent:
 			_, err = fmt.Fprintf(o.out, "FleetRollout %s (%s): intent already %s\n", ro.Name, describeRollout(ro), o.intent)
 		case !slices.Contains(o.from, current):

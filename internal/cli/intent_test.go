@@ -80,9 +80,28 @@ func TestIntentCommands(t *testing.T) {
 			verb: "abort",
 			rollouts: []*fleetv1alpha1.FleetRollout{fwd("a", fleetv1alpha1.RolloutPaused, pause),
 				rollout("rb", fleetv1alpha1.DirectionRollback, goodFreight, fleetv1alpha1.RolloutRollingBack, run, 0)},
-			wantIntents: map[string]fleetv1alpha1.RolloutIntent{"a": abort, "rb": abort},
-			wantOut: []string{"intent Pause -> Abort", "FleetRollout rb (Rollback to 1a2b3c4, RollingBack): intent Run -> Abort",
+			wantIntents: map[string]fleetv1alpha1.RolloutIntent{"a": abort, "rb": run},
+			wantOut: []string{"intent Pause -> Abort",
+				"FleetRollout rb (Rollback to 1a2b3c4, RollingBack): left as it is: it returns the fleet to its last good Freight; " +
+					"to abort it anyway: kargo-fleet abort prod -n shop --rollout rb\n",
 				"kargo-fleet rollback prod -n shop"},
+		},
+		{
+			name: "pause spares a rollback too",
+			verb: "pause",
+			rollouts: []*fleetv1alpha1.FleetRollout{
+				rollout("rb", fleetv1alpha1.DirectionRollback, goodFreight, fleetv1alpha1.RolloutRollingBack, run, 0)},
+			wantIntents: map[string]fleetv1alpha1.RolloutIntent{"rb": run},
+			wantOut:     []string{"FleetRollout rb (Rollback to 1a2b3c4, RollingBack): left as it is"},
+		},
+		{
+			name: "a rollback named with --rollout is aborted on its own",
+			verb: "abort",
+			rollouts: []*fleetv1alpha1.FleetRollout{
+				rollout("rb", fleetv1alpha1.DirectionRollback, goodFreight, fleetv1alpha1.RolloutRollingBack, run, 0)},
+			args:        []string{"--rollout", "rb"},
+			wantIntents: map[string]fleetv1alpha1.RolloutIntent{"rb": abort},
+			wantOut:     []string{"FleetRollout rb (Rollback to 1a2b3c4, RollingBack): intent Run -> Abort"},
 		},
 		{
 			name: "--rollout picks one",

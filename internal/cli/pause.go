@@ -16,10 +16,12 @@ func newPauseCommand(out io.Writer, kube kubeOptions) *cobra.Command {
 		from:   []fleetv1alpha1.RolloutIntent{fleetv1alpha1.IntentRun},
 		after: "No new target Promotion starts; running ones finish. " +
 			"Resume with: kargo-fleet resume %s -n %s",
-		out: out,
+		out:            out,
+		spareRollbacks: true,
 	}
 	return newIntentCommand(o, "Pause a fleet's rollouts: start no new target Promotion",
-		"Sets spec.intent to Pause on the FleetStage's unfinished FleetRollouts: the controller starts no new "+
+		"Sets spec.intent to Pause on the FleetStage's unfinished forward FleetRollouts (a rollback only when "+
+			"--rollout names it): the controller starts no new "+
 			"target Promotion, and the ones running finish. The wave step keeps waiting. Resume with "+
 			"`kargo-fleet resume`.")
 }

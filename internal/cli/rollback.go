@@ -33,9 +33,12 @@ func newRollbackCommand(out io.Writer, kube kubeOptions) *cobra.Command {
 		Short: "Return the targets a rollout moved to the last good Freight",
 		Long: "Creates a FleetRollout with direction Rollback: the controller promotes the last good Freight " +
 			"(or --to) to exactly the targets the rolled-back rollout moved, in reverse wave order. The rollout " +
-			"rolled back is the FleetStage's current forward rollout, else its last one (or --of). A rollout has " +
-			"one rollback, whoever asks for it (this command, the fleet-rollback step, the automatic policy): " +
-			"running it again reports the existing rollback instead of creating another.",
+			"rolled back is the one the FleetStage's current or last rollout is or rolls back (or --of); when it " +
+			"could still start target Promotions it is aborted first. A rollout has one rollback at a time, whoever " +
+			"asks for it (this command, the fleet-rollback step, the automatic policy): while it runs, running this " +
+			"command again reports it; when it is paused, this command resumes it; when it was aborted or failed, " +
+			"this command starts another attempt, which returns the targets the earlier ones did not. It is the " +
+			"command `kargo-fleet status` names after an abort, a pause or a failure.",
 		Example: "  kargo-fleet rollback prod -n shop\n  kargo-fleet rollback prod -n shop --to v1.4.0\n" +
 			"  kubectl fleet rollback prod -n shop --of prod-9f8e7d6c5b",
 		Args: cobra.MaximumNArgs(1),
@@ -80,13 +83,6 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if existing, err := fleetrollout.FindRollbackOf(ctx, c, of.Namespace, of.Name); err != nil {
-		return err
-	} else if existing != nil {
-		_, err := fmt.Fprintf(o.out, "FleetRollout %s already rolls back %s (%s): a rollout has one rollback.\n",
-			existing.Name, of.Name, describeRollout(existing))
-		return err
-	}
 	freight, err := o.freight(ctx, c, fs)
 	if err != nil {
 		return err
@@ -95,56 +91,117 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 		return fmt.Errorf("FleetRollout %q moved the fleet to Freight %s, the Freight to return to: nothing to roll back",
 			of.Name, shortFreight(freight.Name))
 	}
-	ro := fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: freight, Actor: whoAmI(ctx, c),
-		Reason: "requested with kargo-fleet rollback"})
-	if o.dryRun {
-		_, err := fmt.Fprintf(o.out, "Would create FleetRollout %s: Rollback of %s to Freight %s, by %s (dry run).\n",
-			ro.Name, of.Name, shortFreight(freight.Name), ro.Spec.Actor)
+	existing, err := fleetrollout.FindRollbackOf(ctx, c, of.Namespace, of.Name)
+	if err != nil {
 		return err
 	}
-	got, created, err := fleetrollout.EnsureRollback(ctx, c, c, ro)
+	if existing != nil && !fleetrollout.NeedsRetry(existing) {
+		return o.report(ctx, c, fs, of, existing, freight)
+	}
+	attempt := 1
+	if existing != nil {
+		attempt = fleetrollout.RollbackAttempt(existing.Name, of.Name) + 1
+	}
+	name := fleetrollout.RollbackAttemptName(of.Name, attempt)
+	actor := whoAmI(ctx, c)
+	if o.dryRun {
+		_, err := fmt.Fprintf(o.out, "Would create FleetRollout %s: Rollback of %s to Freight %s, by %s (dry run).\n",
+			name, of.Name, shortFreight(freight.Name), actor)
+		return err
+	}
+	if stillMoving(of) {
+		// Otherwise it would go on moving targets the rollback returns.
+		if err := setIntent(ctx, c, of, fleetv1alpha1.IntentAbort, actor); err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(o.out, "Aborted FleetRollout %s (%s) first: it starts no new target Promotion.\n",
+			of.Name, describeRollout(of)); err != nil {
+			return err
+		}
+	}
+	got, created, err := fleetrollout.RetryRollback(ctx, c, c, fleetrollout.Rollback{Of: of, Freight: freight, Actor: actor,
+		Reason: "requested with kargo-fleet rollback"})
 	if err != nil {
 		return err
 	}
 	if !created {
-		_, err := fmt.Fprintf(o.out, "FleetRollout %s already rolls back %s (%s): a rollout has one rollback.\n",
-			got.Name, of.Name, describeRollout(got))
-		return err
+		return o.report(ctx, c, fs, of, got, freight)
 	}
-	_, err = fmt.Fprintf(o.out, "Created FleetRollout %s: Rollback of %s (%s) to Freight %s, by %s.\n"+
+	retry := ""
+	if existing != nil {
+		retry = fmt.Sprintf(" It returns the targets rollback %s (%s) did not.", existing.Name, describeRollout(existing))
+	}
+	_, err = fmt.Fprintf(o.out, "Created FleetRollout %s: Rollback of %s (%s) to Freight %s, by %s.%s\n"+
 		"Follow it with: kargo-fleet status %s -n %s --watch\n",
-		ro.Name, of.Name, describeRollout(of), shortFreight(freight.Name), ro.Spec.Actor, fs.Name, fs.Namespace)
+		got.Name, of.Name, describeRollout(of), shortFreight(freight.Name), got.Spec.Actor, retry, fs.Name, fs.Namespace)
 	return err
 }
 
-// rolledBack returns the rollout to roll back: --of, else the current
-// forward rollout, else the last forward one.
-func (o *rollbackOptions) rolledBack(fs *fleetv1alpha1.FleetStage, all []fleetv1alpha1.FleetRollout) (*fleetv1alpha1.FleetRollout, error) {
-	byName := map[string]*fleetv1alpha1.FleetRollout{}
-	for i := range all {
-		byName[all[i].Name] = &all[i]
+// report handles a rollback of the rollout that exists and needs no new
+// attempt: it resumes it when paused and says what it does. A rollback to
+// other Freight is an error: a rollout has one rollback at a time.
+func (o *rollbackOptions) report(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage,
+	of, rb *fleetv1alpha1.FleetRollout, freight fleetv1alpha1.FreightReference) error {
+	if rb.Spec.Freight.Name != freight.Name {
+		return &fleetrollout.ConflictError{Existing: rb, Freight: freight.Name}
 	}
-	if o.of != "" {
-		ro, ok := byName[o.of]
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("FleetRollout %q of FleetStage %q not found in namespace %q", o.of, fs.Name, fs.Namespace)
-		case ro.Spec.Direction == fleetv1alpha1.DirectionRollback:
-			return nil, fmt.Errorf("FleetRollout %q is itself a rollback: roll back a forward rollout", o.of)
+	follow := fmt.Sprintf("Follow it with: kargo-fleet status %s -n %s --watch", fs.Name, fs.Namespace)
+	switch {
+	case rb.Status.Phase == fleetv1alpha1.RolloutSucceeded:
+		_, err := fmt.Fprintf(o.out, "FleetRollout %s returned the targets of %s to Freight %s (%s): nothing left to roll back.\n",
+			rb.Name, of.Name, shortFreight(rb.Spec.Freight.Name), describeRollout(rb))
+		return err
+	case rb.Spec.Intent == fleetv1alpha1.IntentPause:
+		if o.dryRun {
+			_, err := fmt.Fprintf(o.out, "Would resume FleetRollout %s, the paused rollback of %s (dry run).\n", rb.Name, of.Name)
+			return err
 		}
+		if err := setIntent(ctx, c, rb, fleetv1alpha1.IntentRun, whoAmI(ctx, c)); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(o.out, "Resumed FleetRollout %s, the paused rollback of %s (%s).\n%s\n",
+			rb.Name, of.Name, describeRollout(rb), follow)
+		return err
+	}
+	_, err := fmt.Fprintf(o.out, "FleetRollout %s already rolls back %s (%s).\n%s\n", rb.Name, of.Name, describeRollout(rb), follow)
+	return err
+}
+
+// stillMoving says a forward rollout could still start target Promotions:
+// unfinished, not halted (a halted one starts nothing) and not aborted.
+func stillMoving(ro *fleetv1alpha1.FleetRollout) bool {
+	return !ro.Status.Phase.IsFinal() && ro.Status.Phase != fleetv1alpha1.RolloutHalted &&
+		ro.Spec.Intent != fleetv1alpha1.IntentAbort
+}
+
+// rolledBack returns the rollout to roll back: --of, else the forward
+// rollout the FleetStage's current or last rollout is or rolls back, else
+// its newest forward rollout.
+func (o *rollbackOptions) rolledBack(fs *fleetv1alpha1.FleetStage, all []fleetv1alpha1.FleetRollout) (*fleetv1alpha1.FleetRollout, error) {
+	if o.of != "" {
+		for i := range all {
+			if ro := &all[i]; ro.Name == o.of {
+				if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
+					return nil, fmt.Errorf("FleetRollout %q is itself a rollback: roll back a forward rollout", o.of)
+				}
+				return ro, nil
+			}
+		}
+		return nil, fmt.Errorf("FleetRollout %q of FleetStage %q not found in namespace %q", o.of, fs.Name, fs.Namespace)
+	}
+	if ro := fleetrollout.RolledBack(fs, pointers(all)); ro != nil {
 		return ro, nil
 	}
-	for _, name := range []string{fs.Status.CurrentRollout, fs.Status.LastRollout} {
-		if ro, ok := byName[name]; ok && ro.Spec.Direction != fleetv1alpha1.DirectionRollback {
-			return ro, nil
-		}
-	}
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Spec.Direction != fleetv1alpha1.DirectionRollback {
-			return &all[i], nil
-		}
-	}
 	return nil, fmt.Errorf("FleetStage %s/%s has no forward FleetRollout to roll back", fs.Namespace, fs.Name)
+}
+
+// pointers returns pointers to the elements of s.
+func pointers[T any](s []T) []*T {
+	out := make([]*T, len(s))
+	for i := range s {
+		out[i] = &s[i]
+	}
+	return out
 }
 
 // freight returns the Freight to return to: --to (a name or an alias),

@@ -74,21 +74,70 @@ func TestRollbackCommand(t *testing.T) {
 				withRollbackOf(runningRB, "prod-bad")},
 			assertions: func(t *testing.T, c client.Client, out string, err error) {
 				require.NoError(t, err)
-				require.Equal(t, "FleetRollout prod-bad-rb already rolls back prod-bad "+
-					"(Rollback to 1a2b3c4, RollingBack): a rollout has one rollback.\n", out)
+				require.Equal(t, "FleetRollout prod-bad-rb already rolls back prod-bad (Rollback to 1a2b3c4, RollingBack).\n"+
+					"Follow it with: kargo-fleet status prod -n shop --watch\n", out)
 				list := &fleetv1alpha1.FleetRolloutList{}
 				require.NoError(t, c.List(context.Background(), list))
 				require.Len(t, list.Items, 2, "no second rollback")
 			},
 		},
 		{
-			name: "a finished rollback is the rollout's one rollback",
+			name: "a failed rollback is retried for the targets it did not return",
+			user: "alice",
 			objs: []client.Object{fleetStage("", "prod-bad-rb", goodFreight), bad, withRollbackOf(finishedRB, "prod-bad")},
-			args: []string{"--of", "prod-bad"},
 			assertions: func(t *testing.T, c client.Client, out string, err error) {
 				require.NoError(t, err)
-				require.Equal(t, "FleetRollout prod-bad-rb already rolls back prod-bad (Rollback to 1a2b3c4, Failed): "+
-					"a rollout has one rollback.\n", out)
+				require.Equal(t, "Created FleetRollout prod-bad-rb2: Rollback of prod-bad (Forward to 9f8e7d6, Halted) to Freight 1a2b3c4, "+
+					"by kubernetes:alice. It returns the targets rollback prod-bad-rb (Rollback to 1a2b3c4, Failed) did not.\n"+
+					"Follow it with: kargo-fleet status prod -n shop --watch\n", out)
+				retry := getRollout(t, c, "prod-bad-rb2")
+				require.Equal(t, "prod-bad", retry.Spec.RollbackOf)
+				require.Equal(t, fleetv1alpha1.IntentRun, retry.Spec.Intent)
+			},
+		},
+		{
+			name: "a paused rollback is resumed",
+			user: "alice",
+			objs: []client.Object{fleetStage("prod-bad-rb", "prod-bad", goodFreight), bad,
+				withIntent(withRollbackOf(runningRB, "prod-bad"), fleetv1alpha1.IntentPause)},
+			assertions: func(t *testing.T, c client.Client, out string, err error) {
+				require.NoError(t, err)
+				require.Equal(t, "Resumed FleetRollout prod-bad-rb, the paused rollback of prod-bad (Rollback to 1a2b3c4, RollingBack).\n"+
+					"Follow it with: kargo-fleet status prod -n shop --watch\n", out)
+				rb := getRollout(t, c, "prod-bad-rb")
+				require.Equal(t, fleetv1alpha1.IntentRun, rb.Spec.Intent)
+				require.Equal(t, "kubernetes:alice", fleetrollout.IntentActor(rb))
+			},
+		},
+		{
+			name: "a rollout that could still move targets is aborted first",
+			user: "alice",
+			objs: []client.Object{fleetStage("prod-paused", "prod-good", goodFreight), good,
+				rollout("prod-paused", fwd, badFreight, fleetv1alpha1.RolloutPaused, fleetv1alpha1.IntentPause, time.Minute)},
+			assertions: func(t *testing.T, c client.Client, out string, err error) {
+				require.NoError(t, err)
+				require.Contains(t, out, "Aborted FleetRollout prod-paused (Forward to 9f8e7d6, Paused) first: it starts no new target Promotion.\n"+
+					"Created FleetRollout prod-paused-rb: Rollback of prod-paused")
+				require.Equal(t, fleetv1alpha1.IntentAbort, getRollout(t, c, "prod-paused").Spec.Intent)
+			},
+		},
+		{
+			name: "a succeeded rollback: nothing left to do",
+			objs: []client.Object{fleetStage("", "prod-bad-rb", goodFreight), bad,
+				withRollbackOf(rollout("prod-bad-rb", rb, goodFreight, fleetv1alpha1.RolloutSucceeded, "", 2*time.Minute), "prod-bad")},
+			assertions: func(t *testing.T, _ client.Client, out string, err error) {
+				require.NoError(t, err)
+				require.Equal(t, "FleetRollout prod-bad-rb returned the targets of prod-bad to Freight 1a2b3c4 "+
+					"(Rollback to 1a2b3c4, Succeeded): nothing left to roll back.\n", out)
+			},
+		},
+		{
+			name: "a rollback to other Freight under way is an error",
+			objs: []client.Object{fleetStage("prod-bad-rb", "prod-bad", goodFreight), bad, withRollbackOf(runningRB, "prod-bad"),
+				freight("c0ffee", "v1.3.0")},
+			args: []string{"--to", "v1.3.0"},
+			assertions: func(t *testing.T, _ client.Client, _ string, err error) {
+				require.ErrorContains(t, err, `FleetRollout "prod-bad-rb" already rolls back "prod-bad" to Freight `)
 			},
 		},
 		{
@@ -143,6 +192,12 @@ func TestRollbackCommand(t *testing.T) {
 			tt.assertions(t, c, got, err)
 		})
 	}
+}
+
+func withIntent(ro *fleetv1alpha1.FleetRollout, intent fleetv1alpha1.RolloutIntent) *fleetv1alpha1.FleetRollout {
+	ro = ro.DeepCopy()
+	ro.Spec.Intent = intent
+	return ro
 }
 
 func withRollbackOf(ro *fleetv1alpha1.FleetRollout, of string) *fleetv1alpha1.FleetRollout {

@@ -14,6 +14,7 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
 )
@@ -158,7 +159,8 @@ func (o *statusOptions) render(ctx context.Context, c client.Client, ns string) 
 	if !o.all {
 		rollouts = report.Relevant(fs, all)
 	}
-	r := report.Build(report.Input{FleetStage: fs, Rollouts: rollouts, Aliases: freightAliases(ctx, c, fs, rollouts)})
+	r := report.Build(report.Input{FleetStage: fs, Rollouts: rollouts, Aliases: freightAliases(ctx, c, fs, rollouts),
+		Recovery: recoveryOf(fs, all)})
 	var buf bytes.Buffer
 	if o.output == outputJSON {
 		err = report.RenderJSON(&buf, r)
@@ -208,4 +210,20 @@ func freightAliases(ctx context.Context, c client.Client, fs *fleetv1alpha1.Flee
 		}
 	}
 	return aliases
+}
+
+// recoveryOf returns the command that returns every target of the fleet
+// to its last good Freight, when an abort, a pause or a failure left some
+// elsewhere: `kargo-fleet rollback`, which does what the recovery plan
+// says (start, resume or retry the rollback).
+func recoveryOf(fs *fleetv1alpha1.FleetStage, all []fleetv1alpha1.FleetRollout) *report.Recovery {
+	rec := fleetrollout.PlanRecovery(fs, pointers(all))
+	if rec.Action == fleetrollout.RecoveryNone {
+		return nil
+	}
+	return &report.Recovery{
+		Command: fmt.Sprintf("kargo-fleet rollback %s -n %s", fs.Name, fs.Namespace),
+		Reason:  rec.Reason,
+		Freight: report.FreightName{Name: rec.Freight},
+	}
 }

@@ -58,7 +58,20 @@ func TestStatusCommand(t *testing.T) {
 				require.Contains(t, out, "PromotionFailed 10  eu-west-1-003: simulated failure")
 				require.Contains(t, out, "FleetRollout prod-good (last): Forward to v1.4.0 (1a2b3c4), Succeeded, started 2m59s ago")
 				require.NotContains(t, out, "prod-older", "finished rollouts other than the last are left out")
+				require.NotContains(t, out, "Next:", "a rollback under way needs no command")
 				require.NotContains(t, out, "\x1b[", "no colour when not on a terminal")
+			},
+		},
+		{
+			name: "an aborted rollback: the command that returns every target",
+			objs: []client.Object{fleetStage("", "prod-bad-rb", goodFreight), halted,
+				rollout("prod-bad-rb", fleetv1alpha1.DirectionRollback, goodFreight, fleetv1alpha1.RolloutAborted,
+					fleetv1alpha1.IntentAbort, 2*time.Minute), old, freight(goodFreight, "v1.4.0"), freight(badFreight, "v1.5.0")},
+			args: []string{"prod", "-n", "shop"},
+			assertions: func(t *testing.T, out string, err error) {
+				require.NoError(t, err)
+				require.Contains(t, out, "\nNext: rollback prod-bad-rb ended Aborted before every target of prod-bad was back\n"+
+					"  To return every target to the last good Freight v1.4.0 (1a2b3c4): kargo-fleet rollback prod -n shop\n")
 			},
 		},
 		{

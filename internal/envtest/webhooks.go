@@ -10,6 +10,13 @@ import (
 // ValidatingWebhook returns a webhook configuration named name that sends
 // CREATE and UPDATE of the resource to path on the local webhook server.
 func ValidatingWebhook(name, group, version, resource, path string) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	return ValidatingWebhookFor(name, group, version, resource, path, admissionregistrationv1.Create, admissionregistrationv1.Update)
+}
+
+// ValidatingWebhookFor is ValidatingWebhook for the given operations (the
+// chart sends DELETE of FleetRollouts too).
+func ValidatingWebhookFor(name, group, version, resource, path string,
+	ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
@@ -21,7 +28,7 @@ func ValidatingWebhook(name, group, version, resource, path string) *admissionre
 			SideEffects:             &none,
 			FailurePolicy:           &fail,
 			ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Name: "local", Namespace: "default", Path: &path}},
-			Rules:                   rules(group, version, resource),
+			Rules:                   rules(group, version, resource, ops),
 		}},
 	}
 }

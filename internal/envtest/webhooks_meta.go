@@ -9,9 +9,9 @@ var metaTypeValidating = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.
 
 func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
 
-func rules(group, version, resource string) []admissionregistrationv1.RuleWithOperations {
+func rules(group, version, resource string, ops []admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
 	return []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Operations: ops,
 		Rule: admissionregistrationv1.Rule{
 			APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource},
 		},

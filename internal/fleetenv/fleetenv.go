@@ -27,8 +27,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +46,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 )
 
 const (
@@ -103,8 +103,10 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	validating = append(validating,
 		envtest.ValidatingWebhook("fleetstages.fleet.kargo-fleet.io",
 			"fleet.kargo-fleet.io", "v1alpha1", "fleetstages", fswebhook.ValidatePath),
-		envtest.ValidatingWebhook("fleetrollouts.fleet.kargo-fleet.io",
-			"fleet.kargo-fleet.io", "v1alpha1", "fleetrollouts", fswebhook.ValidateRolloutPath))
+		// As the chart does: deleting an unfinished FleetRollout aborts it.
+		envtest.ValidatingWebhookFor("fleetrollouts.fleet.kargo-fleet.io",
+			"fleet.kargo-fleet.io", "v1alpha1", "fleetrollouts", fswebhook.ValidateRolloutPath,
+			admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete))
 	base, err := envtest.Start(envtest.WithWebhooks(mutating, validating))
 	if err != nil {
 		return nil, err

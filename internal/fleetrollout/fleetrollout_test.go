@@ -113,6 +113,18 @@ func TestExpired(t *testing.T) {
 			all := rollouts(3)
 			return append(all, rollbackOf(all[0], fleetv1alpha1.RolloutRollingBack))
 		}, limit: 1, want: []string{"r02"}},
+		{name: "a retried rollback keeps its rollout while the retry runs", all: func() []*fleetv1alpha1.FleetRollout {
+			all := rollouts(3)
+			retry := rollbackOf(all[0], fleetv1alpha1.RolloutRollingBack)
+			retry.Name = RollbackAttemptName(all[0].Name, 2)
+			return append(all, rollbackOf(all[0], fleetv1alpha1.RolloutAborted), retry)
+		}, limit: 1, want: []string{"r02"}},
+		{name: "every finished attempt goes with its rollout", all: func() []*fleetv1alpha1.FleetRollout {
+			all := rollouts(3)
+			retry := rollbackOf(all[0], fleetv1alpha1.RolloutSucceeded)
+			retry.Name, retry.CreationTimestamp = RollbackAttemptName(all[0].Name, 2), metav1.NewTime(retry.CreationTimestamp.Add(time.Second))
+			return append(all, rollbackOf(all[0], fleetv1alpha1.RolloutAborted), retry)
+		}, limit: 2, want: []string{"r01", "r01-rb", "r01-rb2"}},
 		{name: "an orphaned finished rollback older than the kept ones goes", all: func() []*fleetv1alpha1.FleetRollout {
 			all := rollouts(3)
 			rb := rollbackOf(all[0], fleetv1alpha1.RolloutFailed)

@@ -20,18 +20,19 @@ func HistoryLimit(fs *fleetv1alpha1.FleetStage) int {
 
 // Expired returns the rollouts of one FleetStage that its history limit no
 // longer keeps, oldest first: the finished forward rollouts older than the
-// newest limit of them, each with its rollback. Nothing unfinished expires:
-// a forward rollout whose rollback still runs stays with it, and so does a
-// rollback whose rollout is kept. A finished rollback whose rollout is gone
-// expires with the forward rollouts that are older than it.
+// newest limit of them, each with its rollbacks. Nothing unfinished expires:
+// a forward rollout with a rollback that still runs stays with all its
+// rollbacks, and so do rollbacks whose rollout is kept. Finished rollbacks
+// whose rollout is gone expire with the forward rollouts that are older
+// than them.
 func Expired(all []*fleetv1alpha1.FleetRollout, limit int) []*fleetv1alpha1.FleetRollout {
 	sorted := slices.Clone(all)
 	slices.SortFunc(sorted, Compare)
-	rollbacks := map[string]*fleetv1alpha1.FleetRollout{}
+	rollbacks := map[string][]*fleetv1alpha1.FleetRollout{}
 	forward := map[string]bool{}
 	for _, ro := range sorted {
 		if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
-			rollbacks[ro.Spec.RollbackOf] = ro
+			rollbacks[ro.Spec.RollbackOf] = append(rollbacks[ro.Spec.RollbackOf], ro)
 		} else {
 			forward[ro.Name] = true
 		}
@@ -45,22 +46,26 @@ func Expired(all []*fleetv1alpha1.FleetRollout, limit int) []*fleetv1alpha1.Flee
 	if len(finished) == 0 {
 		return nil
 	}
+	allFinal := func(rbs []*fleetv1alpha1.FleetRollout) bool {
+		return !slices.ContainsFunc(rbs, func(rb *fleetv1alpha1.FleetRollout) bool { return !rb.Status.Phase.IsFinal() })
+	}
 	keepFrom := max(len(finished)-limit, 0)
 	old, oldest := finished[:keepFrom], finished[keepFrom]
 	var out []*fleetv1alpha1.FleetRollout
 	for _, ro := range old {
-		rb := rollbacks[ro.Name]
-		if rb != nil && !rb.Status.Phase.IsFinal() {
-			continue
-		}
-		out = append(out, ro)
-		if rb != nil {
-			out = append(out, rb)
+		if rbs := rollbacks[ro.Name]; allFinal(rbs) {
+			out = append(out, ro)
+			out = append(out, rbs...)
 		}
 	}
-	for of, rb := range rollbacks {
-		if !forward[of] && rb.Status.Phase.IsFinal() && Compare(rb, oldest) < 0 {
-			out = append(out, rb)
+	for of, rbs := range rollbacks {
+		if forward[of] {
+			continue
+		}
+		for _, rb := range rbs {
+			if rb.Status.Phase.IsFinal() && Compare(rb, oldest) < 0 {
+				out = append(out, rb)
+			}
 		}
 	}
 	slices.SortFunc(out, Compare)
@@ -90,4 +95,16 @@ func AppendHistory(history []fleetv1alpha1.RolloutRecord, rollouts []*fleetv1alp
 		out = out[len(out)-MaxHistoryRecords:]
 	}
 	return out
+}
+
+// Deleted returns the FleetStage's history record of the rollout named
+// name, or nil: a rollout recorded there is gone (pruned, or deleted, which
+// aborts it) and is never started again under that name.
+func Deleted(fs *fleetv1alpha1.FleetStage, name string) *fleetv1alpha1.RolloutRecord {
+	for i := range fs.Status.History {
+		if fs.Status.History[i].Name == name {
+			return &fs.Status.History[i]
+		}
+	}
+	return nil
 }

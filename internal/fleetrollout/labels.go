@@ -46,6 +46,12 @@ const (
 	// controller runs only requested waves and refreshes that Promotion when
 	// the wave finishes.
 	WaveRequestAnnotationPrefix = "wave.fleet.kargo-fleet.io/"
+	// Finalizer is on every unfinished rollout: deleting one aborts it. The
+	// controller aborts its running target Promotions, records it as
+	// Aborted in the FleetStage's history (so the step server never starts
+	// it again under the same name), then removes the finalizer. A rollout
+	// loses the finalizer once it has finished.
+	Finalizer = "fleet.kargo-fleet.io/abort-on-delete"
 )
 
 // FreightLabelValue returns the FreightLabel value for a Freight name: the

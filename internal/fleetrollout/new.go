@@ -58,12 +58,16 @@ type Rollback struct {
 	Reason string
 	// StepKey, when a step asked, is its StepKey.
 	StepKey string
+	// Attempt numbers the rollback among the rollout's rollbacks: 0 or 1
+	// for the first, 2 and up for a retry after an earlier one ended
+	// without returning every target (see RetryRollback).
+	Attempt int
 }
 
-// NewRollback builds the one rollback of r.Of. Its name is RollbackName of
-// the rollout: whoever builds it, the same object.
+// NewRollback builds rollback attempt r.Attempt of r.Of. Its name is
+// RollbackAttemptName of the rollout: whoever builds it, the same object.
 func NewRollback(r Rollback) *fleetv1alpha1.FleetRollout {
-	ro := base(r.Of.Namespace, RollbackName(r.Of.Name), r.Of.Spec.FleetStage, r.Freight)
+	ro := base(r.Of.Namespace, RollbackAttemptName(r.Of.Name, max(r.Attempt, 1)), r.Of.Spec.FleetStage, r.Freight)
 	if r.StepKey != "" {
 		ro.Annotations[StepKeyAnnotation] = r.StepKey
 	}
@@ -87,6 +91,9 @@ func base(namespace, name, fleetStage string, freight fleetv1alpha1.FreightRefer
 				FreightLabel:                  FreightLabelValue(freight.Name),
 			},
 			Annotations: map[string]string{RequestedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)},
+			// From the start: a rollout deleted before the controller first
+			// saw it must still be recorded, or its step would start it again.
+			Finalizers: []string{Finalizer},
 		},
 		Spec: fleetv1alpha1.FleetRolloutSpec{
 			FleetStage: fleetStage,

@@ -89,3 +89,14 @@ func (f *Freight) IsApprovedFor(stage string) bool {
 func ApproveCommand(project, freight, stage string) string {
 	return "kargo approve --project " + project + " --freight " + freight + " --stage " + stage
 }
+
+// TakesFreightFrom reports whether the Stage requests Freight from the
+// upstream Stage named upstream.
+func (s *Stage) TakesFreightFrom(upstream string) bool {
+	for i := range s.Spec.RequestedFreight {
+		if slices.Contains(s.Spec.RequestedFreight[i].Sources.Stages, upstream) {
+			return true
+		}
+	}
+	return false
+}

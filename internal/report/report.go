@@ -35,6 +35,20 @@ type Input struct {
 	Rollouts []fleetv1alpha1.FleetRollout
 	// Aliases maps Freight names to their Kargo aliases, where known.
 	Aliases map[string]string
+	// Recovery, when set, is the command that returns every target to the
+	// last good Freight, and why it is needed.
+	Recovery *Recovery
+}
+
+// Recovery names the command that returns a fleet to its last good
+// Freight after an abort, a pause or a failure.
+type Recovery struct {
+	// Command is the kargo-fleet command line.
+	Command string `json:"command"`
+	// Reason says why the fleet needs it.
+	Reason string `json:"reason"`
+	// Freight is the last good Freight the targets return to.
+	Freight FreightName `json:"freight"`
 }
 
 // Report is the operator's view of one FleetStage. Its JSON form is what
@@ -44,6 +58,9 @@ type Report struct {
 	FleetStage Fleet `json:"fleetStage"`
 	// Rollouts are the rollouts shown, most relevant first.
 	Rollouts []Rollout `json:"rollouts"`
+	// Recovery is the command that returns every target to the last good
+	// Freight; nil when the fleet needs none.
+	Recovery *Recovery `json:"recovery,omitempty"`
 }
 
 // Fleet summarises a FleetStage's status.
@@ -169,6 +186,12 @@ func Build(in Input) Report {
 			r.FleetStage.Drift.Examples = append(r.FleetStage.Drift.Examples, DriftedTarget{Target: e.Target, Stage: e.Stage,
 				Freight: freightName(e.Freight, in.Aliases), Intended: freightName(e.IntendedFreight, in.Aliases)})
 		}
+	}
+
+	if in.Recovery != nil {
+		rec := *in.Recovery
+		rec.Freight = freightName(rec.Freight.Name, in.Aliases)
+		r.Recovery = &rec
 	}
 
 	rollouts := slices.Clone(in.Rollouts)

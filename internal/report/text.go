@@ -109,6 +109,10 @@ func RenderText(w io.Writer, r Report, o TextOptions) error {
 	if len(r.Rollouts) == 0 {
 		t.printf("\nNo FleetRollout yet: promote Freight into the first wave Stage to start one.\n")
 	}
+	if rec := r.Recovery; rec != nil {
+		t.printf("\n%s: %s\n  To return every target to the last good Freight %s: %s\n",
+			t.paint(colorYellow, "Next"), rec.Reason, DisplayFreight(rec.Freight), t.paint(colorBold, rec.Command))
+	}
 	if !o.NoLegend {
 		g := t.glyphs
 		t.printf("\n%s succeeded  %s failed  %s in flight  %s pending\n", t.paint(colorGreen, g.Succeeded),

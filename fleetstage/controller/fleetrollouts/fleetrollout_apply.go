@@ -384,7 +384,7 @@ func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fle
 	case !ro.Status.Phase.IsFinal():
 		// A halted rollout whose rollback runs leaves "current" to the
 		// rollback: that is what the fleet is doing now.
-		if st.CurrentRollout != fleetrollout.RollbackName(ro.Name) {
+		if fleetrollout.RollbackAttempt(st.CurrentRollout, ro.Name) == 0 {
 			st.CurrentRollout = ro.Name
 		}
 	default:
@@ -428,8 +428,11 @@ func (r *FleetRolloutReconciler) newerThanLast(ctx context.Context, ro *fleetv1a
 }
 
 // pruneHistory deletes the rollouts the FleetStage's history limit no longer
-// keeps, with their plan snapshots. Kubernetes' garbage collector would
-// delete a snapshot with its owner; deleting it here does not depend on it.
+// keeps. Their plan snapshots go with them: each is controlled by its
+// rollout (ownerReference with the rollout's UID), so Kubernetes' garbage
+// collector deletes it, and only it. The controller deletes no ConfigMap
+// itself, and its RBAC does not allow it to: a ConfigMap someone else
+// created under a snapshot's name is never touched.
 func (r *FleetRolloutReconciler) pruneHistory(ctx context.Context, fs *fleetv1alpha1.FleetStage) error {
 	all, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name)
 	if err != nil {
@@ -450,16 +453,11 @@ func (r *FleetRolloutReconciler) pruneHistory(ctx context.Context, fs *fleetv1al
 	}
 	var errs []error
 	for _, ro := range expired {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ro.Namespace, Name: fleetrollout.SnapshotName(ro.Name)}}
-		if err := r.client.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("error deleting plan snapshot %q: %w", cm.Name, err))
-			continue
-		}
 		if err := r.client.Delete(ctx, ro, client.Preconditions{UID: &ro.UID}); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("error deleting FleetRollout %q: %w", ro.Name, err))
 			continue
 		}
-		r.event(fs, corev1.EventTypeNormal, HistoryPrunedReason, "Deleted FleetRollout %s (%s, Freight %s) and its plan snapshot: spec.policy.historyLimit keeps %d finished rollouts",
+		r.event(fs, corev1.EventTypeNormal, HistoryPrunedReason, "Deleted FleetRollout %s (%s, Freight %s); its plan snapshot goes with it: spec.policy.historyLimit keeps %d finished rollouts",
 			ro.Name, ro.Status.Phase, ro.Spec.Freight.Name, fleetrollout.HistoryLimit(fs))
 	}
 	return errors.Join(errs...)

@@ -28,7 +28,7 @@ import (
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=promotions,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=stages,verbs=promote
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=freights,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create
 
 // statusInterval is the least time between two progress-only status writes
 // of one rollout: at 10,000 targets every Promotion finishing would otherwise
@@ -100,10 +100,16 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ro.DeletionTimestamp.IsZero() {
+		if err := r.finalizeDeleted(ctx, ro); err != nil {
+			return ctrl.Result{}, err
+		}
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	r.remember(req.NamespacedName, ro.UID)
+	if err := r.syncFinalizer(ctx, ro); err != nil {
+		return ctrl.Result{}, err
+	}
 	s := &scope{ro: ro, status: ro.Status.DeepCopy()}
 	defer func() {
 		written, err := r.writeStatus(ctx, s)
@@ -160,6 +166,11 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	var foreign *foreignSnapshotError
 	if errors.As(err, &foreign) {
 		r.setFinal(s, fleetv1alpha1.RolloutFailed, foreign.Error())
+		return ctrl.Result{}, nil
+	}
+	var invalidRollback *invalidRollbackError
+	if errors.As(err, &invalidRollback) {
+		r.setFinal(s, fleetv1alpha1.RolloutFailed, invalidRollback.Error())
 		return ctrl.Result{}, nil
 	}
 	if err != nil {

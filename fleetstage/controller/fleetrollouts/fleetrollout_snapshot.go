@@ -140,6 +140,9 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ro.Spec.RollbackOf}, of); err != nil {
 		return nil, fmt.Errorf("error getting rolled-back rollout %q: %w", ro.Spec.RollbackOf, err)
 	}
+	if err := checkRollbackOf(ro, of); err != nil {
+		return nil, err
+	}
 	orig, err := r.readSnapshot(ctx, of)
 	if err != nil {
 		return nil, fmt.Errorf("error reading the plan of rolled-back rollout %q: %w", ro.Spec.RollbackOf, err)
@@ -157,6 +160,10 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 	for i := range promos.Items {
 		moved[promos.Items[i].Labels[fleetv1alpha1.TargetLabel]] = true
 	}
+	returned, err := r.returnedEarlier(ctx, ro)
+	if err != nil {
+		return nil, err
+	}
 	// A batch claimed a moment ago may still be landing: another controller
 	// that overlapped the leader can have claimed it just before the halt.
 	// Its targets move, so they must be in the frozen plan.
@@ -173,7 +180,7 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 		rw.Members = nil
 		rw.Approval = fleetv1alpha1.ApprovalNone
 		for _, t := range w.Members {
-			if moved[t.ID] {
+			if moved[t.ID] && !returned[t.ID] {
 				rw.Members = append(rw.Members, t)
 			}
 		}

@@ -246,3 +246,19 @@ func TestFleetRolloutSpecImmutable(t *testing.T) {
 	}
 	require.ErrorContains(t, env.Client.Create(ctx, bad), "spec.rollbackOf is required")
 }
+
+// TestFleetRolloutRollbackOfImmutable: the CRD alone (no webhook in this
+// suite) keeps a rollback's rollbackOf as it was created.
+func TestFleetRolloutRollbackOfImmutable(t *testing.T) {
+	ctx := context.Background()
+	newProject(t, "rollbacks")
+	rb := &fleetv1alpha1.FleetRollout{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "rollbacks", Name: "prod-fleet-abc-rb"},
+		Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: "prod-fleet", Freight: fleetv1alpha1.FreightReference{Name: "abc"},
+			Direction: fleetv1alpha1.DirectionRollback, RollbackOf: "prod-fleet-abc"},
+	}
+	require.NoError(t, env.Client.Create(ctx, rb))
+	patch := client.MergeFrom(rb.DeepCopy())
+	rb.Spec.RollbackOf = "other-fleet-def"
+	require.ErrorContains(t, env.Client.Patch(ctx, rb, patch), "only spec.intent may change after creation")
+}

@@ -36,6 +36,12 @@ var fleetRules = []rbacv1.PolicyRule{{
 	Verbs:     []string{"get", "list", "create", "update", "patch"},
 }}
 
+// stageWriterRule lets a user create and update every Kargo Stage of a
+// namespace: what a FleetStage's author needs (the controller writes Stages
+// for it).
+var stageWriterRule = rbacv1.PolicyRule{APIGroups: []string{"kargo.akuity.io"}, Resources: []string{"stages"},
+	Verbs: []string{"create", "update"}}
+
 // grant binds a Role with rules to user in ns.
 func grant(t *testing.T, ns, user string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
@@ -95,7 +101,7 @@ func TestFleetStageSourcesNeedReadAccess(t *testing.T) {
 	ensureNamespace(t, "shared-inventory")
 	ensureNamespace(t, "other-project")
 	const user = "author"
-	grant(t, ns, user, fleetRules...)
+	grant(t, ns, user, append(fleetRules, stageWriterRule)...)
 	c, _ := userClient(t, user)
 	ctx := context.Background()
 
@@ -186,7 +192,7 @@ func TestFleetStageAdmissionGaps(t *testing.T) {
 func TestFleetStageWarnsOnThresholdsThatCannotHalt(t *testing.T) {
 	ns := "sec-warn"
 	newProject(t, ns)
-	grant(t, ns, "warned", fleetRules...)
+	grant(t, ns, "warned", append(fleetRules, stageWriterRule)...)
 	c, w := userClient(t, "warned")
 	fs := testutil.MakeFleetStage(ns, "lenient").Waves(
 		fleetv1alpha1.Wave{Name: "pilot", Count: testutil.Int(2), MaxFailures: testutil.Int(2)},
@@ -257,7 +263,7 @@ func TestFleetRolloutNeedsPromote(t *testing.T) {
 	require.ErrorContains(t, c.Patch(ctx, patched, client.MergeFrom(ro)), "spec.actor: Forbidden: may not change after creation")
 	patched = ro.DeepCopy()
 	patched.Spec.Intent = fleetv1alpha1.IntentPause
-	require.NoError(t, c.Patch(ctx, patched, client.MergeFrom(ro)), "pausing needs no promote permission")
+	require.NoError(t, c.Patch(ctx, patched, client.MergeFrom(ro)), "pausing needs promote on every wave Stage, which mallory now holds")
 }
 
 // TestFleetRolloutWaveRequestNeedsPromote: the annotation that makes a wave

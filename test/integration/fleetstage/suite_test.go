@@ -50,8 +50,9 @@ func run(m *testing.M) (int, error) {
 	var err error
 	env, err = envtest.Start(envtest.WithWebhooks(nil, []*admissionregistrationv1.ValidatingWebhookConfiguration{
 		envtest.ValidatingWebhook("fleetstages.fleet.kargo-fleet.io", "fleet.kargo-fleet.io", "v1alpha1", "fleetstages", fswebhook.ValidatePath),
-		envtest.ValidatingWebhook("fleetrollouts.fleet.kargo-fleet.io", "fleet.kargo-fleet.io", "v1alpha1", "fleetrollouts",
-			fswebhook.ValidateRolloutPath),
+		// As the chart does: deleting an unfinished FleetRollout aborts it.
+		envtest.ValidatingWebhookFor("fleetrollouts.fleet.kargo-fleet.io", "fleet.kargo-fleet.io", "v1alpha1", "fleetrollouts",
+			fswebhook.ValidateRolloutPath, admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
 	}))
 	if err != nil {
 		return 0, err

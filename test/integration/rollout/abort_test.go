@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -118,4 +119,65 @@ func TestAbortedRolloutSettlesWhenPromotionsInsideARequestFinish(t *testing.T) {
 		}
 		return false
 	}, 10*time.Second, tick, "the RolloutAborted Event names who aborted")
+}
+
+// TestDeletingARunningRolloutAbortsIt: a delete is an abort. The
+// controller's finalizer asks Kargo to abort the rollout's running target
+// Promotions and records the rollout as Aborted in the FleetStage's
+// history; the wave Promotion whose step started it fails saying so, and
+// the rollout is never created again under its name (the step server used
+// to re-create it on the next poll).
+func TestDeletingARunningRolloutAbortsIt(t *testing.T) {
+	srv := newBlockingServer(t)
+	f := newFleet(t, "delete-running", fleetSpec{
+		targets: inline("c", 3, nil, nil),
+		waves:   []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(2)}},
+		steps: []kargo.PromotionStep{{Uses: "http", As: "deploy", Config: &apiextensionsv1.JSON{Raw: []byte(`{
+			"method": "POST", "url": "` + srv.URL + `", "timeout": "60s",
+			"successExpression": "response.status == 200 && response.body.state == 'done'"}`)}}},
+	})
+	ctx := context.Background()
+	f.ship(f.good)
+	ro := f.rollout(f.good, fleetv1alpha1.RolloutProgressing)
+	require.Contains(t, ro.Finalizers, fleetrollout.Finalizer, "an unfinished rollout carries the finalizer")
+	require.Eventually(t, func() bool { return srv.inRequest() == 2 }, wait, tick, "two target Promotions are inside their request")
+	wavePromotion := f.latestWavePromotion("all", f.good)
+	require.NotNil(t, wavePromotion)
+
+	require.NoError(t, env.Client.Delete(ctx, ro))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(ro), &fleetv1alpha1.FleetRollout{}))
+	}, wait, tick, "the deletion finishes")
+	list := &kargo.PromotionList{}
+	require.NoError(t, env.Client.List(ctx, list, client.InNamespace(f.ns), client.MatchingLabels{fleetv1alpha1.RolloutLabel: ro.Name}))
+	require.Len(t, list.Items, 2)
+	for _, p := range list.Items {
+		require.NotEmpty(t, p.Annotations[kargo.AbortAnnotation], "running target Promotion %s is asked to abort", p.Name)
+	}
+	fs := &fleetv1alpha1.FleetStage{}
+	require.NoError(t, env.Client.Get(ctx, f.fleetKey, fs))
+	rec := fleetrollout.Deleted(fs, ro.Name)
+	require.NotNil(t, rec, "the deleted rollout is recorded in the FleetStage's history")
+	require.Equal(t, fleetv1alpha1.RolloutAborted, rec.Phase)
+	require.NotEqual(t, ro.Name, fs.Status.CurrentRollout)
+
+	var wp kargo.Promotion
+	require.Eventually(t, func() bool {
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(wavePromotion), &wp) == nil && wp.Status.Phase.IsTerminal()
+	}, wait, tick, "the wave Promotion that started the rollout ends")
+	require.Equal(t, kargo.PromotionFailed, wp.Status.Phase)
+	require.Contains(t, wp.Status.Message, "was deleted", wp.Status.Message)
+	require.Contains(t, wp.Status.Message, "a deleted rollout does not start again")
+
+	srv.open()
+	time.Sleep(2 * time.Second)
+	require.Nil(t, f.findRollout(f.good, fleetv1alpha1.DirectionForward), "the rollout is not created again")
+	require.Equal(t, 2, countPromotions(t, f, ro.Name), "nothing more started for it")
+
+	// Admission refuses the name too, even to the controller.
+	again := ro.DeepCopy()
+	again.ResourceVersion, again.UID, again.Finalizers = "", "", nil
+	c, err := client.New(env.ControllerConfig(), client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	require.ErrorContains(t, c.Create(ctx, again), "is gone (recorded as Aborted in the FleetStage's history)")
 }

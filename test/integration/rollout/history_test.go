@@ -22,8 +22,11 @@ import (
 )
 
 // TestHistoryLimitPrunesOldRollouts keeps a FleetStage's ten newest
-// finished forward rollouts: creating the twelfth deletes the first and its
-// plan snapshot; a rollout whose rollback is unfinished stays, with it.
+// finished forward rollouts: creating the twelfth deletes the first; a
+// rollout whose rollback is unfinished stays, with it. Plan snapshots are
+// left to Kubernetes' garbage collector, which deletes only the ConfigMaps
+// the deleted rollout controls: a user's ConfigMap named like the first
+// rollout's snapshot survives.
 func TestHistoryLimitPrunesOldRollouts(t *testing.T) {
 	f := newFleet(t, "history", fleetSpec{targets: inline("c", 2, nil, nil), waves: []fleetv1alpha1.Wave{{Name: "pilot"}}})
 	ctx := context.Background()
@@ -35,6 +38,12 @@ func TestHistoryLimitPrunesOldRollouts(t *testing.T) {
 	// snapshot and goes no further, and then finished by hand. The second
 	// one's rollback is unfinished: it returns a target the second rollout
 	// moved, and is paused.
+	//
+	// The first one finds a user's ConfigMap under its snapshot's name,
+	// refuses to run on it, and fails.
+	users := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fleetrollout.SnapshotName("fleet-old-01")},
+		Data: map[string]string{"owner": "a user"}}
+	require.NoError(t, c.Create(ctx, users))
 	var rb *fleetv1alpha1.FleetRollout
 	for i := 1; i <= 11; i++ {
 		name := fmt.Sprintf("fleet-old-%02d", i)
@@ -44,6 +53,10 @@ func TestHistoryLimitPrunesOldRollouts(t *testing.T) {
 				Direction: fleetv1alpha1.DirectionForward, Intent: fleetv1alpha1.IntentPause, Actor: "kubernetes:admin"},
 		}
 		require.NoError(t, c.Create(ctx, ro))
+		if i == 1 {
+			waitFor(t, ro, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Phase == fleetv1alpha1.RolloutFailed })
+			continue
+		}
 		waitFor(t, ro, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Snapshot != nil })
 		finish(t, ro, fleetv1alpha1.RolloutSucceeded)
 		if i == 2 {
@@ -58,9 +71,16 @@ func TestHistoryLimitPrunesOldRollouts(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond)
 	f.ship(f.bad)
 	ro := f.rollout(f.bad, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
-	require.Eventually(t, func() bool {
-		return !exists(t, &fleetv1alpha1.FleetRollout{}, "fleet-old-01") && !exists(t, &corev1.ConfigMap{}, fleetrollout.SnapshotName("fleet-old-01"))
-	}, wait, tick, "rollout 1 and its plan snapshot are deleted")
+	require.Eventually(t, func() bool { return !exists(t, &fleetv1alpha1.FleetRollout{}, "fleet-old-01") }, wait, tick,
+		"rollout 1 is deleted")
+	kept := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(users), kept), "a ConfigMap the rollout does not control is never deleted")
+	require.Equal(t, users.UID, kept.UID)
+	snap := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: fleetrollout.SnapshotName("fleet-old-03")}, snap))
+	owner := metav1.GetControllerOf(snap)
+	require.NotNil(t, owner, "a plan snapshot is controlled by its rollout, so the garbage collector deletes it with it")
+	require.Equal(t, "fleet-old-03", owner.Name)
 	require.True(t, exists(t, &fleetv1alpha1.FleetRollout{}, "fleet-old-02"), "a rollout whose rollback runs is kept")
 	require.True(t, exists(t, &fleetv1alpha1.FleetRollout{}, rb.Name), "an unfinished rollback is never deleted")
 	require.True(t, exists(t, &corev1.ConfigMap{}, fleetrollout.SnapshotName("fleet-old-02")))
@@ -77,7 +97,7 @@ func TestHistoryLimitPrunesOldRollouts(t *testing.T) {
 	require.Equal(t, fleetv1alpha1.DirectionForward, rec.Direction)
 	require.Equal(t, f.good, rec.Freight)
 	require.Equal(t, "kubernetes:admin", rec.Actor)
-	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rec.Phase)
+	require.Equal(t, fleetv1alpha1.RolloutFailed, rec.Phase)
 }
 
 // unfinishedRollbackOf creates a paused rollback of ro, with one target

@@ -95,7 +95,12 @@ func TestRollbackToRefusedFreightEnds(t *testing.T) {
 	f.ensureFreight(orphan)
 	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: good, Freight: fleetv1alpha1.FreightReference{Name: orphan},
 		Actor: "kubernetes:admin"})
-	require.NoError(t, env.Client.Create(ctx, rb))
+	// As the fleet-rollback step asks for it with anyFreight: true, through
+	// the controller: admission refuses a user's rollback to Freight that
+	// never passed the fleet.
+	ctrlClient, err := client.New(env.ControllerConfig(), client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	require.NoError(t, ctrlClient.Create(ctx, rb))
 	waitFor(t, rb, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Phase.IsFinal() })
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb))
 	require.Equal(t, fleetv1alpha1.RolloutFailed, rb.Status.Phase, rb.Status.Message)
