@@ -49,7 +49,8 @@ generate: ## Regenerate deepcopy code and CRDs.
 	$(CONTROLLER_GEN) rbac:roleName=kargo-fleet-controller paths=./fleetstage/... paths=./steps/... paths=./internal/manager/... output:rbac:artifacts:config=charts/kargo-fleet/files/rbac
 
 .PHONY: verify
-verify: generate ## Fail when generated files are stale.
+verify: generate ## Fail when generated files are stale or a tracked file is over 1 MiB.
+	@hack/check-file-sizes.sh
 	@if [ -n "$$(git status --porcelain -- charts/kargo-fleet/files internal/kargo/crds '*zz_generated*')" ]; then \
 	  git status --porcelain -- charts/kargo-fleet/files internal/kargo/crds '*zz_generated*'; \
 	  echo "generated files are stale: run 'make generate' and commit the result"; exit 1; fi
