@@ -56,7 +56,7 @@ verify: generate ## Fail when generated files are stale or a tracked file is ove
 	  echo "generated files are stale: run 'make generate' and commit the result"; exit 1; fi
 
 .PHONY: control-plane
-control-plane: $(KUBEBUILDER_ASSETS)/.stamp ## Build kube-apiserver and etcd for envtest.
+control-plane: $(KUBEBUILDER_ASSETS)/.stamp ## kube-apiserver and etcd for envtest: prebuilt (setup-envtest) when reachable, else built from the Go module proxy.
 $(KUBEBUILDER_ASSETS)/.stamp:
 	K8S_VERSION=$(K8S_VERSION) hack/build-control-plane.sh $(KUBEBUILDER_ASSETS) >/dev/null
 
