@@ -49,13 +49,14 @@ generate: ## Regenerate deepcopy code and CRDs.
 	$(CONTROLLER_GEN) rbac:roleName=kargo-fleet-controller paths=./fleetstage/... paths=./steps/... paths=./internal/stepserver/... paths=./internal/steptoken/... paths=./internal/kargo/kargoclient/... paths=./internal/manager/... output:rbac:artifacts:config=charts/kargo-fleet/files/rbac
 
 .PHONY: verify
-verify: generate ## Fail when generated files are stale.
+verify: generate ## Fail when generated files are stale or a tracked file is over 1 MiB.
+	@hack/check-file-sizes.sh
 	@if [ -n "$$(git status --porcelain -- charts/kargo-fleet/files internal/kargo/crds '*zz_generated*')" ]; then \
 	  git status --porcelain -- charts/kargo-fleet/files internal/kargo/crds '*zz_generated*'; \
 	  echo "generated files are stale: run 'make generate' and commit the result"; exit 1; fi
 
 .PHONY: control-plane
-control-plane: $(KUBEBUILDER_ASSETS)/.stamp ## Build kube-apiserver and etcd for envtest.
+control-plane: $(KUBEBUILDER_ASSETS)/.stamp ## kube-apiserver and etcd for envtest: prebuilt (setup-envtest) when reachable, else built from the Go module proxy.
 $(KUBEBUILDER_ASSETS)/.stamp:
 	K8S_VERSION=$(K8S_VERSION) hack/build-control-plane.sh $(KUBEBUILDER_ASSETS) >/dev/null
 

@@ -1,12 +1,11 @@
 // Command dist builds the kargo-fleet CLI for every platform in
-// dist.Platforms into -out: one tar.gz archive each, checksums.txt
-// (sha256sum format) and the krew manifest fleet.yaml for `kubectl fleet`,
-// generated from the same artifact list. `make dist` runs it.
+// dist.Platforms into -out: one tar.gz archive each (the binary and
+// LICENSE), checksums.txt (sha256sum format) and the krew manifest
+// fleet.yaml for `kubectl fleet`, generated from the same artifact list.
+// `make dist` runs it.
 package main
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -71,7 +70,7 @@ func run(out, version, baseURL string, mtime int64) error {
 	return os.WriteFile(filepath.Join(out, "fleet.yaml"), manifest, 0o644)
 }
 
-// archive writes bin as kargo-fleet into a tar.gz at path and returns the
+// archive writes bin and the licence into a tar.gz at path and returns the
 // archive's hex SHA-256.
 func archive(bin, path string, when time.Time) (string, error) {
 	raw, err := os.ReadFile(bin)
@@ -83,19 +82,12 @@ func archive(bin, path string, when time.Time) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	gz := gzip.NewWriter(io.MultiWriter(f, h))
-	tw := tar.NewWriter(gz)
-	hdr := &tar.Header{Name: dist.BinaryName, Mode: 0o755, Size: int64(len(raw)), ModTime: when, Typeflag: tar.TypeReg}
-	if err := tw.WriteHeader(hdr); err != nil {
+	if err := dist.WriteArchive(io.MultiWriter(f, h), raw, when); err != nil {
+		_ = f.Close()
 		return "", err
 	}
-	if _, err := tw.Write(raw); err != nil {
+	if err := f.Close(); err != nil {
 		return "", err
-	}
-	for _, c := range []interface{ Close() error }{tw, gz, f} {
-		if err := c.Close(); err != nil {
-			return "", err
-		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -16,6 +16,7 @@ import (
 type doctorOptions struct {
 	kube                kubeOptions
 	fleetStage          string
+	release             string
 	controllerNamespace string
 	output              string
 
@@ -31,13 +32,16 @@ func newDoctorCommand(out io.Writer, kube kubeOptions, clk clock.PassiveClock) *
 		Long: "Runs preflight checks after installing and before the first rollout, one line each (ok, warn or fail " +
 			"with the fix): Kargo's CRDs and the Kargo version they match, kargo-fleet's CRDs and " +
 			"ClusterPromotionTasks, the step server behind the tasks' URL, the controller's leader Lease, the " +
-			"validating webhook, and the step token Secret of every Project with a FleetStage. Given a FLEETSTAGE " +
+			"validating webhook, and the step token Secret of every Project with a FleetStage. The release is found " +
+			"by its controller Deployment's labels, whatever its name and namespace; --release chooses among " +
+			"several. Given a FLEETSTAGE " +
 			"(-n its Project), it also checks that every target's Argo CD Application authorizes its target Stage, " +
 			"that no ProjectConfig auto-promotion lets Freight skip the fleet, that every target gets an open " +
 			"change window and that every wave can halt. Exits non-zero when a check fails.",
-		Example: "  kargo-fleet doctor\n  kargo-fleet doctor prod -n shop\n  kubectl fleet doctor prod -n shop -o json",
-		Args:    cobra.MaximumNArgs(1),
-		RunE:    fleetStageRunE(&o.fleetStage, o.validate, o.run),
+		Example: "  kargo-fleet doctor\n  kargo-fleet doctor --release fleet --controller-namespace platform\n" +
+			"  kargo-fleet doctor prod -n shop\n  kubectl fleet doctor prod -n shop -o json",
+		Args: cobra.MaximumNArgs(1),
+		RunE: fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
 	o.addFlags(cmd)
 	return cmd
@@ -46,8 +50,10 @@ func newDoctorCommand(out io.Writer, kube kubeOptions, clk clock.PassiveClock) *
 func (o *doctorOptions) addFlags(cmd *cobra.Command) {
 	o.kube.addFlags(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&o.controllerNamespace, "controller-namespace", doctor.DefaultControllerNamespace,
-		"Namespace kargo-fleet is installed in (its leader election Lease).")
+	f.StringVar(&o.release, "release", "",
+		"Helm release of kargo-fleet to check (its objects' app.kubernetes.io/instance label); default: the only one installed.")
+	f.StringVar(&o.controllerNamespace, "controller-namespace", "",
+		"Namespace kargo-fleet is installed in; default: found from its Deployment (else "+doctor.DefaultControllerNamespace+").")
 	f.StringVarP(&o.output, "output", "o", outputText, "Output format: text or json.")
 }
 
@@ -70,7 +76,8 @@ func (o *doctorOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d := doctor.New(c, doctor.Options{ControllerNamespace: o.controllerNamespace, Now: o.clock.Now()})
+	d := doctor.New(c, doctor.Options{Release: o.release, ControllerNamespace: o.controllerNamespace,
+		Now: o.clock.Now()})
 	results := d.Install(ctx)
 	if o.fleetStage != "" {
 		fs, err := getFleetStage(ctx, c, ns, o.fleetStage)

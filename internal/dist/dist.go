@@ -121,12 +121,17 @@ func KrewManifest(version, baseURL string, arts []Artifact) ([]byte, error) {
 				"and pauses, resumes, aborts or rolls back fleet rollouts promoted by Kargo.",
 		},
 	}
+	// Krew copies the licence next to the binary, as its index requires.
+	files := make([]krewFileOperation, 0, len(ArchiveFiles))
+	for _, f := range ArchiveFiles {
+		files = append(files, krewFileOperation{From: f, To: "."})
+	}
 	for _, a := range arts {
 		p.Spec.Platforms = append(p.Spec.Platforms, krewPlatform{
 			Selector: map[string]any{"matchLabels": map[string]string{"os": a.Platform.OS, "arch": a.Platform.Arch}},
 			URI:      strings.TrimSuffix(baseURL, "/") + "/" + a.File,
 			SHA256:   a.SHA256,
-			Files:    []krewFileOperation{{From: BinaryName, To: "."}},
+			Files:    files,
 			Bin:      BinaryName,
 		})
 	}

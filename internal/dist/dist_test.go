@@ -1,12 +1,20 @@
 package dist
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	kargofleet "github.com/kargo-fleet/kargo-fleet"
 )
 
 func TestKrewManifestMatchesChecksums(t *testing.T) {
@@ -31,6 +39,8 @@ func TestKrewManifestMatchesChecksums(t *testing.T) {
 		file := p.URI[len("https://example.com/releases/v1.2.3/"):]
 		require.Equal(t, sums[file], p.SHA256, file)
 		require.Equal(t, BinaryName, p.Bin)
+		require.Equal(t, []krewFileOperation{{From: BinaryName, To: "."}, {From: "LICENSE", To: "."}}, p.Files,
+			"krew installs the licence with the binary")
 		labels := p.Selector["matchLabels"].(map[string]any)
 		require.Equal(t, ArchiveName("v1.2.3", Platform{labels["os"].(string), labels["arch"].(string)}), file)
 		seen[file] = true
@@ -70,4 +80,46 @@ func TestParseChecksums(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// TestWriteArchive reads an archive back as `tar xzf` would: the binary,
+// executable, and the licence, both stamped with the given time; the same
+// inputs give the same bytes.
+func TestWriteArchive(t *testing.T) {
+	t.Parallel()
+	mtime := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	require.NoError(t, WriteArchive(&buf, []byte("\x7fELF binary"), mtime))
+
+	gz, err := gzip.NewReader(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	tr := tar.NewReader(gz)
+	got := map[string][]byte{}
+	var names []string
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		names = append(names, h.Name)
+		require.True(t, h.ModTime.Equal(mtime), h.Name)
+		data, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		got[h.Name] = data
+		if h.Name == BinaryName {
+			require.Equal(t, int64(0o755), h.Mode)
+		} else {
+			require.Equal(t, int64(0o644), h.Mode)
+		}
+	}
+	require.Equal(t, []string{"kargo-fleet", "LICENSE"}, names)
+	require.Equal(t, ArchiveFiles, names)
+	require.Equal(t, "\x7fELF binary", string(got[BinaryName]))
+	require.Equal(t, kargofleet.License(), got["LICENSE"])
+	require.Contains(t, string(got["LICENSE"]), "Apache License")
+
+	var again bytes.Buffer
+	require.NoError(t, WriteArchive(&again, []byte("\x7fELF binary"), mtime))
+	require.Equal(t, buf.Bytes(), again.Bytes(), "archives are reproducible")
 }

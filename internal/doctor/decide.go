@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -200,8 +201,20 @@ func StageVars(vars []kargo.ExpressionVariable, project, stage string) map[strin
 	return out
 }
 
+// argoCDUpdateApp is the part of one "apps" entry of Kargo's argocd-update
+// step config that says which Applications the step touches. The rest of
+// the entry (sources, desiredRevision, ...) is often only known at
+// promotion time (${{ outputs... }}) and does not change which
+// Applications are touched, so it is not read.
+type argoCDUpdateApp struct {
+	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"`
+	Selector  json.RawMessage `json:"selector"`
+}
+
 // ArgoCDAppRefs resolves the Applications the argocd-update steps of a
-// template name for one target Stage. undeterminable lists the steps whose
+// template name for one target Stage, from each apps[] entry's name,
+// namespace and selector only. undeterminable lists the steps whose
 // Applications only promotion time can tell.
 func ArgoCDAppRefs(steps []kargo.PromotionStep, vars map[string]string, project, stage string) (refs []AppRef, undeterminable []string) {
 	for i, step := range steps {
@@ -213,44 +226,62 @@ func ArgoCDAppRefs(steps []kargo.PromotionStep, vars map[string]string, project,
 			alias = fmt.Sprintf("step-%d", i)
 		}
 		var cfg struct {
-			Apps []struct {
-				Name      string                `json:"name"`
-				Namespace string                `json:"namespace"`
-				Selector  *metav1.LabelSelector `json:"selector"`
-			} `json:"apps"`
+			Apps []argoCDUpdateApp `json:"apps"`
 		}
-		if step.Config == nil {
+		if step.Config == nil || json.Unmarshal(step.Config.Raw, &cfg) != nil || len(cfg.Apps) == 0 {
 			undeterminable = append(undeterminable, alias)
 			continue
 		}
-		raw, ok := resolveJSON(step.Config.Raw, vars, project, stage)
-		if !ok || json.Unmarshal(raw, &cfg) != nil || len(cfg.Apps) == 0 {
-			undeterminable = append(undeterminable, alias)
-			continue
-		}
+		stepRefs := make([]AppRef, 0, len(cfg.Apps))
 		for _, a := range cfg.Apps {
-			ref := AppRef{Namespace: a.Namespace, Name: a.Name}
-			if ref.Namespace == "" {
-				ref.Namespace = kargo.ArgoCDDefaultNamespace
+			ref, ok := resolveApp(a, vars, project, stage)
+			if !ok {
+				stepRefs = nil
+				break
 			}
-			if a.Selector != nil {
-				sel, err := metav1.LabelSelectorAsSelector(a.Selector)
-				if err != nil {
-					undeterminable = append(undeterminable, alias)
-					continue
-				}
-				ref.Selector = sel
-				ref.Describe = fmt.Sprintf("Applications matching %q in namespace %q", sel.String(), ref.Namespace)
-			} else {
-				ref.Describe = fmt.Sprintf("Application %s/%s", ref.Namespace, ref.Name)
-			}
-			refs = append(refs, ref)
+			stepRefs = append(stepRefs, ref)
 		}
+		if stepRefs == nil {
+			undeterminable = append(undeterminable, alias)
+			continue
+		}
+		refs = append(refs, stepRefs...)
 	}
 	return refs, undeterminable
 }
 
-// resolveJSON resolves every string of a JSON document.
+// resolveApp resolves one apps[] entry for a target Stage. false: its name,
+// namespace or selector uses something only known at promotion time, or
+// names nothing.
+func resolveApp(a argoCDUpdateApp, vars map[string]string, project, stage string) (AppRef, bool) {
+	name, okName := ResolveTemplate(a.Name, vars, project, stage)
+	namespace, okNamespace := ResolveTemplate(a.Namespace, vars, project, stage)
+	if !okName || !okNamespace {
+		return AppRef{}, false
+	}
+	ref := AppRef{Namespace: cmp.Or(namespace, kargo.ArgoCDDefaultNamespace), Name: name}
+	if len(a.Selector) > 0 && string(a.Selector) != "null" {
+		raw, ok := resolveJSON(a.Selector, vars, project, stage)
+		var ls metav1.LabelSelector
+		if !ok || json.Unmarshal(raw, &ls) != nil {
+			return AppRef{}, false
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&ls)
+		if err != nil {
+			return AppRef{}, false
+		}
+		ref.Selector = sel
+		ref.Describe = fmt.Sprintf("Applications matching %q in namespace %q", sel.String(), ref.Namespace)
+		return ref, true
+	}
+	if ref.Name == "" {
+		return AppRef{}, false
+	}
+	ref.Describe = fmt.Sprintf("Application %s/%s", ref.Namespace, ref.Name)
+	return ref, true
+}
+
+// resolveJSON resolves every string of a JSON document (a label selector).
 func resolveJSON(raw []byte, vars map[string]string, project, stage string) ([]byte, bool) {
 	var doc any
 	if err := json.Unmarshal(raw, &doc); err != nil {
@@ -407,4 +438,80 @@ func NeverHalting(p *plan.WavePlan) []string {
 		}
 	}
 	return out
+}
+
+// Labels the chart puts on every object of a release, by which doctor finds
+// an installation.
+const (
+	// LabelName is the chart name label ("kargo-fleet" unless nameOverride).
+	LabelName = "app.kubernetes.io/name"
+	// LabelInstance is the Helm release name label.
+	LabelInstance = "app.kubernetes.io/instance"
+	// ChartName is the chart's name, the LabelName value of its objects.
+	ChartName = "kargo-fleet"
+)
+
+// Release is one kargo-fleet installation, found by its controller
+// Deployment.
+type Release struct {
+	// Name is the Helm release (the Deployment's LabelInstance).
+	Name string
+	// Namespace is the release namespace, where the Deployment and the
+	// leader election Lease are.
+	Namespace string
+	// Deployment is the controller Deployment's name.
+	Deployment string
+}
+
+// String names the release in messages.
+func (r Release) String() string {
+	return fmt.Sprintf("release %q (Deployment %s/%s)", r.Name, r.Namespace, r.Deployment)
+}
+
+// PickRelease chooses the installation to check among the controller
+// Deployments found: the one of release want when given, else the only one.
+// ok is false when none or several match; msg then says what was found.
+func PickRelease(found []Release, want string) (rel Release, ok bool, msg string) {
+	var match []Release
+	for _, r := range found {
+		if want == "" || r.Name == want {
+			match = append(match, r)
+		}
+	}
+	switch {
+	case len(match) == 1:
+		return match[0], true, ""
+	case len(match) == 0 && want != "":
+		return Release{}, false, fmt.Sprintf("no kargo-fleet Deployment of release %q (label %s=%s)", want, LabelInstance, want)
+	case len(match) == 0:
+		return Release{}, false, fmt.Sprintf("no kargo-fleet Deployment (label %s=%s)", LabelName, ChartName)
+	}
+	names := make([]string, 0, len(match))
+	for _, r := range match {
+		names = append(names, r.String())
+	}
+	slices.Sort(names)
+	return Release{}, false, fmt.Sprintf("%d kargo-fleet releases: %s", len(match), examples(names))
+}
+
+// WebhookEnableFix is the fix for a release without its webhook
+// configuration: the chart's default renders it.
+func WebhookEnableFix(rel Release) string {
+	return fmt.Sprintf("install the webhook with the chart: helm upgrade %s charts/kargo-fleet -n %s --reset-then-reuse-values "+
+		"--set webhook.enabled=true (webhook.certificates=auto, the default, needs nothing else)", rel.Name, rel.Namespace)
+}
+
+// CABundleFix is the fix for a webhook without a caBundle: who writes it
+// depends on the chart's webhook.certificates mode, which the
+// configuration's cert-manager annotation tells (injectFrom, empty without).
+func CABundleFix(rel Release, injectFrom string) string {
+	if injectFrom != "" {
+		return fmt.Sprintf("cert-manager injects the CA of Certificate %s: check that it is Ready and that cert-manager's "+
+			"cainjector runs, or let the controller make the certificate: helm upgrade %s charts/kargo-fleet -n %s "+
+			"--reset-then-reuse-values --set webhook.certificates=generated", injectFrom, rel.Name, rel.Namespace)
+	}
+	return fmt.Sprintf("in the chart's generated mode the controller writes the CA at start: check its log "+
+		"(kubectl -n %s logs deploy/%s); with your own certificate Secret, give the chart its CA: helm upgrade %s "+
+		"charts/kargo-fleet -n %s --reset-then-reuse-values --set webhook.caBundle=<base64 PEM>", rel.Namespace, rel.Deployment,
+		rel.Name, rel.Namespace)
 }

@@ -191,6 +191,60 @@ func TestAuthorizeApps(t *testing.T) {
 	}
 }
 
+// TestArgoCDAppRefs: only an entry's name, namespace and selector say which
+// Applications a step touches; the rest (sources, desiredRevision from a
+// step output, as Kargo's standard template has it) is never resolved.
+func TestArgoCDAppRefs(t *testing.T) {
+	t.Parallel()
+	vars := StageVars([]kargo.ExpressionVariable{{Name: "fleetTargetId", Value: "eu-1"}, {Name: "gitRepo", Value: "https://git.example/app"}},
+		"shop", "prod.eu-1")
+	step := func(cfg string) []kargo.PromotionStep {
+		return []kargo.PromotionStep{
+			{Uses: "git-commit", As: "commit"},
+			{Uses: "argocd-update", As: "sync", Config: &apiextensionsv1.JSON{Raw: []byte(cfg)}},
+		}
+	}
+	tests := []struct {
+		name      string
+		steps     []kargo.PromotionStep
+		wantRefs  []string
+		wantUndet []string
+	}{
+		{
+			name: "standard template: desiredRevision from a step output",
+			steps: step(`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}","sources":[{"repoURL":"${{ vars.gitRepo }}",` +
+				`"desiredRevision":"${{ outputs.commit.commit }}"}]}]}`),
+			wantRefs: []string{"Application argocd/guestbook-eu-1"},
+		},
+		{
+			name: "namespace and selector resolved, image update from Freight ignored",
+			steps: step(`{"apps":[{"namespace":"argo-${{ ctx.project }}","selector":{"matchLabels":{"cluster":"${{ vars.fleetTargetId }}"},` +
+				`"matchExpressions":[{"key":"tier","operator":"In","values":["${{ ctx.stage }}"]}]},` +
+				`"sources":[{"repoURL":"r","kustomize":{"images":[{"repoURL":"img","tag":"${{ imageFrom('img').Tag }}"}]}}]}]}`),
+			wantRefs: []string{`Applications matching "cluster=eu-1,tier in (prod.eu-1)" in namespace "argo-shop"`},
+		},
+		{name: "a name from a step output", steps: step(`{"apps":[{"name":"${{ outputs.x.name }}"}]}`), wantUndet: []string{"sync"}},
+		{name: "a selector from a secret", steps: step(`{"apps":[{"selector":{"matchLabels":{"c":"${{ secret('s').c }}"}}}]}`),
+			wantUndet: []string{"sync"}},
+		{name: "apps as one expression", steps: step(`{"apps":"${{ vars.apps }}"}`), wantUndet: []string{"sync"}},
+		{name: "an entry that names nothing", steps: step(`{"apps":[{"namespace":"argocd"}]}`), wantUndet: []string{"sync"}},
+		{name: "no config", steps: []kargo.PromotionStep{{Uses: "argocd-update"}}, wantUndet: []string{"step-0"}},
+		{name: "no argocd-update step", steps: []kargo.PromotionStep{{Uses: "http"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			refs, undet := ArgoCDAppRefs(tt.steps, vars, "shop", "prod.eu-1")
+			var got []string
+			for _, r := range refs {
+				got = append(got, r.Describe)
+			}
+			require.Equal(t, tt.wantRefs, got)
+			require.Equal(t, tt.wantUndet, undet)
+		})
+	}
+}
+
 func TestAutoPromotingStages(t *testing.T) {
 	t.Parallel()
 	cfg := &kargo.ProjectConfig{Spec: kargo.ProjectConfigSpec{PromotionPolicies: []kargo.PromotionPolicy{

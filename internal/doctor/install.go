@@ -3,6 +3,7 @@ package doctor
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -23,14 +24,14 @@ import (
 
 // Names of what the Helm chart installs.
 const (
-	// DefaultControllerNamespace is the chart's usual release namespace.
+	// DefaultControllerNamespace is the chart's usual release namespace,
+	// where the controller is looked for when no Deployment is found.
 	DefaultControllerNamespace = "kargo-fleet"
-	// DeploymentName is the chart's controller Deployment.
-	DeploymentName = "kargo-fleet"
-	// LeaseName is the controller's leader election Lease.
+	// DefaultRelease is the chart's usual release name.
+	DefaultRelease = "kargo-fleet"
+	// LeaseName is the controller's leader election Lease, in the release
+	// namespace whatever the release is called.
 	LeaseName = "kargo-fleet-controller"
-	// WebhookConfigurationName is the chart's ValidatingWebhookConfiguration.
-	WebhookConfigurationName = "kargo-fleet"
 	// serverURLVar is the ClusterPromotionTasks' step server URL variable.
 	serverURLVar = "serverURL"
 )
@@ -56,8 +57,11 @@ var FleetTasks = []string{"fleet-gate", "fleet-rollback", "fleet-status", "fleet
 
 // Options configure a Doctor.
 type Options struct {
-	// ControllerNamespace is where kargo-fleet runs (default
-	// DefaultControllerNamespace).
+	// Release is the Helm release to check; empty: the only kargo-fleet
+	// release found.
+	Release string
+	// ControllerNamespace restricts the search for the release to one
+	// namespace; empty: every namespace.
 	ControllerNamespace string
 	// Now is the time Lease freshness and change windows are judged at.
 	Now time.Time
@@ -71,22 +75,60 @@ type Doctor struct {
 
 // New returns a Doctor reading through c.
 func New(c client.Reader, opts Options) *Doctor {
-	opts.ControllerNamespace = cmp.Or(opts.ControllerNamespace, DefaultControllerNamespace)
 	return &Doctor{c: c, opts: opts}
 }
 
 // Install runs the checks of the installation, in order.
 func (d *Doctor) Install(ctx context.Context) []Result {
 	tasks, res := d.checkPromotionTasks(ctx)
+	rel, found, err := d.locate(ctx)
 	return []Result{
 		d.checkKargoCRDs(ctx),
 		d.checkFleetCRDs(ctx),
 		res,
 		d.checkStepServer(ctx, tasks),
-		d.checkController(ctx),
-		d.checkWebhook(ctx),
+		d.checkController(ctx, rel, found, err),
+		d.checkWebhook(ctx, rel, found),
 		d.checkStepTokens(ctx),
 	}
+}
+
+// locate finds the release to check by its controller Deployment's labels:
+// LabelInstance when Options.Release is set, else LabelName. found says
+// whether a Deployment was found; without one (kargo-fleet installed
+// another way, or the Deployment not readable) rel is the chart's default
+// release in Options.ControllerNamespace or DefaultControllerNamespace.
+// err is an error reading, or the reason no single release was chosen.
+func (d *Doctor) locate(ctx context.Context) (rel Release, found bool, err error) {
+	fallback := Release{Name: cmp.Or(d.opts.Release, DefaultRelease),
+		Namespace: cmp.Or(d.opts.ControllerNamespace, DefaultControllerNamespace)}
+	fallback.Deployment = fallback.Name
+	sel := client.MatchingLabels{LabelName: ChartName}
+	if d.opts.Release != "" {
+		sel = client.MatchingLabels{LabelInstance: d.opts.Release}
+	}
+	opts := []client.ListOption{sel}
+	if d.opts.ControllerNamespace != "" {
+		opts = append(opts, client.InNamespace(d.opts.ControllerNamespace))
+	}
+	list := &appsv1.DeploymentList{}
+	if err := d.c.List(ctx, list, opts...); err != nil {
+		return fallback, false, fmt.Errorf("%w: %w", errListingDeployments, err)
+	}
+	all := make([]Release, 0, len(list.Items))
+	for i := range list.Items {
+		dep := &list.Items[i]
+		all = append(all, Release{Name: dep.Labels[LabelInstance], Namespace: dep.Namespace, Deployment: dep.Name})
+	}
+	picked, ok, msg := PickRelease(all, d.opts.Release)
+	switch {
+	case ok:
+		return picked, true, nil
+	case len(all) == 0 && d.opts.Release == "":
+		// No chart Deployment: judge the Lease alone.
+		return fallback, false, nil
+	}
+	return fallback, false, errors.New(msg)
 }
 
 func (d *Doctor) checkKargoCRDs(ctx context.Context) Result {
@@ -236,10 +278,21 @@ func readyEndpoints(items []discoveryv1.EndpointSlice) int {
 	return n
 }
 
-func (d *Doctor) checkController(ctx context.Context) Result {
-	ns := d.opts.ControllerNamespace
-	fix := fmt.Sprintf("check the kargo-fleet controller Pods (kubectl -n %s get pods, logs); pass --controller-namespace "+
-		"if kargo-fleet runs elsewhere", ns)
+func (d *Doctor) checkController(ctx context.Context, rel Release, found bool, locateErr error) Result {
+	switch {
+	case errors.Is(locateErr, errListingDeployments):
+		return fail(CheckController, "grant this user list on deployments (or pass --controller-namespace to search one namespace)",
+			"%v", locateErr)
+	case locateErr != nil:
+		return fail(CheckController, "name the release to check with --release (and --controller-namespace to search one namespace)",
+			"%v", locateErr)
+	}
+	ns := rel.Namespace
+	fix := fmt.Sprintf("check the kargo-fleet controller Pods (kubectl -n %s get pods -l %s=%s; kubectl -n %s logs deploy/%s)",
+		ns, LabelInstance, rel.Name, ns, rel.Deployment)
+	if !found {
+		fix += "; pass --release and --controller-namespace if kargo-fleet runs elsewhere"
+	}
 	lease := &coordinationv1.Lease{}
 	if err := d.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: LeaseName}, lease); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -263,53 +316,74 @@ func (d *Doctor) checkController(ctx context.Context) Result {
 	if status != StatusOK {
 		return fail(CheckController, fix, "controller: %s", msg)
 	}
+	if !found {
+		return ok(CheckController, "controller leading in namespace %s (no kargo-fleet Deployment found: installed another way?): %s", ns, msg)
+	}
 	deploy := &appsv1.Deployment{}
-	switch err := d.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: DeploymentName}, deploy); {
-	case apierrors.IsNotFound(err):
-		return ok(CheckController, "controller leading (no Deployment %s/%s: installed another way?): %s", ns, DeploymentName, msg)
+	switch err := d.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel.Deployment}, deploy); {
 	case err != nil:
-		return fail(CheckController, "grant this user get on deployments in "+ns, "error reading Deployment %s/%s: %v", ns, DeploymentName, err)
+		return fail(CheckController, "grant this user get on deployments in "+ns, "error reading Deployment %s/%s: %v", ns, rel.Deployment, err)
 	case deploy.Status.ReadyReplicas == 0:
 		return fail(CheckController, fix, "Deployment %s/%s has no ready replica (the Lease is still fresh: the leader just went away)",
-			ns, DeploymentName)
+			ns, rel.Deployment)
 	}
-	return ok(CheckController, "controller ready (%d/%d replicas) and leading: %s", deploy.Status.ReadyReplicas,
+	return ok(CheckController, "%s: controller ready (%d/%d replicas) and leading: %s", rel, deploy.Status.ReadyReplicas,
 		deploy.Status.Replicas, msg)
 }
 
-func (d *Doctor) checkWebhook(ctx context.Context) Result {
-	const fix = "install the kargo-fleet Helm chart with webhook.certManager=true or webhook.caBundle set"
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := d.c.Get(ctx, client.ObjectKey{Name: WebhookConfigurationName}, vwc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fail(CheckWebhook, fix, "no ValidatingWebhookConfiguration %q: invalid FleetStages are not refused at admission",
-				WebhookConfigurationName)
-		}
-		return fail(CheckWebhook, "grant this user get on validatingwebhookconfigurations", "error reading ValidatingWebhookConfiguration %q: %v",
-			WebhookConfigurationName, err)
+// checkWebhook checks the release's ValidatingWebhookConfiguration, found
+// by the release's label (or the chart's, when no Deployment told the
+// release).
+func (d *Doctor) checkWebhook(ctx context.Context, rel Release, found bool) Result {
+	sel := client.MatchingLabels{LabelInstance: rel.Name}
+	what := fmt.Sprintf("of release %q (label %s=%s)", rel.Name, LabelInstance, rel.Name)
+	if !found && d.opts.Release == "" {
+		sel = client.MatchingLabels{LabelName: ChartName}
+		what = fmt.Sprintf("of kargo-fleet (label %s=%s)", LabelName, ChartName)
 	}
-	if len(vwc.Webhooks) == 0 {
-		return fail(CheckWebhook, fix, "ValidatingWebhookConfiguration %q has no webhook", WebhookConfigurationName)
+	list := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	if err := d.c.List(ctx, list, sel); err != nil {
+		return fail(CheckWebhook, "grant this user list on validatingwebhookconfigurations",
+			"error listing ValidatingWebhookConfigurations: %v", err)
 	}
-	for _, wh := range vwc.Webhooks {
-		if len(wh.ClientConfig.CABundle) == 0 {
-			return fail(CheckWebhook, fix+" (cert-manager's CA injector fills caBundle)",
-				"webhook %s has no caBundle: the API server cannot call it and refuses every FleetStage write", wh.Name)
+	if len(list.Items) == 0 {
+		return fail(CheckWebhook, WebhookEnableFix(rel), "no ValidatingWebhookConfiguration %s: invalid FleetStages and "+
+			"FleetRollouts are not refused at admission", what)
+	}
+	var names []string
+	for i := range list.Items {
+		vwc := &list.Items[i]
+		names = append(names, vwc.Name)
+		if len(vwc.Webhooks) == 0 {
+			return fail(CheckWebhook, WebhookEnableFix(rel), "ValidatingWebhookConfiguration %q has no webhook", vwc.Name)
 		}
-		if s := wh.ClientConfig.Service; s != nil {
-			port := int32(443)
-			if s.Port != nil {
-				port = *s.Port
+		for _, wh := range vwc.Webhooks {
+			if len(wh.ClientConfig.CABundle) == 0 {
+				return fail(CheckWebhook, CABundleFix(rel, vwc.Annotations[certManagerInjectAnnotation]),
+					"webhook %s of %q has no caBundle: the API server cannot call it and refuses every FleetStage write", wh.Name, vwc.Name)
 			}
-			if res, ready := d.serviceReady(ctx, CheckWebhook, ServiceRef{Namespace: s.Namespace, Name: s.Name, Port: port},
-				"the kargo-fleet Deployment"); !ready {
-				res.Message = fmt.Sprintf("webhook %s: %s", wh.Name, res.Message)
-				return res
+			if s := wh.ClientConfig.Service; s != nil {
+				port := int32(443)
+				if s.Port != nil {
+					port = *s.Port
+				}
+				if res, ready := d.serviceReady(ctx, CheckWebhook, ServiceRef{Namespace: s.Namespace, Name: s.Name, Port: port},
+					"the kargo-fleet Deployment"); !ready {
+					res.Message = fmt.Sprintf("webhook %s: %s", wh.Name, res.Message)
+					return res
+				}
 			}
 		}
 	}
-	return ok(CheckWebhook, "webhook configuration %q has a caBundle and reachable endpoints", WebhookConfigurationName)
+	return ok(CheckWebhook, "webhook configuration %s has a caBundle and reachable endpoints", examples(names))
 }
+
+// errListingDeployments marks a failure to list the controller Deployments.
+var errListingDeployments = errors.New("error listing Deployments")
+
+// certManagerInjectAnnotation asks cert-manager's CA injector to fill a
+// webhook configuration's caBundle; the chart sets it in cert-manager mode.
+const certManagerInjectAnnotation = "cert-manager.io/inject-ca-from"
 
 func (d *Doctor) checkStepTokens(ctx context.Context) Result {
 	list := &fleetv1alpha1.FleetStageList{}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -113,7 +114,12 @@ func TestRender(t *testing.T) {
 				require.Empty(t, r.names("Certificate"))
 				require.Empty(t, r.names("ServiceMonitor"), "no monitoring.coreos.com/v1 in the cluster")
 				require.Contains(t, r.names("ClusterRole"), "kargo-fleet-webhook-certs")
-				require.Contains(t, r.names("PodDisruptionBudget"), "kargo-fleet")
+				pdb := pdbOf(t, r)
+				require.Equal(t, "1", pdb.Spec.MinAvailable.String(), "two replicas, one may go during a drain")
+				require.Nil(t, pdb.Spec.MaxUnavailable)
+				_, c = r.deployment(t)
+				require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+				require.Equal(t, int32(5), c.ReadinessProbe.PeriodSeconds)
 				for _, crd := range []string{"fleetstages.fleet.kargo-fleet.io", "fleetrollouts.fleet.kargo-fleet.io"} {
 					o := Find(r.objs, "CustomResourceDefinition", crd)
 					require.NotNil(t, o, crd)
@@ -196,7 +202,19 @@ func TestRender(t *testing.T) {
 				require.Equal(t, []string{"kargo-fleet"}, r.names("ServiceMonitor"))
 				sm := yamlOf(t, Find(r.objs, "ServiceMonitor", ""))
 				require.Contains(t, sm, "scheme: https", "metrics are served over HTTPS by default")
-				require.Contains(t, sm, "bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token")
+				require.NotContains(t, sm, "bearerToken", "bearerTokenFile and bearerTokenSecret are deprecated")
+				ep := serviceMonitorEndpoint(t, r)
+				require.Equal(t, map[string]any{"type": "Bearer",
+					"credentials": map[string]any{"name": "kargo-fleet-metrics-scraper-token", "key": "token"}}, ep["authorization"])
+				// The token is the scraper's own, which may get /metrics only.
+				require.Contains(t, r.names("ServiceAccount"), "kargo-fleet-metrics-scraper")
+				tok := Find(r.objs, "Secret", "-metrics-scraper-token")
+				require.NotNil(t, tok)
+				require.Equal(t, "kubernetes.io/service-account-token", tok.Object["type"])
+				require.Equal(t, "kargo-fleet-metrics-scraper", tok.GetAnnotations()["kubernetes.io/service-account.name"])
+				crb := Find(r.objs, "ClusterRoleBinding", "-metrics-scraper")
+				require.Contains(t, yamlOf(t, crb), "name: kargo-fleet-metrics-reader")
+				require.Contains(t, yamlOf(t, crb), "name: kargo-fleet-metrics-scraper\n  namespace: kargo-fleet")
 				require.NotContains(t, r.names("ClusterRole"), "kargo-fleet-webhook-certs")
 			},
 		},
@@ -288,6 +306,111 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
+			name:    "one replica: no PodDisruptionBudget, which would block every drain",
+			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet", Values: map[string]any{"replicas": 1}},
+			assertions: func(t *testing.T, r rendered) {
+				d, _ := r.deployment(t)
+				require.Equal(t, int32(1), *d.Spec.Replicas)
+				require.Empty(t, r.names("PodDisruptionBudget"))
+			},
+		},
+		{
+			name: "PodDisruptionBudget: minAvailable by default, maxUnavailable when set",
+			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet", Values: map[string]any{"replicas": 3,
+				"podDisruptionBudget": map[string]any{"maxUnavailable": "34%"}}},
+			assertions: func(t *testing.T, r rendered) {
+				pdb := pdbOf(t, r)
+				require.Nil(t, pdb.Spec.MinAvailable)
+				require.Equal(t, "34%", pdb.Spec.MaxUnavailable.String())
+				require.Equal(t, "kargo-fleet", pdb.Spec.Selector.MatchLabels["app.kubernetes.io/instance"])
+			},
+		},
+		{
+			name: "security contexts and probe timings from values",
+			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet", Values: map[string]any{
+				"podSecurityContext": map[string]any{"runAsUser": 65532, "fsGroup": 65532, "seccompProfile": nil},
+				"securityContext":    map[string]any{"readOnlyRootFilesystem": false, "runAsGroup": 65532},
+				"readinessProbe":     map[string]any{"periodSeconds": 2, "failureThreshold": 10},
+				"livenessProbe":      map[string]any{"initialDelaySeconds": 30, "timeoutSeconds": 9},
+			}},
+			assertions: func(t *testing.T, r rendered) {
+				d, c := r.deployment(t)
+				psc := d.Spec.Template.Spec.SecurityContext
+				require.Equal(t, int64(65532), *psc.RunAsUser)
+				require.Equal(t, int64(65532), *psc.FSGroup)
+				require.True(t, *psc.RunAsNonRoot, "a default the values leave alone stays")
+				require.Nil(t, psc.SeccompProfile, "null drops a default")
+				sc := c.SecurityContext
+				require.False(t, *sc.ReadOnlyRootFilesystem)
+				require.Equal(t, int64(65532), *sc.RunAsGroup)
+				require.False(t, *sc.AllowPrivilegeEscalation)
+				require.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+				require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path, "the endpoints stay the chart's")
+				require.Equal(t, int32(2), c.ReadinessProbe.PeriodSeconds)
+				require.Equal(t, int32(10), c.ReadinessProbe.FailureThreshold)
+				require.Equal(t, int32(5), c.ReadinessProbe.TimeoutSeconds, "the chart's default timing")
+				require.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
+				require.Equal(t, int32(30), c.LivenessProbe.InitialDelaySeconds)
+				require.Equal(t, int32(9), c.LivenessProbe.TimeoutSeconds)
+				require.Equal(t, int32(10), c.LivenessProbe.PeriodSeconds)
+			},
+		},
+		{
+			name: "common labels and annotations on every object, Kargo's global names too",
+			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet", APIVersions: []string{"cert-manager.io/v1", "monitoring.coreos.com/v1"},
+				Values: map[string]any{
+					"global":            map[string]any{"labels": map[string]any{"cost-center": "42", "team": "global"}, "annotations": map[string]any{"owner": "global"}},
+					"commonLabels":      map[string]any{"team": "platform", "app.kubernetes.io/name": "not-ours"},
+					"commonAnnotations": map[string]any{"owner": "platform@example.com", "cert-manager.io/inject-ca-from": "x/y"},
+					"serviceAccount":    map[string]any{"annotations": map[string]any{"iam.example.com/role": "fleet"}},
+				}},
+			assertions: func(t *testing.T, r rendered) {
+				kinds := map[string]bool{}
+				for _, o := range r.objs {
+					what := o.GetKind() + " " + o.GetName()
+					kinds[o.GetKind()] = true
+					require.Equal(t, "platform", o.GetLabels()["team"], what)
+					require.Equal(t, "42", o.GetLabels()["cost-center"], what)
+					require.Equal(t, "kargo-fleet", o.GetLabels()["app.kubernetes.io/name"], "%s: the chart's own labels win", what)
+					require.Equal(t, "platform@example.com", o.GetAnnotations()["owner"], what)
+				}
+				for _, k := range []string{"CustomResourceDefinition", "ClusterPromotionTask", "Deployment", "Service", "ServiceAccount",
+					"ValidatingWebhookConfiguration", "Certificate", "ServiceMonitor", "Secret", "PodDisruptionBudget", "NetworkPolicy"} {
+					require.True(t, kinds[k], "no %s rendered", k)
+				}
+				vwc := Find(r.objs, "ValidatingWebhookConfiguration", "")
+				require.Equal(t, "kargo-fleet/kargo-fleet-webhook", vwc.GetAnnotations()["cert-manager.io/inject-ca-from"],
+					"an object's own annotations win")
+				crd := Find(r.objs, "CustomResourceDefinition", "fleetstages.fleet.kargo-fleet.io")
+				require.Equal(t, "keep", crd.GetAnnotations()["helm.sh/resource-policy"])
+				require.Equal(t, "fleet", Find(r.objs, "ServiceAccount", "kargo-fleet").GetAnnotations()["iam.example.com/role"])
+				d, _ := r.deployment(t)
+				require.Equal(t, map[string]string{"app.kubernetes.io/name": "kargo-fleet", "app.kubernetes.io/instance": "kargo-fleet"},
+					d.Spec.Selector.MatchLabels, "the selector never changes with common labels")
+				require.Contains(t, yamlOf(t, Find(r.objs, "ClusterPromotionTask", "fleet-wave")), "app.kubernetes.io/component: steps")
+			},
+		},
+		{
+			name: "ServiceMonitor with the operator's token Secret, and without secure metrics",
+			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet", APIVersions: []string{"monitoring.coreos.com/v1"},
+				Values: map[string]any{"serviceMonitor": map[string]any{"credentials": map[string]any{"secretName": "prom-token", "key": "tk"}}}},
+			assertions: func(t *testing.T, r rendered) {
+				require.Equal(t, map[string]any{"type": "Bearer", "credentials": map[string]any{"name": "prom-token", "key": "tk"}},
+					serviceMonitorEndpoint(t, r)["authorization"])
+				require.NotContains(t, r.names("ServiceAccount"), "kargo-fleet-metrics-scraper", "no scraper of the chart's own")
+				require.Empty(t, r.names("Secret"))
+
+				objs, err := Render(Release{Name: "kargo-fleet", Namespace: "kargo-fleet", APIVersions: []string{"monitoring.coreos.com/v1"},
+					Values: map[string]any{"metrics": map[string]any{"secure": false}}})
+				require.NoError(t, err)
+				plain := rendered{objs: objs}
+				ep := serviceMonitorEndpoint(t, plain)
+				require.NotContains(t, ep, "authorization", "plain metrics need no token")
+				require.NotContains(t, ep, "scheme")
+				require.Empty(t, plain.names("Secret"))
+			},
+		},
+		{
 			name: "webhook off",
 			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet",
 				Values: map[string]any{"webhook": map[string]any{"enabled": false}, "crds": map[string]any{"keep": false}}},
@@ -342,6 +465,16 @@ func TestRenderRefusesBadValues(t *testing.T) {
 			wantErr: "certificates"},
 		{name: "port out of range", values: map[string]any{"ports": map[string]any{"steps": 70000}}, wantErr: "steps"},
 		{name: "misspelt value", values: map[string]any{"replica": 3}, wantErr: "replica"},
+		{name: "a PodDisruptionBudget that keeps every replica", values: map[string]any{"replicas": 2,
+			"podDisruptionBudget": map[string]any{"minAvailable": 2}}, wantErr: "would block every node drain"},
+		{name: "a percentage that keeps every replica", values: map[string]any{"replicas": 3,
+			"podDisruptionBudget": map[string]any{"minAvailable": "90%"}}, wantErr: "would block every node drain"},
+		{name: "maxUnavailable 0", values: map[string]any{"podDisruptionBudget": map[string]any{"maxUnavailable": 0}},
+			wantErr: "maxUnavailable"},
+		{name: "a probe endpoint from values", values: map[string]any{"livenessProbe": map[string]any{"httpGet": map[string]any{"path": "/"}}},
+			wantErr: "httpGet"},
+		{name: "a label that is not a string", values: map[string]any{"commonLabels": map[string]any{"tier": 1}},
+			wantErr: "commonLabels"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,6 +483,27 @@ func TestRenderRefusesBadValues(t *testing.T) {
 			require.ErrorContains(t, err, tt.wantErr)
 		})
 	}
+}
+
+// serviceMonitorEndpoint returns the rendered ServiceMonitor's only endpoint.
+func serviceMonitorEndpoint(t *testing.T, r rendered) map[string]any {
+	t.Helper()
+	sm := Find(r.objs, "ServiceMonitor", "")
+	require.NotNil(t, sm)
+	eps, _, err := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	require.NoError(t, err)
+	require.Len(t, eps, 1)
+	return eps[0].(map[string]any)
+}
+
+// pdbOf returns the rendered PodDisruptionBudget.
+func pdbOf(t *testing.T, r rendered) *policyv1.PodDisruptionBudget {
+	t.Helper()
+	u := Find(r.objs, "PodDisruptionBudget", "")
+	require.NotNil(t, u)
+	pdb := &policyv1.PodDisruptionBudget{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pdb))
+	return pdb
 }
 
 // clusterRoleYAML returns the controller's ClusterRole as YAML.

@@ -1,7 +1,7 @@
 // Package ociimage assembles kargo-fleet's container image without a
-// container daemon: an empty base, one layer holding the static binary and a
-// minimal /etc/passwd and /etc/group (so the numeric non-root user has a
-// name), OCI labels and annotations. The result is written as an OCI image
+// container daemon: an empty base, one layer holding the static binary, the
+// licence (/licenses/LICENSE) and a minimal /etc/passwd and /etc/group (so
+// the numeric non-root user has a name), OCI labels and annotations. The result is written as an OCI image
 // layout (one index, one manifest per platform) that `crane push` uploads.
 package ociimage
 
@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	kargofleet "github.com/kargo-fleet/kargo-fleet"
 )
 
 // Fixed properties of the image.
@@ -29,6 +31,9 @@ const (
 	User = "65532:65532"
 	// Source is the org.opencontainers.image.source of the image.
 	Source = "https://github.com/kargo-fleet/kargo-fleet"
+	// LicensePath is where the licence text lives in the image, the folder
+	// image scanners and certification tools look in.
+	LicensePath = "/licenses/" + kargofleet.LicenseFile
 )
 
 // OCI annotation and label keys.
@@ -38,6 +43,7 @@ const (
 	annRevision = "org.opencontainers.image.revision"
 	annCreated  = "org.opencontainers.image.created"
 	annTitle    = "org.opencontainers.image.title"
+	annLicenses = "org.opencontainers.image.licenses"
 )
 
 // Options describe one platform's image.
@@ -64,6 +70,7 @@ func (o Options) Annotations() map[string]string {
 		annRevision: o.Revision,
 		annCreated:  o.Created.UTC().Format(time.RFC3339),
 		annTitle:    "kargo-fleet",
+		annLicenses: kargofleet.LicenseSPDX,
 	}
 }
 
@@ -76,7 +83,7 @@ func Build(o Options) (v1.Image, error) {
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
 		Layer:     layer,
 		MediaType: types.OCILayer,
-		History:   v1.History{Created: v1.Time{Time: o.Created}, CreatedBy: "hack/image", Comment: "kargo-fleet binary and /etc/passwd"},
+		History:   v1.History{Created: v1.Time{Time: o.Created}, CreatedBy: "hack/image", Comment: "kargo-fleet binary, licence and /etc/passwd"},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error adding the layer: %w", err)
@@ -134,10 +141,13 @@ func rootLayer(o Options) (v1.Layer, error) {
 	}{
 		{"etc/passwd", 0o644, []byte("nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n")},
 		{"etc/group", 0o644, []byte("nonroot:x:65532:\n")},
+		{LicensePath[1:], 0o644, kargofleet.License()},
 		{BinaryPath[1:], 0o755, o.Binary},
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: o.Created}); err != nil {
-		return nil, err
+	for _, dir := range []string{"etc/", "licenses/"} {
+		if err := tw.WriteHeader(&tar.Header{Name: dir, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: o.Created}); err != nil {
+			return nil, err
+		}
 	}
 	for _, f := range files {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Typeflag: tar.TypeReg, Mode: f.mode,

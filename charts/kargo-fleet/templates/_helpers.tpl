@@ -22,11 +22,37 @@ within Kubernetes' 63-character limit.
 {{- end -}}
 {{- end -}}
 
+{{/*
+labels are every object's labels: the chart's own, then commonLabels over
+global.labels (the name Kargo's chart gives them, shared with it when both
+are subcharts of one parent). The chart's own labels win.
+*/}}
 {{- define "kargo-fleet.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
-{{ include "kargo-fleet.selector" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- $common := include "kargo-fleet.commonLabels" . | fromYaml -}}
+{{- $own := dict "helm.sh/chart" (printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_") "app.kubernetes.io/version" .Chart.AppVersion "app.kubernetes.io/managed-by" .Release.Service -}}
+{{- $_ := mergeOverwrite $own (include "kargo-fleet.selector" . | fromYaml) -}}
+{{- toYaml (mergeOverwrite $common $own) -}}
+{{- end -}}
+
+{{/* commonLabels: commonLabels over global.labels. */}}
+{{- define "kargo-fleet.commonLabels" -}}
+{{- $global := dig "labels" dict (.Values.global | default dict) -}}
+{{- toYaml (mergeOverwrite (deepCopy $global) (deepCopy (.Values.commonLabels | default dict))) -}}
+{{- end -}}
+
+{{/*
+annotations renders an object's "annotations:" block, indented for
+metadata: commonAnnotations over global.annotations, then the object's own
+(extra), which win. Nothing when there are none. Call it at the end of a
+metadata line: {{- include "kargo-fleet.annotations" (dict "root" . "extra" $own) }}
+*/}}
+{{- define "kargo-fleet.annotations" -}}
+{{- $root := .root -}}
+{{- $global := dig "annotations" dict ($root.Values.global | default dict) -}}
+{{- $all := mergeOverwrite (deepCopy $global) (deepCopy ($root.Values.commonAnnotations | default dict)) (deepCopy (.extra | default dict)) -}}
+{{- with $all }}
+  annotations: {{- toYaml . | nindent 4 }}
+{{- end -}}
 {{- end -}}
 
 {{- define "kargo-fleet.selector" -}}
@@ -79,4 +105,18 @@ the cluster serves cert-manager.io/v1, else generated.
 
 {{- define "kargo-fleet.webhookConfigName" -}}
 {{- include "kargo-fleet.fullname" . -}}
+{{- end -}}
+
+{{/*
+pdbCount resolves a PodDisruptionBudget count (an integer or "N%") against
+a replica count, rounding a percentage up as the disruption controller
+does for both minAvailable and maxUnavailable.
+*/}}
+{{- define "kargo-fleet.pdbCount" -}}
+{{- $v := toString .value -}}
+{{- if hasSuffix "%" $v -}}
+{{- div (add (mul (trimSuffix "%" $v | int) .replicas) 99) 100 -}}
+{{- else -}}
+{{- $v | int -}}
+{{- end -}}
 {{- end -}}

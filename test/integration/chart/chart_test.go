@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crdinstall "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/cli"
@@ -68,6 +69,8 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 			require.True(t, err == nil || apierrors.IsAlreadyExists(err), "%v", err)
 		}
 	}
+	require.Empty(t, helmchart.Find(objs, "PodDisruptionBudget", ""), "one replica: no budget that blocks drains")
+	installServiceMonitorCRD(t)
 	for _, o := range objs {
 		require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
 			client.ForceOwnership, client.FieldOwner("helm")), "%s %s", o.GetKind(), o.GetName())
@@ -95,11 +98,15 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 	require.Contains(t, body, "[+]steps ok")
 	require.Contains(t, body, "[+]webhook ok")
 	// Metrics: HTTPS, refused without a token, served to a ServiceAccount
-	// bound to the rendered metrics reader ClusterRole.
+	// bound to the rendered metrics reader ClusterRole, and to the
+	// rendered ServiceMonitor's own scraper.
 	metricsURL := fmt.Sprintf("https://127.0.0.1:%d/metrics", ports["metrics"])
 	code, _ := getWithToken(metricsURL, "")
 	require.Equal(t, http.StatusUnauthorized, code)
 	code, body = getWithToken(metricsURL, scraperToken(t))
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "controller_runtime_")
+	code, body = getWithToken(metricsURL, serviceMonitorToken(t))
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "controller_runtime_")
 
@@ -317,6 +324,50 @@ func scraperToken(t *testing.T) string {
 	tr := &authenticationv1.TokenRequest{}
 	require.NoError(t, c.SubResource("token").Create(ctx, sa, tr))
 	return tr.Status.Token
+}
+
+// serviceMonitorToken returns a token of the ServiceAccount whose token
+// Secret the rendered ServiceMonitor sends. envtest runs no token
+// controller to fill that Secret, so the token is requested for the same
+// ServiceAccount.
+func serviceMonitorToken(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	sm := helmchart.Find(objs, "ServiceMonitor", "")
+	require.NotNil(t, sm)
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	secretName, _, _ := unstructured.NestedString(eps[0].(map[string]any), "authorization", "credentials", "name")
+	secret := &corev1.Secret{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: secretName}, secret))
+	require.Equal(t, corev1.SecretTypeServiceAccountToken, secret.Type)
+	sa := &corev1.ServiceAccount{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: releaseNamespace,
+		Name: secret.Annotations[corev1.ServiceAccountNameKey]}, sa))
+	tr := &authenticationv1.TokenRequest{}
+	require.NoError(t, env.Client.SubResource("token").Create(ctx, sa, tr))
+	return tr.Status.Token
+}
+
+// installServiceMonitorCRD serves the Prometheus Operator's ServiceMonitor
+// kind, schema-less, so the rendered ServiceMonitor applies; envtest runs no
+// Prometheus Operator.
+func installServiceMonitorCRD(t *testing.T) {
+	t.Helper()
+	preserve := true
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "monitoring.coreos.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Singular: "servicemonitor",
+				Kind: "ServiceMonitor", ListKind: "ServiceMonitorList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &preserve}}}},
+		},
+	}
+	_, err := crdinstall.InstallCRDs(env.Config, crdinstall.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	require.NoError(t, err)
 }
 
 // getWithToken GETs an HTTPS URL with a bearer token, not verifying the

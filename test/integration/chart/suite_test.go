@@ -66,7 +66,7 @@ func run(m *testing.M) int {
 	objs, err = helmchart.Render(helmchart.Release{Name: releaseName, Namespace: releaseNamespace, Values: map[string]any{
 		"replicas": 1,
 		"ports":    map[string]any{"steps": ports["steps"], "webhook": ports["webhook"], "metrics": ports["metrics"], "probes": ports["probes"]},
-	}})
+	}, APIVersions: []string{"monitoring.coreos.com/v1"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -175,32 +176,75 @@ func TestDoctor(t *testing.T) {
 	})
 
 	t.Run("the leader stopped renewing its Lease, no replica is ready", func(t *testing.T) {
-		renewLease(t, time.Now().Add(-time.Hour))
+		renewLease(t, fleetenv.ControllerNamespace, time.Now().Add(-time.Hour))
 		results, err := runDoctor(t)
 		require.Error(t, err)
 		expect(t, results, doctor.CheckController, doctor.StatusFail, "more than its 15s duration: the leader is gone")
-		renewLease(t, time.Now())
+		renewLease(t, fleetenv.ControllerNamespace, time.Now())
 
-		setReadyReplicas(t, 0)
+		setReadyReplicas(t, fleetenv.ControllerNamespace, doctor.DefaultRelease, doctor.DefaultRelease, 0)
 		results, err = runDoctor(t)
 		require.Error(t, err)
 		expect(t, results, doctor.CheckController, doctor.StatusFail, "Deployment kargo-fleet/kargo-fleet has no ready replica")
-		setReadyReplicas(t, 2)
+		setReadyReplicas(t, fleetenv.ControllerNamespace, doctor.DefaultRelease, doctor.DefaultRelease, 2)
 	})
 
 	t.Run("the webhook has no caBundle, then no configuration", func(t *testing.T) {
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		require.NoError(t, env.Client.Get(ctx(), client.ObjectKey{Name: doctor.WebhookConfigurationName}, vwc))
+		require.NoError(t, env.Client.Get(ctx(), client.ObjectKey{Name: "kargo-fleet"}, vwc))
 		vwc.Webhooks[0].ClientConfig.CABundle = nil
 		require.NoError(t, env.Client.Update(ctx(), vwc))
 		results, err := runDoctor(t)
 		require.Error(t, err)
-		expect(t, results, doctor.CheckWebhook, doctor.StatusFail, "webhook fleetstages.fleet.kargo-fleet.io has no caBundle")
+		expect(t, results, doctor.CheckWebhook, doctor.StatusFail, `webhook fleetstages.fleet.kargo-fleet.io of "kargo-fleet" has no caBundle`)
+		require.Contains(t, results[doctor.CheckWebhook].Fix, "--set webhook.caBundle=")
 
 		require.NoError(t, env.Client.Delete(ctx(), vwc))
 		results, err = runDoctor(t)
 		require.Error(t, err)
-		expect(t, results, doctor.CheckWebhook, doctor.StatusFail, `no ValidatingWebhookConfiguration "kargo-fleet"`)
+		expect(t, results, doctor.CheckWebhook, doctor.StatusFail,
+			`no ValidatingWebhookConfiguration of release "kargo-fleet" (label app.kubernetes.io/instance=kargo-fleet)`)
+		require.Contains(t, results[doctor.CheckWebhook].Fix,
+			"helm upgrade kargo-fleet charts/kargo-fleet -n kargo-fleet --reset-then-reuse-values --set webhook.enabled=true")
+		createWebhookConfiguration(t, fleetenv.ControllerNamespace, doctor.DefaultRelease, "kargo-fleet")
+	})
+
+	t.Run("a second release with another name and namespace", func(t *testing.T) {
+		const ns, release, fullname = "platform", "prod", "prod-kargo-fleet"
+		require.NoError(t, env.Client.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		setReadyReplicas(t, ns, release, fullname, 2)
+		renewLease(t, ns, time.Now())
+		createWebhookConfiguration(t, fleetenv.ControllerNamespace, release, fullname)
+
+		results, err := runDoctor(t)
+		require.Error(t, err, "two releases: doctor does not guess")
+		expect(t, results, doctor.CheckController, doctor.StatusFail, `2 kargo-fleet releases: release "kargo-fleet" `+
+			`(Deployment kargo-fleet/kargo-fleet), release "prod" (Deployment platform/prod-kargo-fleet)`)
+		require.Contains(t, results[doctor.CheckController].Fix, "--release")
+
+		results, err = runDoctor(t, "--release", release)
+		require.NoError(t, err)
+		expect(t, results, doctor.CheckController, doctor.StatusOK, `release "prod" (Deployment platform/prod-kargo-fleet): `+
+			"controller ready (2/2 replicas) and leading")
+		expect(t, results, doctor.CheckWebhook, doctor.StatusOK, `webhook configuration prod-kargo-fleet has a caBundle`)
+
+		results, err = runDoctor(t, "--release", release, "--controller-namespace", fleetenv.ControllerNamespace)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckController, doctor.StatusFail, `no kargo-fleet Deployment of release "prod"`)
+
+		renewLease(t, ns, time.Now().Add(-time.Hour))
+		results, err = runDoctor(t, "--release", release)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckController, doctor.StatusFail, "more than its 15s duration: the leader is gone")
+		require.Contains(t, results[doctor.CheckController].Fix, "kubectl -n platform logs deploy/prod-kargo-fleet")
+
+		deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fullname}}
+		require.NoError(t, env.Client.Delete(ctx(), deploy))
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: fullname}}
+		require.NoError(t, env.Client.Delete(ctx(), vwc))
+		results, err = runDoctor(t)
+		require.NoError(t, err, "one release again")
+		expect(t, results, doctor.CheckController, doctor.StatusOK, `release "kargo-fleet"`)
 	})
 
 	t.Run("a Project lost its step token", func(t *testing.T) {

@@ -91,12 +91,20 @@ func installChart(t *testing.T) {
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.7"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
 		}))
 	}
-	renewLease(t, time.Now())
-	setReadyReplicas(t, 2)
+	renewLease(t, ns, time.Now())
+	setReadyReplicas(t, ns, doctor.DefaultRelease, doctor.DefaultRelease, 2)
+	createWebhookConfiguration(t, ns, doctor.DefaultRelease, doctor.DefaultRelease)
+}
+
+// createWebhookConfiguration creates the webhook configuration of a
+// release, labelled as the chart labels it, calling the release's webhook
+// Service in ns.
+func createWebhookConfiguration(t *testing.T, ns, release, name string) {
+	t.Helper()
 	port := int32(443)
 	none, fail := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Ignore
-	require.NoError(t, c.Create(ctx(), &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: doctor.WebhookConfigurationName},
+	require.NoError(t, env.Client.Create(ctx(), &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: releaseLabels(release)},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:                    "fleetstages.fleet.kargo-fleet.io",
 			AdmissionReviewVersions: []string{"v1"},
@@ -115,13 +123,18 @@ func installChart(t *testing.T) {
 	}))
 }
 
-// setReadyReplicas creates the controller Deployment, or updates it, with n
-// of 2 replicas ready (envtest runs no Deployment controller: the test
-// writes the status).
-func setReadyReplicas(t *testing.T, n int32) {
+// releaseLabels are the labels the chart gives the objects of a release.
+func releaseLabels(release string) map[string]string {
+	return map[string]string{doctor.LabelName: doctor.ChartName, doctor.LabelInstance: release}
+}
+
+// setReadyReplicas creates the controller Deployment of a release, or
+// updates it, with n of 2 replicas ready (envtest runs no Deployment
+// controller: the test writes the status).
+func setReadyReplicas(t *testing.T, ns, release, name string, n int32) {
 	t.Helper()
-	labels := map[string]string{"app.kubernetes.io/name": "kargo-fleet"}
-	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fleetenv.ControllerNamespace, Name: doctor.DeploymentName}}
+	labels := releaseLabels(release)
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
 	err := env.Client.Get(ctx(), client.ObjectKeyFromObject(deploy), deploy)
 	if apierrors.IsNotFound(err) {
 		deploy.Spec = appsv1.DeploymentSpec{
@@ -139,11 +152,11 @@ func setReadyReplicas(t *testing.T, n int32) {
 	require.NoError(t, env.Client.Status().Update(ctx(), deploy))
 }
 
-// renewLease writes the leader Lease as a controller replica renewing it
-// at renew.
-func renewLease(t *testing.T, renew time.Time) {
+// renewLease writes the leader Lease in ns as a controller replica renewing
+// it at renew.
+func renewLease(t *testing.T, ns string, renew time.Time) {
 	t.Helper()
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: fleetenv.ControllerNamespace, Name: doctor.LeaseName}}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: doctor.LeaseName}}
 	holder, duration := "kargo-fleet-7d9f-abcde_1234", int32(15)
 	err := env.Client.Get(ctx(), client.ObjectKeyFromObject(lease), lease)
 	if apierrors.IsNotFound(err) {
@@ -157,8 +170,9 @@ func renewLease(t *testing.T, renew time.Time) {
 }
 
 // newFleet creates Project ns with an adopted Stage "prod" whose template
-// updates Argo CD Application guestbook-<target id>, and a FleetStage
-// "prod" over targets in two waves; it waits until it is Ready.
+// is Kargo's standard one: commit, then argocd-update of Application
+// guestbook-<target id> to the revision the commit step output; and a
+// FleetStage "prod" over targets in two waves; it waits until it is Ready.
 func newFleet(t *testing.T, ns string, targets ...fleetv1alpha1.InlineTarget) *fleetv1alpha1.FleetStage {
 	t.Helper()
 	c := env.Client
@@ -168,11 +182,18 @@ func newFleet(t *testing.T, ns string, targets ...fleetv1alpha1.InlineTarget) *f
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
 		Spec: kargo.StageSpec{
 			RequestedFreight: []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
-			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{
-				Uses: "argocd-update", As: "sync",
-				Config: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil,
-					`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}","namespace":%q}]}`, argoNamespace)},
-			}}}},
+			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{
+				Vars: []kargo.ExpressionVariable{{Name: "gitRepo", Value: "https://git.example.com/guestbook.git"}},
+				Steps: []kargo.PromotionStep{
+					{Uses: "git-commit", As: "commit", Config: &apiextensionsv1.JSON{Raw: []byte(`{"path":"./out","message":"promote"}`)}},
+					{
+						Uses: "argocd-update", As: "sync",
+						Config: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}",`+
+							`"namespace":%q,"sources":[{"repoURL":"${{ vars.gitRepo }}","desiredRevision":"${{ outputs.commit.commit }}"}]}]}`,
+							argoNamespace)},
+					},
+				},
+			}},
 		},
 	}))
 	one, ten := intstr.FromInt32(1), intstr.FromString("10%")

@@ -1,0 +1,240 @@
+//go:build integration
+
+package docs_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/mdshell"
+)
+
+// project is what the commands' <project> becomes: the examples' namespace.
+const project = "guestbook"
+
+// placeholders are what the documented placeholders become when a command
+// runs.
+var placeholders = strings.NewReplacer("<project>", project, "<org>", "example")
+
+// verdict says what the docs test does with a command.
+type verdict int
+
+const (
+	// runOK: the command runs as written and must succeed.
+	runOK verdict = iota
+	// report: the command runs as written; it succeeded when it printed
+	// its report (want), whatever its exit code, which reports the cluster.
+	report
+	// notYetKnown: the command runs as written, and the kargo-fleet binary
+	// must answer that it does not know it yet. Once it does, the test
+	// fails and the command moves to runOK.
+	notYetKnown
+	// documentedOnly: the command is not run, for the reason given.
+	documentedOnly
+)
+
+// rule decides a command by its beginning (placeholders in place).
+type rule struct {
+	prefix  string
+	verdict verdict
+	// cluster is the kubeconfig the command runs against: "fleet", "bare"
+	// or "" for none.
+	cluster string
+	// want is what the output must contain.
+	want string
+	// why says why a command is only documented.
+	why string
+}
+
+// rules decide every command of docs/install.md, first match wins. A command
+// no rule matches fails the test: a new command needs a rule.
+var rules = []rule{
+	{prefix: "make image", verdict: documentedOnly,
+		why: "cross-compiles the whole command, for each platform (minutes); go test ./internal/ociimage/ builds and checks an image the same way"},
+	{prefix: `CRANE="go run github.com/google/go-containerregistry/cmd/crane@`, verdict: documentedOnly,
+		why: "crane is used against a registry, which this test has none of"},
+	{prefix: "$CRANE ", verdict: documentedOnly, why: "needs a registry and its credentials"},
+	{prefix: "helm template kargo-fleet charts/kargo-fleet", verdict: runOK, want: ""},
+	{prefix: "helm install kargo-fleet charts/kargo-fleet", verdict: runOK, cluster: "bare", want: "STATUS: deployed"},
+	{prefix: "kubectl -n kargo-fleet rollout status", verdict: documentedOnly,
+		why: "envtest runs no Pods: the Deployment never rolls out"},
+	{prefix: "kubectl apply -n guestbook -f examples/fleetstage/prod-fleet.yaml", verdict: runOK, cluster: "fleet",
+		want: "fleetstage.fleet.kargo-fleet.io/prod created"},
+	{prefix: "kubectl wait -n guestbook fleetstage/prod --for=condition=Ready", verdict: runOK, cluster: "fleet",
+		want: "condition met"},
+	{prefix: "kargo-fleet targets prod -n guestbook", verdict: runOK, cluster: "fleet", want: "prod.eu-west-1"},
+	{prefix: "kargo-fleet doctor prod -n guestbook", verdict: report, cluster: "fleet", want: "11 checks:"},
+	{prefix: "kargo-fleet plan prod -n guestbook", verdict: notYetKnown, cluster: "fleet"},
+	{prefix: "kargo promote ", verdict: documentedOnly,
+		why: "Kargo's own CLI talks to Kargo's API server; the Kargo simulator stands in for Kargo's controller only"},
+	{prefix: "kargo-fleet status prod -n guestbook", verdict: runOK, cluster: "fleet", want: "FleetStage guestbook/prod: Ready"},
+	{prefix: "helm upgrade kargo-fleet charts/kargo-fleet -n kargo-fleet --reset-then-reuse-values", verdict: runOK, cluster: "bare",
+		want: "STATUS: deployed"},
+	{prefix: "kubectl delete fleetstages --all -A", verdict: runOK, cluster: "bare"},
+	{prefix: "helm uninstall kargo-fleet -n kargo-fleet", verdict: runOK, cluster: "bare", want: `release "kargo-fleet" uninstalled`},
+	{prefix: "kubectl delete crd fleetstages.fleet.kargo-fleet.io fleetrollouts.fleet.kargo-fleet.io", verdict: runOK, cluster: "bare",
+		want: `"fleetrollouts.fleet.kargo-fleet.io" deleted`},
+}
+
+func match(cmd string) (rule, bool) {
+	for _, r := range rules {
+		if strings.HasPrefix(cmd, r.prefix) {
+			return r, true
+		}
+	}
+	return rule{}, false
+}
+
+// TestInstallDoc runs docs/install.md's commands in the document's order,
+// each as its rule says, and reports every command's fate as a report line.
+func TestInstallDoc(t *testing.T) {
+	_, err := exec.LookPath("kubectl")
+	require.NoError(t, err, "the install guide's commands need kubectl on PATH")
+	md, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "docs", "install.md"))
+	require.NoError(t, err)
+	blocks := mdshell.Blocks(md)
+	require.NotEmpty(t, blocks)
+	setUpFleet(t)
+	prepareBare(t)
+
+	ran := 0
+	for _, b := range blocks {
+		for _, c := range b.Commands {
+			cmd := placeholders.Replace(c.Text)
+			where := fmt.Sprintf("docs/install.md:%d (%s)", c.Line, b.Heading)
+			r, ok := match(cmd)
+			require.True(t, ok, "%s: no rule for %q: add one to rules", where, c.Text)
+			if r.verdict == documentedOnly {
+				fmt.Printf("report: %s documented only, not run: %s: %s\n", where, c.Text, r.why)
+				continue
+			}
+			require.NotContains(t, cmd, "<", "%s: a placeholder is left in %q", where, cmd)
+			out, err := shell(t, cmd, r.cluster)
+			switch r.verdict {
+			case runOK:
+				require.NoError(t, err, "%s: %s\n%s", where, cmd, out)
+			case report:
+				require.Contains(t, out, r.want, "%s: %s printed no report (%v)", where, cmd, err)
+			case notYetKnown:
+				require.Error(t, err, "%s: kargo-fleet now knows %q: move it to runOK in rules\n%s", where, cmd, out)
+				require.Contains(t, out, "unknown", "%s: %s failed for another reason:\n%s", where, cmd, out)
+				fmt.Printf("report: %s run, not yet known to kargo-fleet: %s: %s\n", where, c.Text, firstLine(out))
+				ran++
+				continue
+			}
+			require.Contains(t, out, r.want, "%s: %s", where, cmd)
+			fmt.Printf("report: %s run: %s\n", where, c.Text)
+			ran++
+		}
+	}
+	require.GreaterOrEqual(t, ran, 10, "the install guide's commands mostly run")
+
+	// The commands left what they say: a rendered manifest, and on the
+	// bare cluster no release and no CRDs.
+	rendered, err := os.ReadFile(filepath.Join(workDir, "kargo-fleet.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, string(rendered), "kind: Deployment")
+	out, err := shell(t, "helm list -A -q", "bare")
+	require.NoError(t, err, out)
+	require.Empty(t, strings.TrimSpace(out))
+}
+
+// TestHelmTemplateNeedsKubeVersion shows why the guide passes
+// --kube-version: a Helm built from source assumes Kubernetes v1.20, which
+// the chart refuses.
+func TestHelmTemplateNeedsKubeVersion(t *testing.T) {
+	out, err := shell(t, "helm template kargo-fleet charts/kargo-fleet --namespace kargo-fleet", "")
+	require.Error(t, err)
+	require.Contains(t, out, "incompatible with Kubernetes v1.20")
+}
+
+// shell runs cmd through bash in workDir, with kargo-fleet and helm first
+// on PATH and KUBECONFIG set for cluster, and returns stdout and stderr.
+func shell(t *testing.T, cmd, cluster string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", cmd)
+	c.Dir = workDir
+	path := binDir + string(os.PathListSeparator) + os.Getenv("PATH")
+	kubeconfig := filepath.Join(workDir, "no-cluster")
+	switch cluster {
+	case "fleet":
+		kubeconfig = fleetKubeconfig
+	case "bare":
+		kubeconfig = bareKubeconfig
+	}
+	c.Env = append(os.Environ(), "PATH="+path, "KUBECONFIG="+kubeconfig, "HELM_CACHE_HOME="+filepath.Join(workDir, ".helm"),
+		"HELM_CONFIG_HOME="+filepath.Join(workDir, ".helm"), "HELM_DATA_HOME="+filepath.Join(workDir, ".helm"))
+	var buf bytes.Buffer
+	c.Stdout, c.Stderr = &buf, &buf
+	err := c.Run()
+	return buf.String(), err
+}
+
+// setUpFleet makes the fleet environment what the guide's "First
+// FleetStage" assumes: a Kargo Project with a Warehouse's Freight requested
+// by a Stage "prod" to expand, and Argo CD's production clusters.
+func setUpFleet(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	c := fleet.Client
+	require.NoError(t, c.Create(ctx, envtest.ProjectNamespace(project)))
+	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "guestbook"}
+	require.NoError(t, c.Create(ctx, &kargo.Stage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "prod"},
+		Spec: kargo.StageSpec{
+			RequestedFreight: []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
+			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{
+				Uses: "argocd-update", As: "sync",
+				Config: &apiextensionsv1.JSON{Raw: []byte(`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}"}]}`)},
+			}}}},
+		},
+	}))
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}})
+	require.True(t, err == nil || apierrors.IsAlreadyExists(err), "%v", err)
+	for name, labels := range map[string]map[string]string{
+		"eu-west-1":    {"region": "eu-west-1", "tier": "critical"},
+		"eu-central-1": {"region": "eu-central-1", "tier": "standard"},
+		"eu-north-1":   {"region": "eu-north-1", "tier": "standard"},
+		"us-east-1":    {"region": "us-east-1", "tier": "standard"},
+		"us-west-2":    {"region": "us-west-2", "tier": "critical"},
+		"us-sandbox-1": {"region": "us-east-1", "tier": "sandbox"},
+		"ap-south-1":   {"region": "ap-south-1", "tier": "standard"},
+	} {
+		labels["env"] = "prod"
+		labels["argocd.argoproj.io/secret-type"] = "cluster"
+		require.NoError(t, c.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "cluster-" + name, Labels: labels},
+			StringData: map[string]string{"name": name, "server": "https://" + name + ".k8s.example.com"},
+		}))
+	}
+}
+
+// prepareBare makes the bare cluster what the guide's "helm install"
+// assumes: the inventory namespaces exist before the install.
+func prepareBare(t *testing.T) {
+	t.Helper()
+	out, err := shell(t, "kubectl create namespace argocd", "bare")
+	require.NoError(t, err, out)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
