@@ -27,8 +27,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +45,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 )
 
 const (
