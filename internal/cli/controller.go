@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 )
 
 // controllerOptions configures `kargo-fleet controller`.

@@ -16,11 +16,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-
 	"github.com/spf13/cobra"
 	"k8s.io/utils/clock"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 

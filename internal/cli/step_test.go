@@ -11,10 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-
 	"github.com/stretchr/testify/require"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 

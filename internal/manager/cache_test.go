@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 )
 
 func TestSlimPromotionKeepsWhatIsRead(t *testing.T) {

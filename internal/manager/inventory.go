@@ -3,10 +3,9 @@ package manager
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 )
 
 // namespacePolicy returns the inventory namespaces the options allow.

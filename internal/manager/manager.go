@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/kargo/kargoclient"
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
-
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -28,6 +24,9 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/targetguard"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/versions"
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo/kargoclient"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 

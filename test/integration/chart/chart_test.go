@@ -16,9 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
-
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -42,6 +39,8 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/helmchart"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 

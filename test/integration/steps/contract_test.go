@@ -8,16 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/kargo/kargoclient"
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 

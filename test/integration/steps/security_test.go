@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
-
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +17,8 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 

@@ -10,15 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
-	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
-
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
+	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
