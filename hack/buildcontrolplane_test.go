@@ -147,16 +147,22 @@ func Test_buildControlPlane(t *testing.T) {
 			index: func(t *testing.T) string {
 				l, err := net.Listen("tcp", "127.0.0.1:0")
 				require.NoError(t, err)
-				t.Cleanup(func() { _ = l.Close() })
+				accepted := make(chan net.Conn, 16)
 				go func() {
 					for {
 						c, err := l.Accept()
 						if err != nil {
 							return
 						}
-						t.Cleanup(func() { _ = c.Close() })
+						accepted <- c // held open, never answered
 					}
 				}()
+				t.Cleanup(func() {
+					_ = l.Close()
+					for len(accepted) > 0 {
+						_ = (<-accepted).Close()
+					}
+				})
 				return "http://" + l.Addr().String() + "/envtest-releases.yaml"
 			},
 			timeout: "3",

@@ -6,6 +6,10 @@
 // lets Freight skip the fleet, change windows that open, waves that can
 // halt).
 //
+// The installation is found by its controller Deployment's labels
+// (app.kubernetes.io/name, or app.kubernetes.io/instance for a named
+// release), so any release name and namespace work.
+//
 // Each check reads the cluster through a client.Reader and hands what it
 // read to a pure decision function (decide.go), table-tested without a
 // cluster. A check returns one Result: ok, warn or fail, a message and, when
