@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -27,7 +27,7 @@ func TestIntentCommands(t *testing.T) {
 	fwd := func(name string, phase fleetv1alpha1.RolloutPhase, intent fleetv1alpha1.RolloutIntent) *fleetv1alpha1.FleetRollout {
 		return rollout(name, fleetv1alpha1.DirectionForward, badFreight, phase, intent, time.Minute)
 	}
-	newCmd := map[string]func(io.Writer, kubeOptions) *cobra.Command{
+	newCmd := map[string]func(genericiooptions.IOStreams, kubeOptions) *cobra.Command{
 		"pause": newPauseCommand, "resume": newResumeCommand, "abort": newAbortCommand,
 	}
 	tests := []struct {
@@ -130,7 +130,7 @@ func TestIntentCommands(t *testing.T) {
 			}
 			c := newFakeClient("", objs...)
 			var out bytes.Buffer
-			got, err := execute(newCmd[tt.verb](&out, kubeOptions{client: c}), &out, append([]string{"prod", "-n", "shop"}, tt.args...)...)
+			got, err := execute(newCmd[tt.verb](testStreams(&out), kubeOptions{client: c}), &out, append([]string{"prod", "-n", "shop"}, tt.args...)...)
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 			} else {
@@ -156,7 +156,7 @@ func TestIntentCommands_patchError(t *testing.T) {
 		},
 	})
 	var out bytes.Buffer
-	_, err := execute(newPauseCommand(&out, kubeOptions{client: failing}), &out, "-n", "shop")
+	_, err := execute(newPauseCommand(testStreams(&out), kubeOptions{client: failing}), &out, "-n", "shop")
 	require.EqualError(t, err, `error setting intent Pause on FleetRollout "a": forbidden`)
 }
 
@@ -174,7 +174,7 @@ func TestIntentCommands_recordActor(t *testing.T) {
 				rollout("a", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutProgressing, "", 0),
 				rollout("done", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutSucceeded, "", 0))
 			var out bytes.Buffer
-			_, err := execute(newAbortCommand(&out, kubeOptions{client: c}), &out, "prod", "-n", "shop")
+			_, err := execute(newAbortCommand(testStreams(&out), kubeOptions{client: c}), &out, "prod", "-n", "shop")
 			require.NoError(t, err)
 			a := getRollout(t, c, "a")
 			require.Equal(t, fleetv1alpha1.IntentAbort, a.Spec.Intent)

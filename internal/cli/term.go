@@ -7,9 +7,19 @@ import (
 	"golang.org/x/term"
 )
 
-// terminalWidth returns the width of the terminal w writes to, or 0 when w
-// is not a terminal or its size is unknown.
+// sizedWriter is a writer that knows the width its text is laid out for;
+// a terminal is asked instead.
+type sizedWriter interface {
+	io.Writer
+	Width() int
+}
+
+// terminalWidth returns the width of the terminal w writes to (or the
+// width a sizedWriter states), or 0 when unknown.
 func terminalWidth(w io.Writer) int {
+	if s, ok := w.(sizedWriter); ok {
+		return s.Width()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return 0

@@ -115,10 +115,22 @@ func RenderPlanJSON(w io.Writer, p *WavePlan) error {
 	return nil
 }
 
+// TableOptions tune RenderPlanTable.
+type TableOptions struct {
+	// MaxNames is how many target names a wave's row shows at most; 0
+	// shows all of them.
+	MaxNames int
+	// Wide adds the count, deadline, unhealthy grace and soak columns.
+	Wide bool
+	// Width is the width, in columns, the wave table should fit: the target
+	// names of a row are cut short to fit it (0: no limit).
+	Width int
+}
+
 // RenderPlanTable writes p as a human table: a summary line, one row per
-// wave with its first maxNames targets (all of them when maxNames <= 0),
-// then the unassigned and excluded targets.
-func RenderPlanTable(w io.Writer, p *WavePlan, maxNames int) error {
+// wave with its first target names, then the unassigned and excluded
+// targets.
+func RenderPlanTable(w io.Writer, p *WavePlan, o TableOptions) error {
 	pv := NewPlanPreview(p)
 	ew := &errWriter{w: w}
 	ew.printf("Plan %s: %d candidates, %d selected, %d excluded, %d not selected, %d unassigned",
@@ -128,19 +140,43 @@ func RenderPlanTable(w io.Writer, p *WavePlan, maxNames int) error {
 	}
 	ew.printf("\n\n")
 
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WAVE\tMEMBERS\tCAP\tMAX CONCURRENT\tMAX FAILURES\tDEADLINE\tUNHEALTHY GRACE\tSOAK\tAPPROVAL\tTARGETS")
-	for _, wave := range pv.Waves {
-		capText := "-"
-		if wave.Cap != nil {
-			capText = strconv.Itoa(*wave.Cap)
+	// Without Wide a row fits 80 columns: the columns the wide form adds
+	// are the ones that are mostly defaults.
+	header := []string{"WAVE", "MEMBERS", "CAP", "MAX CONCURRENT", "MAX FAILURES", "DEADLINE", "UNHEALTHY GRACE", "SOAK",
+		"APPROVAL"}
+	keep := func(row []string) []string {
+		if o.Wide {
+			return row
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", wave.Name, wave.Members, capText,
-			wave.MaxConcurrent, wave.MaxFailures, wave.ProgressDeadline, wave.UnhealthyGrace, wave.Soak, wave.Approval,
-			abbreviate(wave.Targets, maxNames))
+		return []string{row[0], row[1], row[3], row[4], row[8]}
+	}
+	rows := [][]string{keep(header)}
+	for _, wave := range pv.Waves {
+		rows = append(rows, keep([]string{wave.Name, strconv.Itoa(wave.Members), capString(wave.Cap),
+			strconv.Itoa(wave.MaxConcurrent), strconv.Itoa(wave.MaxFailures), wave.ProgressDeadline, wave.UnhealthyGrace,
+			wave.Soak, wave.Approval}))
+	}
+	// The names take the room the other columns leave (tabwriter pads each
+	// column to its widest cell plus two spaces).
+	room := 0
+	if o.Width > 0 {
+		room = o.Width
+		for col := range rows[0] {
+			widest := 0
+			for _, row := range rows {
+				widest = max(widest, len(row[col]))
+			}
+			room -= widest + 2
+		}
+	}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(rows[0], "\t")+"\tTARGETS")
+	for i, wave := range pv.Waves {
+		fmt.Fprintln(tw, strings.Join(rows[i+1], "\t")+"\t"+fitNames(wave.Targets, o.MaxNames, room))
 	}
 	_ = tw.Flush()
 
+	maxNames := o.MaxNames
 	if len(pv.UnassignedTargets) > 0 {
 		ew.printf("\nUnassigned (%d, not promoted): %s\n", len(pv.UnassignedTargets),
 			abbreviate(pv.UnassignedTargets, maxNames))
@@ -195,6 +231,20 @@ func targetIDs(ts []Target) []string {
 		ids[i] = ts[i].ID
 	}
 	return ids
+}
+
+// fitNames abbreviates names to at most limit of them (0: all) and, when
+// room is positive, to as few as fit in room characters (at least one).
+func fitNames(names []string, limit, room int) string {
+	if limit <= 0 || limit > len(names) {
+		limit = len(names)
+	}
+	for n := limit; n > 1; n-- {
+		if s := abbreviate(names, n); room <= 0 || len(s) <= room {
+			return s
+		}
+	}
+	return abbreviate(names, 1)
 }
 
 // abbreviate joins the first max names and says how many more there are.

@@ -38,7 +38,7 @@ func TestRenderPlanTable(t *testing.T) {
 	t.Parallel()
 	p := previewPlan(t)
 	var buf bytes.Buffer
-	require.NoError(t, RenderPlanTable(&buf, p, 2))
+	require.NoError(t, RenderPlanTable(&buf, p, TableOptions{MaxNames: 2, Wide: true}))
 	out := buf.String()
 	t.Log("\n" + out)
 	require.Contains(t, out, "Plan "+p.Hash[:12]+": 6 candidates, 5 selected, 1 excluded, 0 not selected, 1 unassigned; fleet maxFailures 1")
@@ -49,8 +49,37 @@ func TestRenderPlanTable(t *testing.T) {
 	require.Contains(t, out, "wave expression evaluations failed, e.g. spec.waves[2].expression on ")
 
 	var all bytes.Buffer
-	require.NoError(t, RenderPlanTable(&all, p, 0))
+	require.NoError(t, RenderPlanTable(&all, p, TableOptions{}))
 	require.NotContains(t, all.String(), "more")
+	require.Contains(t, all.String(), "WAVE    MEMBERS  MAX CONCURRENT  MAX FAILURES  APPROVAL  TARGETS\n")
+}
+
+func Test_fitNames(t *testing.T) {
+	t.Parallel()
+	names := []string{"eu-west-1", "eu-west-2", "us-east-1", "us-east-2"}
+	tests := []struct {
+		name  string
+		limit int
+		room  int
+		want  string
+	}{
+		{name: "no limit, no room limit", want: "eu-west-1, eu-west-2, us-east-1, us-east-2"},
+		{name: "limit", limit: 2, want: "eu-west-1, eu-west-2, ... 2 more"},
+		{name: "room cuts below the limit", limit: 3, room: 35, want: "eu-west-1, eu-west-2, ... 2 more"},
+		{name: "room for everything", room: 42, want: "eu-west-1, eu-west-2, us-east-1, us-east-2"},
+		{name: "no room still names one", room: 5, want: "eu-west-1, ... 3 more"},
+		{name: "no names", want: "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := names
+			if tt.want == "-" {
+				in = nil
+			}
+			require.Equal(t, tt.want, fitNames(in, tt.limit, tt.room))
+		})
+	}
 }
 
 func TestRenderPlanJSON(t *testing.T) {
@@ -82,7 +111,7 @@ func TestRender_writeErrors(t *testing.T) {
 	t.Parallel()
 	p := previewPlan(t)
 	d := Diff(p, p)
-	require.ErrorContains(t, RenderPlanTable(failingWriter{}, p, 3), "disk full")
+	require.ErrorContains(t, RenderPlanTable(failingWriter{}, p, TableOptions{MaxNames: 3}), "disk full")
 	require.ErrorContains(t, RenderPlanJSON(failingWriter{}, p), "disk full")
 	require.ErrorContains(t, RenderDiffTable(failingWriter{}, &d), "disk full")
 	require.ErrorContains(t, RenderDiffJSON(failingWriter{}, &d), "disk full")
