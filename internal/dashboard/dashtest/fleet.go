@@ -53,8 +53,11 @@ type Fleet struct {
 
 	fleetStage *fleetv1alpha1.FleetStage
 	rollout    *fleetv1alpha1.FleetRollout
-	stages     []*kargo.Stage
-	promotions []*kargo.Promotion
+	// rollback and rollbackPlan are set by Breach.
+	rollback     *fleetv1alpha1.FleetRollout
+	rollbackPlan *plan.WavePlan
+	stages       []*kargo.Stage
+	promotions   []*kargo.Promotion
 	// state is each target's state by ID: s, f, i or p.
 	state map[string]byte
 }
@@ -291,6 +294,7 @@ func (f *Fleet) Objects() []client.Object {
 				`{"repoURL":"ghcr.io/example/guestbook","tag":%q,"digest":"sha256:%s"}`, alias, []string{f.Good, f.Bad}[i])}},
 		})
 	}
+	objs = append(objs, f.breachObjects()...)
 	for _, s := range f.stages {
 		objs = append(objs, s.DeepCopy())
 	}
