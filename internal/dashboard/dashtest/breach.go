@@ -58,7 +58,7 @@ func (f *Fleet) Breach() {
 	}
 	started := metav1.NewTime(f.Now.Add(-20 * time.Second))
 	rb := &fleetv1alpha1.FleetRollout{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: Rollback,
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: Rollback,
 			Labels: map[string]string{fleetv1alpha1.FleetStageLabel: FleetStage}},
 		Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: FleetStage, Freight: fleetv1alpha1.FreightReference{Name: f.Good},
 			Direction: fleetv1alpha1.DirectionRollback, RollbackOf: Rollout, Intent: fleetv1alpha1.IntentRun,
@@ -91,7 +91,7 @@ func (f *Fleet) breachObjects() []client.Object {
 		panic(err)
 	}
 	return []client.Object{f.rollback.DeepCopy(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: fleetrollout.SnapshotName(Rollback)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: fleetrollout.SnapshotName(Rollback)},
 		BinaryData: map[string][]byte{plan.SnapshotKey: raw}}}
 }
 
