@@ -14,8 +14,8 @@ func newAbortCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobr
 		intent: fleetv1alpha1.IntentAbort,
 		from:   []fleetv1alpha1.RolloutIntent{fleetv1alpha1.IntentRun, fleetv1alpha1.IntentPause},
 		after: "Running target Promotions are aborted through Kargo (one inside a step's request finishes first) " +
-			"and no new one starts. " +
-			"To return moved targets to the last good Freight: kargo-fleet rollback %s -n %s",
+			"and no new one starts. To return moved targets to the last good Freight:\n" +
+			"  kargo-fleet rollback %s -n %s",
 		streams: streams,
 	}
 	return newIntentCommand(o, "Abort a fleet's rollouts: abort running target Promotions, start no new one",

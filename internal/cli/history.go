@@ -98,7 +98,7 @@ func (o *historyOptions) run(ctx context.Context) error {
 	case !o.output.text():
 		return o.output.printValue(o.streams.Out, h)
 	}
-	return report.RenderHistoryText(o.streams.Out, h)
+	return report.RenderHistoryText(newFitWriter(o.streams.Out), h)
 }
 
 // runTarget shows one target Stage's Freight history.
@@ -120,5 +120,5 @@ func (o *historyOptions) runTarget(ctx context.Context, c client.Client, fs *fle
 	case !o.output.text():
 		return o.output.printValue(o.streams.Out, th)
 	}
-	return report.RenderTargetHistoryText(o.streams.Out, th)
+	return report.RenderTargetHistoryText(newFitWriter(o.streams.Out), th)
 }

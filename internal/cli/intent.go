@@ -104,15 +104,16 @@ func (o *intentOptions) run(ctx context.Context) error {
 		if !o.output.text() {
 			return o.output.printObjects(o.streams.Out)
 		}
-		_, err := fmt.Fprintf(o.streams.Out, "FleetStage %s/%s has no unfinished FleetRollout: nothing to %s.\n",
+		_, err := fmt.Fprintf(newFitWriter(o.streams.Out), "FleetStage %s/%s has no unfinished FleetRollout: nothing to %s.\n",
 			fs.Namespace, fs.Name, o.verb)
 		return err
 	}
 	// In text mode each rollout gets a sentence; otherwise the rollouts at
 	// the asked intent are printed as objects.
 	text := io.Discard
+	out := newFitWriter(o.streams.Out)
 	if o.output.text() {
-		text = o.streams.Out
+		text = out
 	}
 	var atIntent []apiruntime.Object
 	actor := ""
@@ -152,7 +153,7 @@ func (o *intentOptions) run(ctx context.Context) error {
 		return o.output.printObjects(o.streams.Out, atIntent...)
 	}
 	if changed > 0 && o.after != "" && !o.dryRun {
-		_, err = fmt.Fprintf(o.streams.Out, o.after+"\n", fs.Name, fs.Namespace)
+		_, err = fmt.Fprintf(out, o.after+"\n", fs.Name, fs.Namespace)
 	}
 	return err
 }

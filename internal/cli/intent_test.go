@@ -50,7 +50,7 @@ func TestIntentCommands(t *testing.T) {
 			wantOut: []string{
 				"FleetRollout a (Forward to 9f8e7d6, Progressing): intent Run -> Pause\n",
 				"FleetRollout b (Forward to 9f8e7d6, WaitingForApproval): intent Run -> Pause\n",
-				"No new target Promotion starts; running ones finish. Resume with: kargo-fleet resume prod -n shop\n",
+				"No new target Promotion starts; running ones finish. Resume with:\n  kargo-fleet resume prod -n shop\n",
 			},
 		},
 		{
@@ -73,7 +73,7 @@ func TestIntentCommands(t *testing.T) {
 			rollouts:    []*fleetv1alpha1.FleetRollout{fwd("a", fleetv1alpha1.RolloutPaused, pause)},
 			wantIntents: map[string]fleetv1alpha1.RolloutIntent{"a": run},
 			wantOut: []string{"FleetRollout a (Forward to 9f8e7d6, Paused): intent Pause -> Run\n",
-				"Follow it with: kargo-fleet status prod -n shop --watch"},
+				"Follow it with:\n  kargo-fleet status prod -n shop --watch"},
 		},
 		{
 			name: "abort a paused and a running rollout",

@@ -13,8 +13,8 @@ func newPauseCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobr
 		verb:   "pause",
 		intent: fleetv1alpha1.IntentPause,
 		from:   []fleetv1alpha1.RolloutIntent{fleetv1alpha1.IntentRun},
-		after: "No new target Promotion starts; running ones finish. " +
-			"Resume with: kargo-fleet resume %s -n %s",
+		after: "No new target Promotion starts; running ones finish. Resume with:\n" +
+			"  kargo-fleet resume %s -n %s",
 		streams: streams,
 	}
 	return newIntentCommand(o, "Pause a fleet's rollouts: start no new target Promotion",

@@ -13,7 +13,7 @@ func newResumeCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cob
 		verb:    "resume",
 		intent:  fleetv1alpha1.IntentRun,
 		from:    []fleetv1alpha1.RolloutIntent{fleetv1alpha1.IntentPause},
-		after:   "The rollout goes on. Follow it with: kargo-fleet status %s -n %s --watch",
+		after:   "The rollout goes on. Follow it with:\n  kargo-fleet status %s -n %s --watch",
 		streams: streams,
 	}
 	return newIntentCommand(o, "Resume a paused fleet's rollouts",
