@@ -133,12 +133,13 @@ type TableOptions struct {
 func RenderPlanTable(w io.Writer, p *WavePlan, o TableOptions) error {
 	pv := NewPlanPreview(p)
 	ew := &errWriter{w: w}
-	ew.printf("Plan %s: %d candidates, %d selected, %d excluded, %d not selected, %d unassigned",
-		shortHash(pv.PlanHash), pv.Candidates, pv.Selected, pv.Excluded, pv.NotSelected, pv.Unassigned)
+	counts := []string{fmt.Sprintf("Plan %s: %d candidates", shortHash(pv.PlanHash), pv.Candidates),
+		fmt.Sprintf("%d selected", pv.Selected), fmt.Sprintf("%d excluded", pv.Excluded),
+		fmt.Sprintf("%d not selected", pv.NotSelected), fmt.Sprintf("%d unassigned", pv.Unassigned)}
 	if pv.FleetMaxFailures != nil {
-		ew.printf("; fleet maxFailures %d", *pv.FleetMaxFailures)
+		counts[len(counts)-1] += fmt.Sprintf("; fleet maxFailures %d", *pv.FleetMaxFailures)
 	}
-	ew.printf("\n\n")
+	ew.printf("%s\n\n", joinWithin(counts, ", ", "\n  ", o.Width))
 
 	// Without Wide a row fits 80 columns: the columns the wide form adds
 	// are the ones that are mostly defaults.
@@ -151,6 +152,9 @@ func RenderPlanTable(w io.Writer, p *WavePlan, o TableOptions) error {
 		return []string{row[0], row[1], row[3], row[4], row[8]}
 	}
 	rows := [][]string{keep(header)}
+	if !o.Wide {
+		rows[0][2] = "CONCURRENT"
+	}
 	for _, wave := range pv.Waves {
 		rows = append(rows, keep([]string{wave.Name, strconv.Itoa(wave.Members), capString(wave.Cap),
 			strconv.Itoa(wave.MaxConcurrent), strconv.Itoa(wave.MaxFailures), wave.ProgressDeadline, wave.UnhealthyGrace,
@@ -233,18 +237,47 @@ func targetIDs(ts []Target) []string {
 	return ids
 }
 
+// joinWithin joins parts with sep, starting a new line (with brk) before a
+// part that would take a line past width (0: no limit).
+func joinWithin(parts []string, sep, brk string, width int) string {
+	var b strings.Builder
+	col := 0
+	for i, p := range parts {
+		switch {
+		case i == 0:
+		case width > 0 && col+len(sep)+len(p) > width:
+			b.WriteString(strings.TrimRight(sep, " ") + brk)
+			col = len(brk) - 1
+		default:
+			b.WriteString(sep)
+			col += len(sep)
+		}
+		b.WriteString(p)
+		col += len(p)
+	}
+	return b.String()
+}
+
 // fitNames abbreviates names to at most limit of them (0: all) and, when
-// room is positive, to as few as fit in room characters (at least one).
+// room is positive, to as few as fit in room characters; when not even one
+// fits with its "... N more", to "first +N", else to "N targets".
 func fitNames(names []string, limit, room int) string {
+	if len(names) == 0 {
+		return abbreviate(names, limit)
+	}
 	if limit <= 0 || limit > len(names) {
 		limit = len(names)
 	}
-	for n := limit; n > 1; n-- {
+	for n := limit; n > 0; n-- {
 		if s := abbreviate(names, n); room <= 0 || len(s) <= room {
 			return s
 		}
 	}
-	return abbreviate(names, 1)
+	// Not even one name and how many more fit: a shorter form.
+	if s := fmt.Sprintf("%s +%d", names[0], len(names)-1); len(s) <= room {
+		return s
+	}
+	return fmt.Sprintf("%d targets", len(names))
 }
 
 // abbreviate joins the first max names and says how many more there are.

@@ -300,7 +300,11 @@ func (t *textWriter) waves(ws []fleetv1alpha1.WaveProgress) {
 			totalWidth, w.Total, t.phase(padRight(phase, phaseWidth))) + details[i]
 		t.printf("%s\n", strings.TrimRight(line, " "))
 		if w.Waiting != "" {
-			t.printf("  %s %s\n", strings.Repeat(" ", nameWidth), t.paint(colorCyan, "waiting: "+w.Waiting))
+			waiting := w.Waiting
+			if !strings.HasPrefix(waiting, "waiting") {
+				waiting = "waiting: " + waiting
+			}
+			t.printf("  %s %s\n", strings.Repeat(" ", nameWidth), t.paint(colorCyan, waiting))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"strings"
 	"unicode/utf8"
 )
@@ -133,10 +134,11 @@ func continuationIndent(line string, width int) int {
 
 // breakAt returns the byte index of the space to break line at so that
 // what comes before it fits width, or -1 when no space past the line's
-// indentation does. A space after a comma is preferred when it leaves the
-// first part at least half the width.
+// indentation does. When it leaves the first part at least half the width,
+// a space after a comma outside parentheses is preferred, then any space
+// outside them.
 func breakAt(line string, width, lead int) int {
-	last, lastComma, col := -1, -1, 0
+	last, lastOuter, lastComma, col, depth := -1, -1, -1, 0, 0
 	for i := 0; i < len(line); {
 		if line[i] == '\x1b' {
 			if end := strings.IndexByte(line[i:], 'm'); end >= 0 {
@@ -147,20 +149,29 @@ func breakAt(line string, width, lead int) int {
 		if col > width {
 			break
 		}
-		if line[i] == ' ' && i > lead {
-			last = i
-			if i > 0 && line[i-1] == ',' && col >= width/2 {
-				lastComma = i
+		switch line[i] {
+		case '(':
+			depth++
+		case ')':
+			depth = max(depth-1, 0)
+		case ' ':
+			if i > lead {
+				last = i
+				// Parentheses are kept together where they can be, and a
+				// comma inside them does not end a phrase.
+				if depth == 0 && col >= width/2 {
+					lastOuter = i
+					if line[i-1] == ',' {
+						lastComma = i
+					}
+				}
 			}
 		}
 		_, size := utf8.DecodeRuneInString(line[i:])
 		i += size
 		col++
 	}
-	if lastComma >= 0 {
-		return lastComma
-	}
-	return last
+	return cmp.Or(lastComma+1, lastOuter+1, last+1) - 1
 }
 
 // visibleLen counts the columns s takes on a terminal: its runes, less the
