@@ -47,7 +47,7 @@ func TestFleetAttention(t *testing.T) {
 		{
 			name: "right after a breach the rollback is current: the breach still says why", current: "prod-1-rb",
 			rollouts: []fleetv1alpha1.FleetRollout{halted, rollback},
-			want: Attention{AttentionFailed, `prod-1 halted and is being rolled back: wave "canary" breached its failure threshold`},
+			want:     Attention{AttentionFailed, `prod-1 halted and is being rolled back: wave "canary" breached its failure threshold`},
 		},
 		{
 			name: "waiting for approval", current: "prod-3", drift: 2,

@@ -68,7 +68,7 @@ func Test_fitNames(t *testing.T) {
 		{name: "limit", limit: 2, want: "eu-west-1, eu-west-2, ... 2 more"},
 		{name: "room cuts below the limit", limit: 3, room: 35, want: "eu-west-1, eu-west-2, ... 2 more"},
 		{name: "room for everything", room: 42, want: "eu-west-1, eu-west-2, us-east-1, us-east-2"},
-		{name: "room for one name and its count", room: 20, want: "eu-west-1, ... 3 more"},
+		{name: "room for one name and its count", room: 21, want: "eu-west-1, ... 3 more"},
 		{name: "room for the short form", room: 15, want: "eu-west-1 +3"},
 		{name: "no room for a name", room: 5, want: "4 targets"},
 		{name: "no names", want: "-"},
