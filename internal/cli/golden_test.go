@@ -92,6 +92,18 @@ func planFleet() []client.Object {
 	return []client.Object{fs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}}
 }
 
+// targetStage is the target Stage of target id of shop/prod, running
+// freightName.
+func targetStage(id, wave, freightName string) *kargo.Stage {
+	st := &kargo.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "prod-" + id, Labels: map[string]string{
+		fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget,
+		fleetv1alpha1.WaveLabel: wave, fleetv1alpha1.TargetLabel: plan.TargetID(id)},
+		Annotations: map[string]string{fleetv1alpha1.TargetNameAnnotation: id}}}
+	st.Status.FreightHistory = []kargo.FreightCollection{{ID: "1",
+		Items: map[string]kargo.FreightReference{"Warehouse/app": {Name: freightName}}}}
+	return st
+}
+
 // planFile is a changed version of planFleet's FleetStage: an Asia wave
 // before canary, and a stricter general wave.
 const planFile = `apiVersion: fleet.kargo-fleet.io/v1alpha1
@@ -123,17 +135,9 @@ spec:
 
 func TestGolden(t *testing.T) {
 	t.Parallel()
-	stage := func(id, wave, freightName string) *kargo.Stage {
-		st := &kargo.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "prod-" + id, Labels: map[string]string{
-			fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget,
-			fleetv1alpha1.WaveLabel: wave, fleetv1alpha1.TargetLabel: plan.TargetID(id)},
-			Annotations: map[string]string{fleetv1alpha1.TargetNameAnnotation: id}}}
-		st.Status.FreightHistory = []kargo.FreightCollection{{ID: "1",
-			Items: map[string]kargo.FreightReference{"Warehouse/app": {Name: freightName}}}}
-		return st
-	}
-	withStages := append(planFleet(), stage("us-east-1-01", "pilot", badFreight), stage("eu-west-1-01", "canary", goodFreight),
-		stage("ap-south-1-01", "general", goodFreight), freight(goodFreight, "v1.4.0"), freight(badFreight, "v1.5.0"))
+	withStages := append(planFleet(), targetStage("us-east-1-01", "pilot", badFreight),
+		targetStage("eu-west-1-01", "canary", goodFreight), targetStage("ap-south-1-01", "general", goodFreight),
+		freight(goodFreight, "v1.4.0"), freight(badFreight, "v1.5.0"))
 	withRollouts := append(planFleet()[:1:1], rollout("prod-a", fleetv1alpha1.DirectionForward, badFreight,
 		fleetv1alpha1.RolloutProgressing, fleetv1alpha1.IntentRun, time.Minute))
 	status := func(s genericiooptions.IOStreams, k kubeOptions) *cobra.Command {

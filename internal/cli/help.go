@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/mitchellh/go-wordwrap"
@@ -14,17 +15,27 @@ import (
 // columns, so no help line wraps in the middle of a word.
 const helpWidth = 80
 
-// connectionFlagAnnotation marks the flags kubectl's ConfigFlags add, which
-// help lists apart from the verb's own.
-const connectionFlagAnnotation = "kargo-fleet.io/connection-flag"
+// helpGroupAnnotation names the section of help a flag is listed in, apart
+// from the verb's own flags.
+const helpGroupAnnotation = "kargo-fleet.io/help-group"
 
-// annotateConnectionFlags marks every flag of fs as a connection flag.
-func annotateConnectionFlags(fs *pflag.FlagSet) {
+// Help sections besides the verb's own flags, in the order help lists them.
+const (
+	outputFlags     = "Output flags"
+	connectionFlags = "Connection flags (kubectl's)"
+)
+
+// groupFlags lists the named flags of fs (all of them when none is named)
+// in the given help section.
+func groupFlags(fs *pflag.FlagSet, section string, names ...string) {
 	fs.VisitAll(func(f *pflag.Flag) {
+		if len(names) > 0 && !slices.Contains(names, f.Name) {
+			return
+		}
 		if f.Annotations == nil {
 			f.Annotations = map[string][]string{}
 		}
-		f.Annotations[connectionFlagAnnotation] = []string{"true"}
+		f.Annotations[helpGroupAnnotation] = []string{section}
 	})
 }
 
@@ -66,13 +77,15 @@ func writeUsage(c *cobra.Command) error {
 			}
 		}
 	}
-	own, connection := pflag.NewFlagSet("own", pflag.ContinueOnError), pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	own := pflag.NewFlagSet("own", pflag.ContinueOnError)
+	groups := map[string]*pflag.FlagSet{outputFlags: pflag.NewFlagSet(outputFlags, pflag.ContinueOnError),
+		connectionFlags: pflag.NewFlagSet(connectionFlags, pflag.ContinueOnError)}
 	c.LocalFlags().VisitAll(func(f *pflag.Flag) {
 		if f.Hidden {
 			return
 		}
-		if _, ok := f.Annotations[connectionFlagAnnotation]; ok {
-			connection.AddFlag(f)
+		if g := f.Annotations[helpGroupAnnotation]; len(g) == 1 && groups[g[0]] != nil {
+			groups[g[0]].AddFlag(f)
 			return
 		}
 		own.AddFlag(f)
@@ -80,7 +93,8 @@ func writeUsage(c *cobra.Command) error {
 	for _, section := range []struct {
 		title string
 		flags *pflag.FlagSet
-	}{{"Flags", own}, {"Connection flags (kubectl's)", connection}, {"Global Flags", c.InheritedFlags()}} {
+	}{{"Flags", own}, {outputFlags, groups[outputFlags]}, {connectionFlags, groups[connectionFlags]},
+		{"Global Flags", c.InheritedFlags()}} {
 		if section.flags.HasAvailableFlags() {
 			fmt.Fprintf(&b, "\n\n%s:\n%s", section.title, strings.TrimRight(section.flags.FlagUsagesWrapped(helpWidth), " \n"))
 		}

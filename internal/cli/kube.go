@@ -49,7 +49,7 @@ func (k *kubeOptions) addFlags(f *pflag.FlagSet, streams genericiooptions.IOStre
 	conn := pflag.NewFlagSet("connection", pflag.ContinueOnError)
 	k.flags.AddFlags(conn)
 	conn.Lookup("namespace").Usage = "Kargo Project (namespace) of the FleetStage (default: the context's namespace)."
-	annotateConnectionFlags(conn)
+	groupFlags(conn, connectionFlags)
 	f.AddFlagSet(conn)
 }
 

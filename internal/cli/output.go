@@ -50,6 +50,7 @@ func newOutputOptions(wide, names bool) *outputOptions {
 
 func (o *outputOptions) addFlags(cmd *cobra.Command) {
 	o.flags.AddFlags(cmd)
+	groupFlags(cmd.Flags(), outputFlags, "output", "template", "allow-missing-template-keys", "show-managed-fields")
 	formats := o.formats()
 	cmd.Flags().Lookup("output").Usage = "Output format: text for people when not given, else one of " +
 		strings.Join(formats, ", ") + "."

@@ -43,7 +43,7 @@ type planOptions struct {
 func newPlanCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra.Command {
 	o := &planOptions{kube: kube, output: newOutputOptions(true, false), streams: streams, width: terminalWidth(streams.Out)}
 	cmd := &cobra.Command{
-		Use:   "plan [FLEETSTAGE | -f FLEETSTAGE.yaml [--local [--targets TARGETS.yaml] [--diff-against OTHER.yaml]]]",
+		Use:   "plan [FLEETSTAGE | -f FLEETSTAGE.yaml [--local]]",
 		Short: "Show a FleetStage's waves, or what a changed FleetStage file would move",
 		Long: "Plans a FleetStage's waves with the planner the controller uses, over the targets its inventory " +
 			"sources list in the cluster now: which targets are selected, excluded or unassigned, which wave each " +
@@ -61,7 +61,8 @@ func newPlanCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra
 		Example: "  kargo-fleet plan prod -n shop\n" +
 			"  kargo-fleet plan -f prod.yaml -n shop\n" +
 			"  kargo-fleet plan -f examples/fleetstage/edge-inline.yaml --local\n" +
-			"  kargo-fleet plan -f prod-new.yaml --local --targets clusters.yaml --diff-against prod.yaml -o json",
+			"  kargo-fleet plan -f prod-new.yaml --local --targets clusters.yaml \\\n" +
+			"    --diff-against prod.yaml -o json",
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeFleetStages(&o.kube),
 		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),

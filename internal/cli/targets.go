@@ -42,7 +42,9 @@ func newTargetsCommand(streams genericiooptions.IOStreams, kube kubeOptions) *co
 			"left out when the Project has only one.",
 		Example: "  kargo-fleet targets prod -n shop\n" +
 			"  kargo-fleet targets prod -n shop -l region=eu-west-1 --wave canary -o wide\n" +
-			"  kargo-fleet targets prod -n shop -o json | jq -r '.targets[] | [.name, .authorizedStage] | @tsv'",
+			"  kargo-fleet targets prod -n shop -o json |\n" +
+			"    jq -r '.targets[] | [.name, .authorizedStage] | @tsv'\n" +
+			"  kargo-fleet targets prod -n shop -o name --wave canary",
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeFleetStages(&o.kube),
 		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
