@@ -105,7 +105,7 @@ func targetStage(id, wave, freightName string) *kargo.Stage {
 }
 
 // planFile is a changed version of planFleet's FleetStage: an Asia wave
-// before canary, and a stricter general wave.
+// before canary, and a general wave allowing one failure.
 const planFile = `apiVersion: fleet.kargo-fleet.io/v1alpha1
 kind: FleetStage
 metadata: {name: prod, namespace: shop}
@@ -117,9 +117,16 @@ spec:
       inline:
       - {name: ap-south-1-01, labels: {region: ap-south-1, tier: standard}}
       - {name: ap-south-1-02, labels: {region: ap-south-1, tier: standard}}
+      - {name: ap-south-1-03, labels: {region: ap-south-1, tier: standard}}
+      - {name: eu-central-1-01, labels: {region: eu-central-1, tier: standard}}
+      - {name: eu-central-1-02, labels: {region: eu-central-1, tier: standard}}
+      - {name: eu-central-1-03, labels: {region: eu-central-1, tier: standard}}
       - {name: eu-west-1-01, labels: {region: eu-west-1, tier: standard}}
+      - {name: eu-west-1-02, labels: {region: eu-west-1, tier: standard}}
+      - {name: eu-west-1-03, labels: {region: eu-west-1, tier: standard}}
       - {name: us-east-1-01, labels: {region: us-east-1, tier: pilot}}
       - {name: us-east-1-02, labels: {region: us-east-1, tier: standard}}
+      - {name: us-east-1-03, labels: {region: us-east-1, tier: standard}}
   waves:
   - name: pilot
     selector: {matchLabels: {tier: pilot}}
@@ -129,7 +136,7 @@ spec:
     count: 25%
     maxFailures: 1
   - name: general
-    maxFailures: 0
+    maxFailures: 1
     approval: Required
 `
 
