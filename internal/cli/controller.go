@@ -91,8 +91,8 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 			`Default: the Argo CD namespace "argocd" and the FleetStage's own namespace. `+
 			"Pass an empty value to allow only the FleetStage's own namespace.")
 	f.StringVar(&o.controllerUser, "controller-username", "",
-		"Kubernetes user name of this controller, whose FleetRollout requests the webhook trusts (default: "+
-			"system:serviceaccount:$POD_NAMESPACE:$SERVICE_ACCOUNT_NAME, falling back to kargo-fleet for either).")
+		"Kubernetes user name of this controller, whose FleetRollout requests the webhook trusts (default: its "+
+			"ServiceAccount's, from $POD_NAMESPACE and $SERVICE_ACCOUNT_NAME, each kargo-fleet when unset).")
 	f.Float32Var(&o.qps, "kube-api-qps", 100, "Sustained requests per second to the apiserver: expanding a fleet writes one Stage per target.")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the apiserver.")
 	addGoFlags(cmd, o.zap.BindFlags)

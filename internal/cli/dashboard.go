@@ -3,13 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -27,11 +27,11 @@ type dashboardOptions struct {
 	address  string
 	kargoURL string
 
-	out io.Writer
+	streams genericiooptions.IOStreams
 }
 
-func newDashboardCommand(out io.Writer, kube kubeOptions) *cobra.Command {
-	o := &dashboardOptions{kube: kube, out: out}
+func newDashboardCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra.Command {
+	o := &dashboardOptions{kube: kube, streams: streams}
 	cmd := &cobra.Command{
 		Use:   "dashboard",
 		Short: "Serve a read-only live web view of fleets on this machine",
@@ -54,7 +54,7 @@ func newDashboardCommand(out io.Writer, kube kubeOptions) *cobra.Command {
 }
 
 func (o *dashboardOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags())
+	o.kube.addFlags(cmd.Flags(), o.streams)
 	f := cmd.Flags()
 	f.Lookup("namespace").Usage = "Show only this Kargo Project (default: every namespace with a FleetStage you may list)."
 	f.StringVar(&o.address, "address", defaultDashboardAddress, "Address to serve the dashboard on.")
@@ -79,14 +79,14 @@ func (o *dashboardOptions) run(ctx context.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	ctrl.SetLogger(zap.New(zap.WriteTo(o.streams.ErrOut)))
 	cfg, _, err := o.kube.restConfig()
 	if err != nil {
 		return err
 	}
 	var namespaces []string
-	if o.kube.namespace != "" {
-		namespaces = []string{o.kube.namespace}
+	if ns := o.kube.namespaceFlag(); ns != "" {
+		namespaces = []string{ns}
 	}
 	srv, err := dashboard.New(ctx, dashboard.Options{Config: cfg, Scheme: cliScheme(), Namespaces: namespaces,
 		KargoURL: o.kargoURL, Log: ctrl.Log.WithName("dashboard")})
@@ -101,6 +101,6 @@ func (o *dashboardOptions) run(ctx context.Context) error {
 	if len(namespaces) == 1 {
 		url = dashboard.URL(ln) + link.ProjectPath(namespaces[0])
 	}
-	fmt.Fprintf(o.out, "kargo-fleet dashboard (read-only) at %s\nPress Ctrl-C to stop it.\n", url)
+	fmt.Fprintf(o.streams.Out, "kargo-fleet dashboard (read-only) at %s\nPress Ctrl-C to stop it.\n", url)
 	return srv.Serve(ctx, ln)
 }

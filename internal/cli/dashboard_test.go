@@ -23,7 +23,7 @@ func TestDashboardCommand_validate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
-			_, err := execute(newDashboardCommand(&out, kubeOptions{}), &out, tt.args...)
+			_, err := execute(newDashboardCommand(testStreams(&out), kubeOptions{}), &out, tt.args...)
 			require.EqualError(t, err, tt.wantErr)
 		})
 	}

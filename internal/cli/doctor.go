@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/doctor"
@@ -18,14 +18,14 @@ type doctorOptions struct {
 	fleetStage          string
 	release             string
 	controllerNamespace string
-	output              string
+	output              *outputOptions
 
-	out   io.Writer
-	clock clock.PassiveClock
+	streams genericiooptions.IOStreams
+	clock   clock.PassiveClock
 }
 
-func newDoctorCommand(out io.Writer, kube kubeOptions, clk clock.PassiveClock) *cobra.Command {
-	o := &doctorOptions{kube: kube, out: out, clock: clk}
+func newDoctorCommand(streams genericiooptions.IOStreams, kube kubeOptions, clk clock.PassiveClock) *cobra.Command {
+	o := &doctorOptions{kube: kube, output: newOutputOptions(false, false), streams: streams, clock: clk}
 	cmd := &cobra.Command{
 		Use:   "doctor [FLEETSTAGE]",
 		Short: "Check that Kargo and kargo-fleet are ready for a rollout",
@@ -40,30 +40,26 @@ func newDoctorCommand(out io.Writer, kube kubeOptions, clk clock.PassiveClock) *
 			"change window and that every wave can halt. Exits non-zero when a check fails.",
 		Example: "  kargo-fleet doctor\n  kargo-fleet doctor --release fleet --controller-namespace platform\n" +
 			"  kargo-fleet doctor prod -n shop\n  kubectl fleet doctor prod -n shop -o json",
-		Args: cobra.MaximumNArgs(1),
-		RunE: fleetStageRunE(&o.fleetStage, o.validate, o.run),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeFleetStages(&o.kube),
+		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
 	o.addFlags(cmd)
 	return cmd
 }
 
 func (o *doctorOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags())
+	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.output.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.release, "release", "",
 		"Helm release of kargo-fleet to check (its objects' app.kubernetes.io/instance label); default: the only one installed.")
 	f.StringVar(&o.controllerNamespace, "controller-namespace", "",
 		"Namespace kargo-fleet is installed in; default: found from its Deployment (else "+doctor.DefaultControllerNamespace+").")
-	f.StringVarP(&o.output, "output", "o", outputText, "Output format: text or json.")
 }
 
 func (o *doctorOptions) validate() error {
-	switch o.output {
-	case outputText, outputJSON:
-	default:
-		return fmt.Errorf("--output %q: use text or json", o.output)
-	}
-	return nil
+	return o.output.validate()
 }
 
 // run prints the report and fails when a check failed, so scripts can gate
@@ -88,15 +84,15 @@ func (o *doctorOptions) run(ctx context.Context) error {
 	}
 	r := doctor.NewReport(results)
 	var buf bytes.Buffer
-	if o.output == outputJSON {
-		err = doctor.RenderJSON(&buf, r)
+	if !o.output.text() {
+		err = o.output.printValue(&buf, r)
 	} else {
 		err = doctor.RenderText(&buf, r)
 	}
 	if err != nil {
 		return err
 	}
-	if _, err := o.out.Write(buf.Bytes()); err != nil {
+	if _, err := o.streams.Out.Write(buf.Bytes()); err != nil {
 		return err
 	}
 	if r.Failed > 0 {

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -51,6 +54,11 @@ func newFakeClient(user string, objs ...client.Object) client.Client {
 			},
 		}).
 		Build()
+}
+
+// testStreams returns streams reading nothing and writing to out.
+func testStreams(out io.Writer) genericiooptions.IOStreams {
+	return genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}
 }
 
 // execute runs cmd with args and returns its output and error.

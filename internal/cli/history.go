@@ -3,9 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -20,13 +21,13 @@ type historyOptions struct {
 	kube       kubeOptions
 	fleetStage string
 	target     string
-	output     string
+	output     *outputOptions
 
-	out io.Writer
+	streams genericiooptions.IOStreams
 }
 
-func newHistoryCommand(out io.Writer, kube kubeOptions) *cobra.Command {
-	o := &historyOptions{kube: kube, out: out}
+func newHistoryCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra.Command {
+	o := &historyOptions{kube: kube, output: newOutputOptions(false, true), streams: streams}
 	cmd := &cobra.Command{
 		Use:   "history [FLEETSTAGE]",
 		Short: "List a fleet's rollouts and rollbacks, or one target's Freight history",
@@ -34,30 +35,27 @@ func newHistoryCommand(out io.Writer, kube kubeOptions) *cobra.Command {
 			"it took, its result, each wave's outcome (with the time Kargo recorded the Freight approved for the " +
 			"wave, if it was: Kargo records no approver), the threshold breach and who last paused, resumed or " +
 			"aborted it. Rollouts the history limit deleted come from the summaries the FleetStage keeps. " +
-			"--target shows one target Stage's Freight history as Kargo records it.",
+			"--target shows one target Stage's Freight history as Kargo records it. -o name prints the " +
+			"FleetRollouts that still exist (or, with --target, the target Stage).",
 		Example: "  kargo-fleet history prod -n shop\n" +
 			"  kargo-fleet history prod -n shop -o json\n" +
 			"  kargo-fleet history prod -n shop --target eu-west-1-003",
-		Args: cobra.MaximumNArgs(1),
-		RunE: fleetStageRunE(&o.fleetStage, o.validate, o.run),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeFleetStages(&o.kube),
+		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
 	o.addFlags(cmd)
 	return cmd
 }
 
 func (o *historyOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags())
-	f := cmd.Flags()
-	f.StringVar(&o.target, "target", "", "Show this target's Freight history instead.")
-	f.StringVarP(&o.output, "output", "o", outputText, "Output format: text or json.")
+	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.output.addFlags(cmd)
+	cmd.Flags().StringVar(&o.target, "target", "", "Show this target's Freight history instead.")
 }
 
 func (o *historyOptions) validate() error {
-	switch o.output {
-	case outputText, outputJSON:
-		return nil
-	}
-	return fmt.Errorf("--output %q: use text or json", o.output)
+	return o.output.validate()
 }
 
 func (o *historyOptions) run(ctx context.Context) error {
@@ -90,10 +88,17 @@ func (o *historyOptions) run(ctx context.Context) error {
 		in.Rollouts = append(in.Rollouts, *ro)
 	}
 	h := report.BuildHistory(in)
-	if o.output == outputJSON {
-		return report.RenderHistoryJSON(o.out, h)
+	switch {
+	case o.output.names():
+		objs := make([]apiruntime.Object, 0, len(rollouts))
+		for _, ro := range rollouts {
+			objs = append(objs, ro)
+		}
+		return o.output.printObjects(o.streams.Out, objs...)
+	case !o.output.text():
+		return o.output.printValue(o.streams.Out, h)
 	}
-	return report.RenderHistoryText(o.out, h)
+	return report.RenderHistoryText(newFitWriter(o.streams.Out), h)
 }
 
 // runTarget shows one target Stage's Freight history.
@@ -109,8 +114,11 @@ func (o *historyOptions) runTarget(ctx context.Context, c client.Client, fs *fle
 		return fmt.Errorf("--target %q: FleetStage %q has no such target", o.target, fs.Name)
 	}
 	th := report.BuildTargetHistory(&stages.Items[0], aliases)
-	if o.output == outputJSON {
-		return report.RenderHistoryJSON(o.out, th)
+	switch {
+	case o.output.names():
+		return o.output.printObjects(o.streams.Out, &stages.Items[0])
+	case !o.output.text():
+		return o.output.printValue(o.streams.Out, th)
 	}
-	return report.RenderTargetHistoryText(o.out, th)
+	return report.RenderTargetHistoryText(newFitWriter(o.streams.Out), th)
 }

@@ -114,9 +114,9 @@ func TestHistoryCommand(t *testing.T) {
 		},
 		{
 			name: "bad output",
-			args: []string{"-o", "yaml"},
+			args: []string{"-o", "wide"},
 			assertions: func(t *testing.T, _ string, err error) {
-				require.EqualError(t, err, `--output "yaml": use text or json`)
+				require.ErrorContains(t, err, `--output wide: this command has no wide form; use one of json, yaml`)
 			},
 		},
 	}
@@ -125,7 +125,7 @@ func TestHistoryCommand(t *testing.T) {
 			t.Parallel()
 			c := newFakeClient("", historyFleet()...)
 			var out bytes.Buffer
-			got, err := execute(newHistoryCommand(&out, kubeOptions{client: c}), &out, tt.args...)
+			got, err := execute(newHistoryCommand(testStreams(&out), kubeOptions{client: c}), &out, tt.args...)
 			tt.assertions(t, got, err)
 		})
 	}

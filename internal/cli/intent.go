@@ -9,7 +9,9 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -23,6 +25,7 @@ type intentOptions struct {
 	fleetStage string
 	rollout    string
 	dryRun     bool
+	output     *outputOptions
 
 	// verb is the command's name; intent is what it sets; from says which
 	// intents it changes (others are reported and left alone).
@@ -36,35 +39,44 @@ type intentOptions struct {
 	// rollouts does not stop it.
 	spareRollbacks bool
 
-	out io.Writer
+	streams genericiooptions.IOStreams
 }
+
+// intentOutputHelp is what -o does for the intent verbs.
+const intentOutputHelp = "\n\n-o name, json, yaml or a template prints the FleetRollouts whose intent is now (or, with " +
+	"--dry-run, would be) the one asked for, instead of the sentences."
 
 // newIntentCommand returns the cobra command of one intent verb.
 func newIntentCommand(o *intentOptions, short, long string) *cobra.Command {
+	o.output = newOutputOptions(false, true)
 	cmd := &cobra.Command{
-		Use:     o.verb + " [FLEETSTAGE]",
-		Short:   short,
-		Long:    long,
-		Example: fmt.Sprintf("  kargo-fleet %[1]s prod -n shop\n  kubectl fleet %[1]s prod -n shop --rollout prod-1a2b3c4d5e", o.verb),
-		Args:    cobra.MaximumNArgs(1),
-		RunE:    fleetStageRunE(&o.fleetStage, o.validate, o.run),
+		Use:   o.verb + " [FLEETSTAGE]",
+		Short: short,
+		Long:  long + intentOutputHelp,
+		Example: fmt.Sprintf("  kargo-fleet %[1]s prod -n shop\n  kubectl fleet %[1]s prod -n shop --rollout prod-1a2b3c4d5e\n"+
+			"  kargo-fleet %[1]s prod -n shop -o name", o.verb),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeFleetStages(&o.kube),
+		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
 	o.addFlags(cmd)
 	return cmd
 }
 
 func (o *intentOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags())
+	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.output.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.rollout, "rollout", "", "Only this FleetRollout (default: every unfinished FleetRollout of the FleetStage).")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Say what would change without changing it.")
+	_ = cmd.RegisterFlagCompletionFunc("rollout", completeRollouts(&o.kube, unfinished))
 }
 
 func (o *intentOptions) validate() error {
 	if o.intent == "" || len(o.from) == 0 {
 		return fmt.Errorf("%s: no intent configured", o.verb)
 	}
-	return nil
+	return o.output.validate()
 }
 
 func (o *intentOptions) run(ctx context.Context) error {
@@ -93,10 +105,21 @@ func (o *intentOptions) run(ctx context.Context) error {
 		if o.rollout != "" {
 			return o.explainNoRollout(all, fs)
 		}
-		_, err := fmt.Fprintf(o.out, "FleetStage %s/%s has no unfinished FleetRollout: nothing to %s.\n",
+		if !o.output.text() {
+			return o.output.printObjects(o.streams.Out)
+		}
+		_, err := fmt.Fprintf(newFitWriter(o.streams.Out), "FleetStage %s/%s has no unfinished FleetRollout: nothing to %s.\n",
 			fs.Namespace, fs.Name, o.verb)
 		return err
 	}
+	// In text mode each rollout gets a sentence; otherwise the rollouts at
+	// the asked intent are printed as objects.
+	text := io.Discard
+	out := newFitWriter(o.streams.Out)
+	if o.output.text() {
+		text = out
+	}
+	var atIntent []apiruntime.Object
 	actor := ""
 	if !o.dryRun {
 		actor = whoAmI(ctx, c)
@@ -106,34 +129,39 @@ func (o *intentOptions) run(ctx context.Context) error {
 		current := cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun)
 		switch {
 		case o.spareRollbacks && o.rollout == "" && ro.Spec.Direction == fleetv1alpha1.DirectionRollback:
-			_, err = fmt.Fprintf(o.out, "FleetRollout %s (%s): left as it is: it returns the fleet to its last good Freight; "+
+			_, err = fmt.Fprintf(text, "FleetRollout %s (%s): left as it is: it returns the fleet to its last good Freight; "+
 				"to %s it anyway: kargo-fleet %s %s -n %s --rollout %s\n", ro.Name, describeRollout(ro), o.verb, o.verb,
 				fs.Name, fs.Namespace, ro.Name)
 		case current == o.intent:
-			_, err = fmt.Fprintf(o.out, "FleetRollout %s (%s): intent already %s\n", ro.Name, describeRollout(ro), o.intent)
+			atIntent = append(atIntent, ro)
+			_, err = fmt.Fprintf(text, "FleetRollout %s (%s): intent already %s\n", ro.Name, describeRollout(ro), o.intent)
 		case !slices.Contains(o.from, current):
-			_, err = fmt.Fprintf(o.out, "FleetRollout %s (%s): intent %s left as it is: %s cannot follow it\n",
+			_, err = fmt.Fprintf(text, "FleetRollout %s (%s): intent %s left as it is: %s cannot follow it\n",
 				ro.Name, describeRollout(ro), current, o.verb)
 		default:
-			if !o.dryRun {
-				if err := setIntent(ctx, c, ro, o.intent, actor); err != nil {
-					return err
-				}
+			if o.dryRun {
+				ro.Spec.Intent = o.intent
+			} else if err := setIntent(ctx, c, ro, o.intent, actor); err != nil {
+				return err
 			}
+			atIntent = append(atIntent, ro)
 			changed++
 			suffix := ""
 			if o.dryRun {
 				suffix = " (dry run)"
 			}
-			_, err = fmt.Fprintf(o.out, "FleetRollout %s (%s): intent %s -> %s%s\n", ro.Name, describeRollout(ro),
+			_, err = fmt.Fprintf(text, "FleetRollout %s (%s): intent %s -> %s%s\n", ro.Name, describeRollout(ro),
 				current, o.intent, suffix)
 		}
 		if err != nil {
 			return err
 		}
 	}
+	if !o.output.text() {
+		return o.output.printObjects(o.streams.Out, atIntent...)
+	}
 	if changed > 0 && o.after != "" && !o.dryRun {
-		_, err = fmt.Fprintf(o.out, o.after+"\n", fs.Name, fs.Namespace)
+		_, err = fmt.Fprintf(out, o.after+"\n", fs.Name, fs.Namespace)
 	}
 	return err
 }

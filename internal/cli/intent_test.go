@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -27,7 +27,7 @@ func TestIntentCommands(t *testing.T) {
 	fwd := func(name string, phase fleetv1alpha1.RolloutPhase, intent fleetv1alpha1.RolloutIntent) *fleetv1alpha1.FleetRollout {
 		return rollout(name, fleetv1alpha1.DirectionForward, badFreight, phase, intent, time.Minute)
 	}
-	newCmd := map[string]func(io.Writer, kubeOptions) *cobra.Command{
+	newCmd := map[string]func(genericiooptions.IOStreams, kubeOptions) *cobra.Command{
 		"pause": newPauseCommand, "resume": newResumeCommand, "abort": newAbortCommand,
 	}
 	tests := []struct {
@@ -50,7 +50,7 @@ func TestIntentCommands(t *testing.T) {
 			wantOut: []string{
 				"FleetRollout a (Forward to 9f8e7d6, Progressing): intent Run -> Pause\n",
 				"FleetRollout b (Forward to 9f8e7d6, WaitingForApproval): intent Run -> Pause\n",
-				"No new target Promotion starts; running ones finish. Resume with: kargo-fleet resume prod -n shop\n",
+				"No new target Promotion starts; running ones finish. Resume with:\n  kargo-fleet resume prod -n shop\n",
 			},
 		},
 		{
@@ -73,7 +73,7 @@ func TestIntentCommands(t *testing.T) {
 			rollouts:    []*fleetv1alpha1.FleetRollout{fwd("a", fleetv1alpha1.RolloutPaused, pause)},
 			wantIntents: map[string]fleetv1alpha1.RolloutIntent{"a": run},
 			wantOut: []string{"FleetRollout a (Forward to 9f8e7d6, Paused): intent Pause -> Run\n",
-				"Follow it with: kargo-fleet status prod -n shop --watch"},
+				"Follow it with:\n  kargo-fleet status prod -n shop --watch"},
 		},
 		{
 			name: "abort a paused and a running rollout",
@@ -149,7 +149,7 @@ func TestIntentCommands(t *testing.T) {
 			}
 			c := newFakeClient("", objs...)
 			var out bytes.Buffer
-			got, err := execute(newCmd[tt.verb](&out, kubeOptions{client: c}), &out, append([]string{"prod", "-n", "shop"}, tt.args...)...)
+			got, err := execute(newCmd[tt.verb](testStreams(&out), kubeOptions{client: c}), &out, append([]string{"prod", "-n", "shop"}, tt.args...)...)
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 			} else {
@@ -175,7 +175,7 @@ func TestIntentCommands_patchError(t *testing.T) {
 		},
 	})
 	var out bytes.Buffer
-	_, err := execute(newPauseCommand(&out, kubeOptions{client: failing}), &out, "-n", "shop")
+	_, err := execute(newPauseCommand(testStreams(&out), kubeOptions{client: failing}), &out, "-n", "shop")
 	require.EqualError(t, err, `error setting intent Pause on FleetRollout "a": forbidden`)
 }
 
@@ -193,7 +193,7 @@ func TestIntentCommands_recordActor(t *testing.T) {
 				rollout("a", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutProgressing, "", 0),
 				rollout("done", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutSucceeded, "", 0))
 			var out bytes.Buffer
-			_, err := execute(newAbortCommand(&out, kubeOptions{client: c}), &out, "prod", "-n", "shop")
+			_, err := execute(newAbortCommand(testStreams(&out), kubeOptions{client: c}), &out, "prod", "-n", "shop")
 			require.NoError(t, err)
 			a := getRollout(t, c, "a")
 			require.Equal(t, fleetv1alpha1.IntentAbort, a.Spec.Intent)

@@ -12,10 +12,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -28,29 +28,43 @@ import (
 // API server cannot say who the user is.
 const defaultActor = "kargo-fleet-cli"
 
-// kubeOptions are the flags of the verbs that talk to the cluster, read the
-// way kubectl reads them (also under `kubectl fleet`).
+// kubeOptions are the connection flags of the verbs that talk to the
+// cluster: kubectl's own (genericclioptions.ConfigFlags), so --kubeconfig,
+// --context, -n, --as, --as-group, --token, --server, --request-timeout and
+// the rest mean what they mean to kubectl (also under `kubectl fleet`).
 type kubeOptions struct {
-	kubeconfig string
-	context    string
-	namespace  string
+	flags *genericclioptions.ConfigFlags
 
-	// client, when set, is used instead of one built from the kubeconfig;
-	// tests set it to a fake client.
+	// client, when set, is used instead of one built from the flags; tests
+	// set it to a fake client.
 	client client.Client
 }
 
-func (k *kubeOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&k.kubeconfig, "kubeconfig", "", "Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).")
-	f.StringVar(&k.context, "context", "", "Kubeconfig context to use.")
-	f.StringVarP(&k.namespace, "namespace", "n", "",
-		"Kargo Project (namespace) of the FleetStage (default: the context's namespace).")
+// addFlags adds kubectl's connection flags to f, their warnings going to
+// streams.ErrOut.
+func (k *kubeOptions) addFlags(f *pflag.FlagSet, streams genericiooptions.IOStreams) {
+	if k.flags == nil {
+		k.flags = genericclioptions.NewConfigFlags(true).WithWarningPrinter(streams)
+	}
+	conn := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	k.flags.AddFlags(conn)
+	conn.Lookup("namespace").Usage = "Kargo Project (namespace) of the FleetStage (default: the context's namespace)."
+	groupFlags(conn, connectionFlags)
+	f.AddFlagSet(conn)
+}
+
+// namespaceFlag returns the value of -n ("" when not given).
+func (k *kubeOptions) namespaceFlag() string {
+	if k.flags == nil || k.flags.Namespace == nil {
+		return ""
+	}
+	return *k.flags.Namespace
 }
 
 // connect returns a client and the namespace to work in.
 func (k *kubeOptions) connect() (client.Client, string, error) {
 	if k.client != nil {
-		return k.client, cmp.Or(k.namespace, "default"), nil
+		return k.client, cmp.Or(k.namespaceFlag(), "default"), nil
 	}
 	cfg, ns, err := k.restConfig()
 	if err != nil {
@@ -64,20 +78,17 @@ func (k *kubeOptions) connect() (client.Client, string, error) {
 	return c, ns, nil
 }
 
-// restConfig loads the kubeconfig as kubectl does and returns the config
-// and the namespace to work in.
+// restConfig loads the kubeconfig as kubectl does, with the flags'
+// overrides, and returns the config and the namespace to work in.
 func (k *kubeOptions) restConfig() (*rest.Config, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = k.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{
-		CurrentContext: k.context,
-		Context:        clientcmdapi.Context{Namespace: k.namespace},
-	})
-	cfg, err := cc.ClientConfig()
+	if k.flags == nil {
+		k.flags = genericclioptions.NewConfigFlags(true)
+	}
+	cfg, err := k.flags.ToRESTConfig()
 	if err != nil {
 		return nil, "", fmt.Errorf("error loading kubeconfig: %w", err)
 	}
-	ns, _, err := cc.Namespace()
+	ns, _, err := k.flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, "", fmt.Errorf("error reading the namespace from the kubeconfig: %w", err)
 	}

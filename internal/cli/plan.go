@@ -3,7 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
-	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,87 +11,176 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetplan"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
 
 // planOptions configures `kargo-fleet plan`.
 type planOptions struct {
+	kube        kubeOptions
+	fleetStage  string
 	file        string
+	local       bool
 	targetsFile string
 	diffAgainst string
-	namespace   string
-	output      string
+	output      *outputOptions
 	maxNames    int
 
-	out, errOut io.Writer
-	// readFile reads the input files (os.ReadFile; "-" is stdin).
-	readFile func(string) ([]byte, error)
+	streams genericiooptions.IOStreams
+	// width is the width of the terminal the table is written to (0:
+	// unknown, no limit).
+	width int
 }
 
-func newPlanCommand(in io.Reader, out, errOut io.Writer) *cobra.Command {
-	o := &planOptions{out: out, errOut: errOut, readFile: func(path string) ([]byte, error) {
-		if path == "-" {
-			return io.ReadAll(in)
-		}
-		return os.ReadFile(path)
-	}}
+func newPlanCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra.Command {
+	o := &planOptions{kube: kube, output: newOutputOptions(true, false), streams: streams, width: terminalWidth(streams.Out)}
 	cmd := &cobra.Command{
-		Use:   "plan -f FLEETSTAGE.yaml [--targets TARGETS.yaml] [--diff-against OTHER.yaml]",
-		Short: "Preview a FleetStage's waves offline, without a cluster",
-		Long: "Validates a FleetStage file as the admission webhook does and plans its waves with the planner the " +
-			"controller uses: which targets are selected, excluded or unassigned, which wave each joins, and the " +
-			"resolved concurrency, failure thresholds, deadlines, soak and approval per wave.\n\n" +
-			"Targets come from the file's inline sources and from --targets (a YAML list of {name, labels, " +
-			"params}, or an object with a `targets` list); sources that need a cluster (Argo CD clusters, Kargo " +
-			"Targets, ClusterProfiles) are skipped with a warning. --diff-against plans another version of the " +
-			"FleetStage over the same targets and lists the targets that would change waves.",
-		Example: "  kargo-fleet plan -f examples/fleetstage/edge-inline.yaml\n" +
-			"  kargo-fleet plan -f prod.yaml --targets clusters.yaml -o json\n" +
-			"  kargo-fleet plan -f prod-new.yaml --targets clusters.yaml --diff-against prod.yaml",
-		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run()
-		},
+		Use:   "plan [FLEETSTAGE | -f FLEETSTAGE.yaml [--local]]",
+		Short: "Show a FleetStage's waves, or what a changed FleetStage file would move",
+		Long: "Plans a FleetStage's waves with the planner the controller uses, over the targets its inventory " +
+			"sources list in the cluster now: which targets are selected, excluded or unassigned, which wave each " +
+			"joins, and the resolved concurrency, failure thresholds, deadlines, soak and approval per wave " +
+			"(-o wide shows them all).\n\n" +
+			"With -f, plans the FleetStage in the file against the one of the same name in the cluster, both over " +
+			"the cluster's inventory, and lists what would move: waves added, removed or resolved differently, and " +
+			"targets that would change waves, join or leave the fleet. A FleetStage not in the cluster yet has " +
+			"every target join.\n\n" +
+			"With --local, nothing is read from the cluster: the file is validated as the admission webhook does " +
+			"and planned over its inline targets and --targets (a YAML list of {name, labels, params}, or an " +
+			"object with a targets list); sources that need a cluster are skipped with a warning. --diff-against " +
+			"plans another version of the file over the same targets and lists the targets that would change " +
+			"waves.",
+		Example: "  kargo-fleet plan prod -n shop\n" +
+			"  kargo-fleet plan -f prod.yaml -n shop\n" +
+			"  kargo-fleet plan -f examples/fleetstage/edge-inline.yaml --local\n" +
+			"  kargo-fleet plan -f prod-new.yaml --local --targets clusters.yaml \\\n" +
+			"    --diff-against prod.yaml -o json",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeFleetStages(&o.kube),
+		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
 	o.addFlags(cmd)
 	return cmd
 }
 
 func (o *planOptions) addFlags(cmd *cobra.Command) {
+	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.output.addFlags(cmd)
 	f := cmd.Flags()
-	f.StringVarP(&o.file, "filename", "f", "", "FleetStage YAML file (- for stdin).")
-	f.StringVar(&o.targetsFile, "targets", "", "YAML file of extra inline targets: a list of {name, labels, params}.")
-	f.StringVar(&o.diffAgainst, "diff-against", "", "Another FleetStage YAML file: show which targets change waves from it.")
-	f.StringVarP(&o.namespace, "namespace", "n", "",
-		"Namespace (Kargo Project) when the file has none; with the name it seeds the stable wave order.")
-	f.StringVarP(&o.output, "output", "o", outputText, "Output format: text or json.")
-	f.IntVar(&o.maxNames, "max-names", 10, "Target names shown per wave in text output; 0 shows all.")
+	f.StringVarP(&o.file, "filename", "f", "", "FleetStage YAML file (- for stdin): plan it against the cluster's.")
+	f.BoolVar(&o.local, "local", false, "Plan the -f file offline, over its inline targets and --targets only.")
+	f.StringVar(&o.targetsFile, "targets", "", "With --local: YAML file of extra inline targets, a list of {name, labels, params}.")
+	f.StringVar(&o.diffAgainst, "diff-against", "", "With --local: another FleetStage YAML file; show which targets change waves from it.")
+	f.IntVar(&o.maxNames, "max-names", 10, "Target names shown per wave in text output; 0 shows all that fit.")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.MarkFlagFilename("targets", "yaml", "yml", "json")
+	_ = cmd.MarkFlagFilename("diff-against", "yaml", "yml", "json")
 }
 
 func (o *planOptions) validate() error {
-	if o.file == "" {
-		return errors.New("-f FLEETSTAGE.yaml is required")
-	}
-	switch o.output {
-	case outputText, outputJSON:
-	default:
-		return fmt.Errorf("--output %q: use text or json", o.output)
-	}
-	if o.maxNames < 0 {
+	switch {
+	case o.fleetStage != "" && o.file != "":
+		return errors.New("name a FleetStage of the cluster or give -f, not both")
+	case o.local && o.file == "":
+		return errors.New("--local plans a file: -f FLEETSTAGE.yaml is required")
+	case !o.local && o.targetsFile != "":
+		return errors.New("--targets gives the targets of an offline plan: add --local")
+	case !o.local && o.diffAgainst != "":
+		return errors.New("--diff-against compares two files offline: add --local (without it, -f is compared " +
+			"with the cluster's FleetStage)")
+	case o.maxNames < 0:
 		return errors.New("--max-names must not be negative")
 	}
-	return nil
+	return o.output.validate()
 }
 
-func (o *planOptions) run() error {
+func (o *planOptions) run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	switch {
+	case o.local:
+		return o.runLocal()
+	case o.file != "":
+		return o.runFileAgainstCluster(ctx)
+	}
+	c, fs, err := o.kube.connectFleetStage(ctx, o.fleetStage)
+	if err != nil {
+		return err
+	}
+	p, err := clusterPlan(ctx, c, fs)
+	if err != nil {
+		return err
+	}
+	return o.printPlan(p)
+}
+
+// runFileAgainstCluster plans the file's FleetStage and the cluster's one
+// of the same name over the cluster's inventory, and prints what moves.
+func (o *planOptions) runFileAgainstCluster(ctx context.Context) error {
+	c, ns, err := o.kube.connect()
+	if err != nil {
+		return err
+	}
+	fs, err := o.loadFleetStage(o.file)
+	if err != nil {
+		return err
+	}
+	if fs.Namespace == "" {
+		fs.Namespace = ns
+	}
+	if _, err := compileFleetStage(fs); err != nil {
+		return err
+	}
+	newPlan, err := clusterPlan(ctx, c, fs)
+	if err != nil {
+		return err
+	}
+	current := &fleetv1alpha1.FleetStage{}
+	oldPlan := &plan.WavePlan{}
+	against := fmt.Sprintf("FleetStage %s/%s in the cluster", fs.Namespace, fs.Name)
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: fs.Name}, current); {
+	case apierrors.IsNotFound(err):
+		against = fmt.Sprintf("no FleetStage %s/%s in the cluster yet", fs.Namespace, fs.Name)
+	case err != nil:
+		return fmt.Errorf("error getting FleetStage %q in namespace %q: %w", fs.Name, fs.Namespace, err)
+	default:
+		if oldPlan, err = clusterPlan(ctx, c, current); err != nil {
+			return fmt.Errorf("the cluster's FleetStage: %w", err)
+		}
+	}
+	d := plan.Diff(oldPlan, newPlan)
+	if !o.output.text() {
+		return o.output.printValue(o.streams.Out, d)
+	}
+	if _, err := fmt.Fprintf(o.streams.Out, "Plan of %s against %s:\n", o.file, against); err != nil {
+		return err
+	}
+	return plan.RenderDiffTable(o.streams.Out, &d)
+}
+
+// clusterPlan plans a FleetStage over the inventory its sources list in
+// the cluster, as the controller plans it (the Project's team scoping
+// included). The inventory is read with the user's rights and the default
+// namespace policy.
+func clusterPlan(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage) (*plan.WavePlan, error) {
+	fp, err := fleetplan.Plan(ctx, c, inventory.NewReader(c), fs)
+	if err != nil {
+		return nil, fmt.Errorf("error planning FleetStage %s/%s: %w", fs.Namespace, fs.Name, err)
+	}
+	return fp.Plan, nil
+}
+
+// runLocal plans the file offline, over inline targets only.
+func (o *planOptions) runLocal() error {
 	fs, err := o.loadFleetStage(o.file)
 	if err != nil {
 		return err
@@ -102,37 +191,43 @@ func (o *planOptions) run() error {
 			return err
 		}
 	}
-	p, err := o.plan(o.file, fs, extra)
+	p, err := o.planLocal(o.file, fs, extra)
 	if err != nil {
 		return err
 	}
 	if o.diffAgainst == "" {
-		if o.output == outputJSON {
-			return plan.RenderPlanJSON(o.out, p)
-		}
-		return plan.RenderPlanTable(o.out, p, o.maxNames)
+		return o.printPlan(p)
 	}
 	oldFS, err := o.loadFleetStage(o.diffAgainst)
 	if err != nil {
 		return err
 	}
-	oldPlan, err := o.plan(o.diffAgainst, oldFS, extra)
+	oldPlan, err := o.planLocal(o.diffAgainst, oldFS, extra)
 	if err != nil {
 		return fmt.Errorf("--diff-against: %w", err)
 	}
 	d := plan.Diff(oldPlan, p)
-	if o.output == outputJSON {
-		return plan.RenderDiffJSON(o.out, &d)
+	if !o.output.text() {
+		return o.output.printValue(o.streams.Out, d)
 	}
-	if _, err := fmt.Fprintf(o.out, "Plan of %s against %s:\n", o.file, o.diffAgainst); err != nil {
+	if _, err := fmt.Fprintf(o.streams.Out, "Plan of %s against %s:\n", o.file, o.diffAgainst); err != nil {
 		return err
 	}
-	return plan.RenderDiffTable(o.out, &d)
+	return plan.RenderDiffTable(o.streams.Out, &d)
 }
 
-// plan validates the FleetStage and plans it over its inline targets and
-// the extra ones.
-func (o *planOptions) plan(path string, fs *fleetv1alpha1.FleetStage, extra []fleetv1alpha1.InlineTarget) (*plan.WavePlan, error) {
+// printPlan prints one plan as -o asks.
+func (o *planOptions) printPlan(p *plan.WavePlan) error {
+	if !o.output.text() {
+		return o.output.printValue(o.streams.Out, plan.NewPlanPreview(p))
+	}
+	return plan.RenderPlanTable(o.streams.Out, p, plan.TableOptions{MaxNames: o.maxNames, Wide: o.output.isWide(),
+		Width: o.width})
+}
+
+// compileFleetStage validates a FleetStage's spec as the admission webhook
+// does, naming every invalid field.
+func compileFleetStage(fs *fleetv1alpha1.FleetStage) (*plan.Planner, error) {
 	planner, errs := plan.Compile(&fs.Spec)
 	if len(errs) > 0 {
 		lines := make([]string, 0, len(errs))
@@ -141,6 +236,16 @@ func (o *planOptions) plan(path string, fs *fleetv1alpha1.FleetStage, extra []fl
 		}
 		return nil, fmt.Errorf("FleetStage %q is invalid:\n%s", fs.Name, strings.Join(lines, "\n"))
 	}
+	return planner, nil
+}
+
+// planLocal validates the FleetStage and plans it over its inline targets
+// and the extra ones.
+func (o *planOptions) planLocal(path string, fs *fleetv1alpha1.FleetStage, extra []fleetv1alpha1.InlineTarget) (*plan.WavePlan, error) {
+	planner, err := compileFleetStage(fs)
+	if err != nil {
+		return nil, err
+	}
 	var candidates []plan.Target
 	for i := range fs.Spec.Targets.Sources {
 		src := &fs.Spec.Targets.Sources[i]
@@ -148,16 +253,16 @@ func (o *planOptions) plan(path string, fs *fleetv1alpha1.FleetStage, extra []fl
 			candidates = append(candidates, inventory.FromInline(src.Inline)...)
 			continue
 		}
-		_, _ = fmt.Fprintf(o.errOut, "warning: %s: spec.targets.sources[%d] (%s) needs a cluster and is skipped; "+
+		_, _ = fmt.Fprintf(o.streams.ErrOut, "warning: %s: spec.targets.sources[%d] (%s) needs a cluster and is skipped; "+
 			"pass its targets with --targets\n", path, i, src.Kind)
 	}
 	candidates = append(candidates, inventory.FromInline(extra)...)
 	if len(candidates) == 0 {
-		_, _ = fmt.Fprintf(o.errOut, "warning: %s: no targets: the file has no inline targets and --targets gave none\n", path)
+		_, _ = fmt.Fprintf(o.streams.ErrOut, "warning: %s: no targets: the file has no inline targets and --targets gave none\n", path)
 	}
-	ns := cmp.Or(fs.Namespace, o.namespace)
+	ns := fs.Namespace
 	if ns == "" {
-		_, _ = fmt.Fprintf(o.errOut, "warning: %s: no namespace in the file or -n: the wave order of count-capped "+
+		_, _ = fmt.Fprintf(o.streams.ErrOut, "warning: %s: no namespace in the file or -n: the wave order of count-capped "+
 			"waves may differ from the one the controller computes in the FleetStage's Project\n", path)
 	}
 	return planner.Plan(plan.PlanInput{Seed: ns + "/" + fs.Name, Candidates: candidates}), nil
@@ -168,7 +273,7 @@ func (o *planOptions) plan(path string, fs *fleetv1alpha1.FleetStage, extra []fl
 func (o *planOptions) loadFleetStage(path string) (*fleetv1alpha1.FleetStage, error) {
 	raw, err := o.readFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("error reading %s: %w", path, err)
+		return nil, err
 	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
 	for {
@@ -196,10 +301,25 @@ func (o *planOptions) loadFleetStage(path string) (*fleetv1alpha1.FleetStage, er
 			return nil, fmt.Errorf("error parsing the FleetStage in %s: %w", path, err)
 		}
 		if fs.Namespace == "" {
-			fs.Namespace = o.namespace
+			fs.Namespace = o.kube.namespaceFlag()
 		}
 		return fs, nil
 	}
+}
+
+// readFile reads an input file; "-" is standard input.
+func (o *planOptions) readFile(path string) ([]byte, error) {
+	var raw []byte
+	var err error
+	if path == "-" {
+		raw, err = io.ReadAll(o.streams.In)
+	} else {
+		raw, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error reading %s: %w", path, err)
+	}
+	return raw, nil
 }
 
 // loadTargets reads inline targets: a YAML list, or an object whose
@@ -207,7 +327,7 @@ func (o *planOptions) loadFleetStage(path string) (*fleetv1alpha1.FleetStage, er
 func (o *planOptions) loadTargets(path string) ([]fleetv1alpha1.InlineTarget, error) {
 	raw, err := o.readFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("error reading %s: %w", path, err)
+		return nil, err
 	}
 	var list []fleetv1alpha1.InlineTarget
 	if err := yaml.UnmarshalStrict(raw, &list); err == nil {

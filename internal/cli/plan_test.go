@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
@@ -146,7 +147,7 @@ func TestPlanCommand(t *testing.T) {
 		{
 			name: "-f is required",
 			assertions: func(t *testing.T, _, _ string, err error) {
-				require.EqualError(t, err, "-f FLEETSTAGE.yaml is required")
+				require.EqualError(t, err, "--local plans a file: -f FLEETSTAGE.yaml is required")
 			},
 		},
 	}
@@ -154,8 +155,8 @@ func TestPlanCommand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var out, errOut bytes.Buffer
-			cmd := newPlanCommand(strings.NewReader(""), &out, &errOut)
-			cmd.SetArgs(tt.args)
+			cmd := newPlanCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, kubeOptions{})
+			cmd.SetArgs(append([]string{"--local"}, tt.args...))
 			cmd.SilenceErrors, cmd.SilenceUsage = true, true
 			cmd.SetOut(&out)
 			cmd.SetErr(&errOut)
@@ -168,14 +169,14 @@ func TestPlanCommand(t *testing.T) {
 func TestPlanCommand_stdinAndExample(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
-	cmd := newPlanCommand(strings.NewReader(planFleetStage), &out, &errOut)
-	cmd.SetArgs([]string{"-f", "-"})
+	cmd := newPlanCommand(genericiooptions.IOStreams{In: strings.NewReader(planFleetStage), Out: &out, ErrOut: &errOut}, kubeOptions{})
+	cmd.SetArgs([]string{"-f", "-", "--local"})
 	require.NoError(t, cmd.Execute())
 	require.Contains(t, out.String(), "2 candidates, 2 selected")
 
 	out.Reset()
-	cmd = newPlanCommand(strings.NewReader(""), &out, &errOut)
-	cmd.SetArgs([]string{"-f", filepath.Join("..", "..", "examples", "fleetstage", "edge-inline.yaml")})
+	cmd = newPlanCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, kubeOptions{})
+	cmd.SetArgs([]string{"-f", filepath.Join("..", "..", "examples", "fleetstage", "edge-inline.yaml"), "--local"})
 	require.NoError(t, cmd.Execute())
 	require.Contains(t, out.String(), "3 candidates, 3 selected")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -26,8 +27,8 @@ type rollbackOptions struct {
 	out io.Writer
 }
 
-func newRollbackCommand(out io.Writer, kube kubeOptions) *cobra.Command {
-	o := &rollbackOptions{kube: kube, out: out}
+func newRollbackCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra.Command {
+	o := &rollbackOptions{kube: kube, out: streams.Out}
 	cmd := &cobra.Command{
 		Use:   "rollback [FLEETSTAGE]",
 		Short: "Return the targets a rollout moved to the last good Freight",
@@ -41,19 +42,21 @@ func newRollbackCommand(out io.Writer, kube kubeOptions) *cobra.Command {
 			"command `kargo-fleet status` names after an abort, a pause or a failure.",
 		Example: "  kargo-fleet rollback prod -n shop\n  kargo-fleet rollback prod -n shop --to v1.4.0\n" +
 			"  kubectl fleet rollback prod -n shop --of prod-9f8e7d6c5b",
-		Args: cobra.MaximumNArgs(1),
-		RunE: fleetStageRunE(&o.fleetStage, o.validate, o.run),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeFleetStages(&o.kube),
+		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
-	o.addFlags(cmd)
+	o.addFlags(cmd, streams)
 	return cmd
 }
 
-func (o *rollbackOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags())
+func (o *rollbackOptions) addFlags(cmd *cobra.Command, streams genericiooptions.IOStreams) {
+	o.kube.addFlags(cmd.Flags(), streams)
 	f := cmd.Flags()
 	f.StringVar(&o.to, "to", "", "Freight (name or alias) to return to (default: the FleetStage's last good Freight).")
 	f.StringVar(&o.of, "of", "", "FleetRollout to roll back (default: the current forward rollout, else the last one).")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Print the FleetRollout that would be created without creating it.")
+	_ = cmd.RegisterFlagCompletionFunc("of", completeRollouts(&o.kube, forward))
 }
 
 func (o *rollbackOptions) validate() error {

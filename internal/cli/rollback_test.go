@@ -187,7 +187,7 @@ func TestRollbackCommand(t *testing.T) {
 			t.Parallel()
 			c := newFakeClient(tt.user, tt.objs...)
 			var out bytes.Buffer
-			got, err := execute(newRollbackCommand(&out, kubeOptions{client: c}), &out,
+			got, err := execute(newRollbackCommand(testStreams(&out), kubeOptions{client: c}), &out,
 				append([]string{"prod", "-n", "shop"}, tt.args...)...)
 			tt.assertions(t, c, got, err)
 		})

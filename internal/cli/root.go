@@ -1,6 +1,7 @@
 // Package cli holds the kargo-fleet command's verbs, one file each: an
-// options struct with addFlags, validate and run, writers injected so output
-// can be tested.
+// options struct with addFlags, validate and run, reading kubectl's
+// connection flags, printing through kubectl's printers and writing to
+// injected streams so output can be tested.
 package cli
 
 import (
@@ -10,11 +11,19 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
 )
 
-// NewRootCommand returns the kargo-fleet command with every verb.
+// NewRootCommand returns the kargo-fleet command with every verb, reading
+// standard input and writing to out and errOut.
 func NewRootCommand(out, errOut io.Writer) *cobra.Command {
+	return NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: out, ErrOut: errOut})
+}
+
+// NewCommand returns the kargo-fleet command with every verb, reading and
+// writing the given streams.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kargo-fleet",
 		Short:         "Fleet promotion for Kargo: waves, thresholds and rollback across many clusters",
@@ -26,22 +35,24 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fleet"}
 	}
-	root.SetOut(out)
-	root.SetErr(errOut)
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
 	root.AddCommand(
-		newVersionCommand(out),
-		newControllerCommand(out, errOut),
-		newStepCommand(out, errOut),
-		newStatusCommand(out, kubeOptions{}, clock.RealClock{}),
-		newPauseCommand(out, kubeOptions{}),
-		newResumeCommand(out, kubeOptions{}),
-		newAbortCommand(out, kubeOptions{}),
-		newRollbackCommand(out, kubeOptions{}),
-		newPlanCommand(os.Stdin, out, errOut),
-		newTargetsCommand(out, errOut, kubeOptions{}),
-		newHistoryCommand(out, kubeOptions{}),
-		newDoctorCommand(out, kubeOptions{}, clock.RealClock{}),
-		newDashboardCommand(out, kubeOptions{}),
+		newVersionCommand(streams),
+		newControllerCommand(streams.Out, streams.ErrOut),
+		newStepCommand(streams.Out, streams.ErrOut),
+		newStatusCommand(streams, kubeOptions{}, clock.RealClock{}),
+		newPauseCommand(streams, kubeOptions{}),
+		newResumeCommand(streams, kubeOptions{}),
+		newAbortCommand(streams, kubeOptions{}),
+		newRollbackCommand(streams, kubeOptions{}),
+		newPlanCommand(streams, kubeOptions{}),
+		newTargetsCommand(streams, kubeOptions{}),
+		newHistoryCommand(streams, kubeOptions{}),
+		newDoctorCommand(streams, kubeOptions{}, clock.RealClock{}),
+		newDashboardCommand(streams, kubeOptions{}),
 	)
+	formatHelp(root)
 	return root
 }

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,12 +18,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
-)
-
-// Output formats of `kargo-fleet status`.
-const (
-	outputText = "text"
-	outputJSON = "json"
 )
 
 // Colour modes of --color.
@@ -36,7 +31,7 @@ const (
 type statusOptions struct {
 	kube       kubeOptions
 	fleetStage string
-	output     string
+	output     *outputOptions
 	all        bool
 	ascii      bool
 	color      string
@@ -47,35 +42,42 @@ type statusOptions struct {
 	// dashboard link is printed under the report.
 	dashboardURL string
 
-	out   io.Writer
-	clock clock.WithTicker
+	streams genericiooptions.IOStreams
+	clock   clock.WithTicker
 	// tty says whether out is a terminal (colour and in-place redraw);
 	// width is its width (0: unknown).
 	tty   bool
 	width int
 }
 
-func newStatusCommand(out io.Writer, kube kubeOptions, clk clock.WithTicker) *cobra.Command {
-	o := &statusOptions{kube: kube, out: out, clock: clk, tty: report.IsTerminal(out), width: terminalWidth(out)}
+func newStatusCommand(streams genericiooptions.IOStreams, kube kubeOptions, clk clock.WithTicker) *cobra.Command {
+	o := &statusOptions{kube: kube, output: newOutputOptions(false, true), streams: streams, clock: clk,
+		tty: report.IsTerminal(streams.Out), width: terminalWidth(streams.Out)}
 	cmd := &cobra.Command{
 		Use:   "status [FLEETSTAGE]",
 		Short: "Show a fleet: targets, versions, and each wave's progress",
 		Long: "Shows a FleetStage and its current and last FleetRollouts: target counts, how many targets run " +
 			"which Freight, a progress bar per wave (succeeded, failed, in flight, pending) with the reason a " +
 			"wave waits, and failed targets grouped by reason. FLEETSTAGE may be left out when the Project has " +
-			"only one.",
-		Example: "  kargo-fleet status prod -n shop\n  kargo-fleet status -n shop -o json\n  kubectl fleet status prod -n shop --watch",
-		Args:    cobra.MaximumNArgs(1),
-		RunE:    fleetStageRunE(&o.fleetStage, o.validate, o.run),
+			"only one.\n\n" +
+			"Text is laid out for the terminal's width (100 columns when the output is not a terminal): long " +
+			"lines wrap and bars shrink, so --watch redraws in place. -o name prints the FleetStage and the " +
+			"FleetRollouts shown; json, yaml and the template formats print the report.",
+		Example: "  kargo-fleet status prod -n shop\n  kargo-fleet status -n shop -o json\n" +
+			"  kargo-fleet status prod -n shop -o jsonpath='{.rollouts[0].phase}'\n" +
+			"  kubectl fleet status prod -n shop --watch",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeFleetStages(&o.kube),
+		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
 	o.addFlags(cmd)
 	return cmd
 }
 
 func (o *statusOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags())
+	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.output.addFlags(cmd)
 	f := cmd.Flags()
-	f.StringVarP(&o.output, "output", "o", outputText, "Output format: text or json.")
 	f.BoolVar(&o.all, "all", false, "Show every FleetRollout of the FleetStage, not only the current and last ones.")
 	f.BoolVar(&o.ascii, "ascii", false, "Draw progress bars with ASCII characters only.")
 	f.StringVar(&o.color, "color", colorAuto, "Colour the output: auto (on a terminal, unless NO_COLOR is set), always or never.")
@@ -83,15 +85,13 @@ func (o *statusOptions) addFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "Time between two redraws with --watch.")
 	f.IntVar(&o.barWidth, "bar-width", report.DefaultBarWidth, "Width of the progress bars, in characters.")
 	f.StringVar(&o.dashboardURL, "dashboard-url", os.Getenv(link.DashboardURLEnv),
-		"Base URL of `kargo-fleet dashboard`: the FleetStage's page there is printed under the report (default: $"+
-			link.DashboardURLEnv+").")
+		"Base URL of the kargo-fleet dashboard: the FleetStage's page there is printed under the report "+
+			"(default: $"+link.DashboardURLEnv+").")
 }
 
 func (o *statusOptions) validate() error {
-	switch o.output {
-	case outputText, outputJSON:
-	default:
-		return fmt.Errorf("--output %q: use text or json", o.output)
+	if err := o.output.validate(); err != nil {
+		return err
 	}
 	switch o.color {
 	case colorAuto, colorAlways, colorNever:
@@ -123,10 +123,10 @@ func (o *statusOptions) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		_, err = o.out.Write(frame)
+		_, err = o.streams.Out.Write(frame)
 		return err
 	}
-	live := report.NewLive(o.out, o.tty && o.output == outputText).WithWidth(o.width)
+	live := report.NewLive(o.streams.Out, o.tty && o.output.text()).WithWidth(o.width)
 	ticker := o.clock.NewTicker(o.interval)
 	defer ticker.Stop()
 	for {
@@ -162,9 +162,16 @@ func (o *statusOptions) render(ctx context.Context, c client.Client, ns string) 
 	r := report.Build(report.Input{FleetStage: fs, Rollouts: rollouts, Aliases: freightAliases(ctx, c, fs, rollouts),
 		Recovery: recoveryOf(fs, all)})
 	var buf bytes.Buffer
-	if o.output == outputJSON {
-		err = report.RenderJSON(&buf, r)
-	} else {
+	switch {
+	case o.output.names():
+		objs := []apiruntime.Object{fs}
+		for i := range rollouts {
+			objs = append(objs, &rollouts[i])
+		}
+		err = o.output.printObjects(&buf, objs...)
+	case !o.output.text():
+		err = o.output.printValue(&buf, r)
+	default:
 		err = report.RenderText(&buf, r, report.TextOptions{
 			Now: o.clock.Now(), BarWidth: o.barWidth, ASCII: o.ascii, Color: o.useColor(), Width: o.width,
 		})

@@ -162,9 +162,9 @@ func TestStatusCommand(t *testing.T) {
 		},
 		{
 			name: "bad output",
-			args: []string{"-o", "yaml"},
+			args: []string{"-o", "xml"},
 			assertions: func(t *testing.T, _ string, err error) {
-				require.EqualError(t, err, `--output "yaml": use text or json`)
+				require.ErrorContains(t, err, `--output "xml": use one of json, yaml, kyaml, name, `)
 			},
 		},
 		{
@@ -180,7 +180,7 @@ func TestStatusCommand(t *testing.T) {
 			t.Parallel()
 			c := newFakeClient("", tt.objs...)
 			var out bytes.Buffer
-			cmd := newStatusCommand(&out, kubeOptions{client: c}, clocktesting.NewFakeClock(t0.Add(3*time.Minute)))
+			cmd := newStatusCommand(testStreams(&out), kubeOptions{client: c}, clocktesting.NewFakeClock(t0.Add(3*time.Minute)))
 			got, err := execute(cmd, &out, tt.args...)
 			tt.assertions(t, got, err)
 		})
@@ -192,7 +192,7 @@ func TestStatusCommand_watch(t *testing.T) {
 	c := newFakeClient("", fleetStage("", "", goodFreight))
 	clk := clocktesting.NewFakeClock(t0)
 	out := &syncBuffer{}
-	cmd := newStatusCommand(out, kubeOptions{client: c}, clk)
+	cmd := newStatusCommand(testStreams(out), kubeOptions{client: c}, clk)
 	cmd.SetArgs([]string{"prod", "-n", "shop", "--watch", "--interval", "1s"})
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	ctx, cancel := context.WithCancel(context.Background())

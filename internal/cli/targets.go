@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -16,26 +18,19 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
 )
 
-// Output formats of `kargo-fleet targets` besides json.
-const (
-	outputTable = "table"
-	outputWide  = "wide"
-	outputYAML  = "yaml"
-)
-
 // targetsOptions configures `kargo-fleet targets`.
 type targetsOptions struct {
 	kube       kubeOptions
 	fleetStage string
 	selector   string
 	wave       string
-	output     string
+	output     *outputOptions
 
-	out, errOut io.Writer
+	streams genericiooptions.IOStreams
 }
 
-func newTargetsCommand(out, errOut io.Writer, kube kubeOptions) *cobra.Command {
-	o := &targetsOptions{kube: kube, out: out, errOut: errOut}
+func newTargetsCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra.Command {
+	o := &targetsOptions{kube: kube, output: newOutputOptions(true, true), streams: streams}
 	cmd := &cobra.Command{
 		Use:   "targets [FLEETSTAGE]",
 		Short: "List a fleet's targets with their Stage names, waves, labels, params and Freight",
@@ -43,30 +38,33 @@ func newTargetsCommand(out, errOut io.Writer, kube kubeOptions) *cobra.Command {
 			"CD Application must authorize: kargo.akuity.io/authorized-stage: <project>:<stage>), its wave, its " +
 			"inventory labels and params and the Freight it runs. Read from the target Stages; labels and params " +
 			"from the FleetStage's inventory sources. -o json or yaml is meant for generating per-target Argo CD " +
-			"Applications. FLEETSTAGE may be left out when the Project has only one.",
+			"Applications; -o name prints the target Stages (stage.kargo.akuity.io/NAME). FLEETSTAGE may be " +
+			"left out when the Project has only one.",
 		Example: "  kargo-fleet targets prod -n shop\n" +
 			"  kargo-fleet targets prod -n shop -l region=eu-west-1 --wave canary -o wide\n" +
-			"  kargo-fleet targets prod -n shop -o json | jq -r '.targets[] | [.name, .authorizedStage] | @tsv'",
-		Args: cobra.MaximumNArgs(1),
-		RunE: fleetStageRunE(&o.fleetStage, o.validate, o.run),
+			"  kargo-fleet targets prod -n shop -o json |\n" +
+			"    jq -r '.targets[] | [.name, .authorizedStage] | @tsv'\n" +
+			"  kargo-fleet targets prod -n shop -o name --wave canary",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeFleetStages(&o.kube),
+		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
 	o.addFlags(cmd)
 	return cmd
 }
 
 func (o *targetsOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags())
+	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.output.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVarP(&o.selector, "selector", "l", "", "Label selector over the targets' inventory labels (e.g. region=eu-west-1,tier!=critical).")
 	f.StringVar(&o.wave, "wave", "", "List only the targets of this wave.")
-	f.StringVarP(&o.output, "output", "o", outputTable, "Output format: table, wide, json or yaml.")
+	_ = cmd.RegisterFlagCompletionFunc("wave", completeWaves(&o.kube))
 }
 
 func (o *targetsOptions) validate() error {
-	switch o.output {
-	case outputTable, outputWide, outputJSON, outputYAML:
-	default:
-		return fmt.Errorf("--output %q: use table, wide, json or yaml", o.output)
+	if err := o.output.validate(); err != nil {
+		return err
 	}
 	if _, err := labels.Parse(o.selector); err != nil {
 		return fmt.Errorf("--selector %q: %w", o.selector, err)
@@ -87,7 +85,7 @@ func (o *targetsOptions) run(ctx context.Context) error {
 		return err
 	}
 	if warning != "" {
-		_, _ = fmt.Fprintf(o.errOut, "warning: %s\n", warning)
+		_, _ = fmt.Fprintf(o.streams.ErrOut, "warning: %s\n", warning)
 	}
 	if o.wave != "" && !hasWave(fs, o.wave) {
 		return fmt.Errorf("--wave %q: FleetStage %q has no such wave", o.wave, fs.Name)
@@ -97,13 +95,17 @@ func (o *targetsOptions) run(ctx context.Context) error {
 		sel = nil
 	}
 	list = list.Filter(o.wave, sel)
-	switch o.output {
-	case outputJSON:
-		return report.RenderTargetsJSON(o.out, list)
-	case outputYAML:
-		return report.RenderTargetsYAML(o.out, list)
+	switch {
+	case o.output.names():
+		objs := make([]apiruntime.Object, 0, len(list.Targets))
+		for _, t := range list.Targets {
+			objs = append(objs, &kargo.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: fs.Namespace, Name: t.Stage}})
+		}
+		return o.output.printObjects(o.streams.Out, objs...)
+	case !o.output.text():
+		return o.output.printValue(o.streams.Out, list)
 	}
-	return report.RenderTargetsTable(o.out, list, o.output == outputWide)
+	return report.RenderTargetsTable(o.streams.Out, list, o.output.isWide())
 }
 
 func hasWave(fs *fleetv1alpha1.FleetStage, wave string) bool {

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -91,7 +93,7 @@ func TestTargetsCommand(t *testing.T) {
 			name: "bad output",
 			args: []string{"-n", "shop", "-o", "xml"},
 			assertions: func(t *testing.T, _ string, err error) {
-				require.EqualError(t, err, `--output "xml": use table, wide, json or yaml`)
+				require.ErrorContains(t, err, `--output "xml": use one of wide, json, yaml, kyaml, name, `)
 			},
 		},
 	}
@@ -99,7 +101,7 @@ func TestTargetsCommand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
-			cmd := newTargetsCommand(&out, &out, kubeOptions{client: newFakeClient("", objs...)})
+			cmd := newTargetsCommand(testStreams(&out), kubeOptions{client: newFakeClient("", objs...)})
 			got, err := execute(cmd, &out, tt.args...)
 			tt.assertions(t, got, err)
 		})
@@ -129,7 +131,7 @@ func TestTargetsCommand_inventoryUnreadable(t *testing.T) {
 		},
 	}).Build()
 	var out, errOut bytes.Buffer
-	cmd := newTargetsCommand(&out, &errOut, kubeOptions{client: c})
+	cmd := newTargetsCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, kubeOptions{client: c})
 	_, err := execute(cmd, &out, "-n", "shop", "-o", "wide")
 	require.NoError(t, err)
 	require.Contains(t, out.String(), "prod.eu-1  eu-1    all   <none>   ArgoCDCluster  <none>  server=https://eu-1")

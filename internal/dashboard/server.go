@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
@@ -70,6 +72,22 @@ type Server struct {
 	static map[string]*namespaceCache
 	mu     sync.Mutex
 	plans  map[types.UID]*plan.WavePlan
+	// labels caches each FleetStage's inventory labels for
+	// inventoryRefresh: the inventory is not watched, and a page update
+	// must not list it every time.
+	labels map[types.UID]inventoryLabels
+}
+
+// inventoryRefresh is how long a FleetStage's inventory labels are reused
+// before they are read again.
+const inventoryRefresh = 30 * time.Second
+
+// inventoryLabels are the labels of a FleetStage's targets by ID, as its
+// inventory sources listed them at readAt for generation.
+type inventoryLabels struct {
+	byID       map[string]map[string]string
+	generation int64
+	readAt     time.Time
 }
 
 // New returns a Server; its informers stop when ctx is done.
@@ -81,7 +99,8 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if o.Scheme == nil {
 		return nil, errors.New("the dashboard needs a scheme")
 	}
-	s := &Server{o: o, plans: map[types.UID]*plan.WavePlan{}, static: map[string]*namespaceCache{}}
+	s := &Server{o: o, plans: map[types.UID]*plan.WavePlan{}, static: map[string]*namespaceCache{},
+		labels: map[types.UID]inventoryLabels{}}
 	switch {
 	case o.Config != nil:
 		c, err := client.New(o.Config, client.Options{Scheme: o.Scheme})
@@ -155,10 +174,54 @@ func (s *Server) fleetInput(ctx context.Context, ns, name, groupBy string) (Flee
 			}
 		}
 	}
+	var snapshots []*plan.WavePlan
 	if shown := ShownRollout(fs, in.Rollouts); shown != nil {
 		in.Plan = s.snapshot(ctx, shown)
+		snapshots = append(snapshots, in.Plan)
+		if of := rolledBack(shown, in.Rollouts); of != nil {
+			in.RolledBackPlan = s.snapshot(ctx, of)
+			snapshots = append(snapshots, in.RolledBackPlan)
+		}
 	}
+	in.Labels = s.targetLabels(ctx, fs, snapshots)
 	return in, nil
+}
+
+// targetLabels returns the labels of every target of a FleetStage by ID:
+// from its inventory, read with the viewer's rights, or, when the viewer
+// may not read it, from the plan snapshots given (a rollback's snapshot
+// holds only the targets it returns, the rollout it rolls back all of
+// them).
+func (s *Server) targetLabels(ctx context.Context, fs *fleetv1alpha1.FleetStage, snapshots []*plan.WavePlan) map[string]map[string]string {
+	now := s.o.Clock.Now()
+	s.mu.Lock()
+	cached, ok := s.labels[fs.UID]
+	s.mu.Unlock()
+	if !ok || cached.generation != fs.Generation || now.Sub(cached.readAt) >= inventoryRefresh {
+		cached = inventoryLabels{generation: fs.Generation, readAt: now}
+		targets, err := inventory.NewReader(s.direct).Read(ctx, fs)
+		if err != nil {
+			s.o.Log.V(2).Info("Cannot read the inventory: target labels come from plan snapshots",
+				"FleetStage", fs.Namespace+"/"+fs.Name, "error", err.Error())
+		} else {
+			cached.byID = make(map[string]map[string]string, len(targets))
+			for _, t := range targets {
+				cached.byID[t.ID] = t.Labels
+			}
+		}
+		s.mu.Lock()
+		s.labels[fs.UID] = cached
+		s.mu.Unlock()
+	}
+	out := make(map[string]map[string]string, len(cached.byID))
+	for _, p := range snapshots {
+		for _, t := range planTargets(p) {
+			out[t.ID] = t.Labels
+		}
+	}
+	// The inventory is the newest word on a target's labels.
+	maps.Copy(out, cached.byID)
+	return out
 }
 
 // snapshot returns a rollout's plan snapshot, read once per rollout (it is
@@ -191,10 +254,20 @@ func (s *Server) snapshot(ctx context.Context, ro *fleetv1alpha1.FleetRollout) *
 	return p
 }
 
-// ProjectView lists the FleetStages of one Kargo Project.
+// ProjectView lists the FleetStages of one Kargo Project, the ones that
+// need a person first.
 type ProjectView struct {
 	Namespace   string
 	FleetStages []FleetStageSummary
+}
+
+// mostUrgent is the rank of the Project's most urgent fleet.
+func (p ProjectView) mostUrgent() int {
+	rank := attentionRank[AttentionHealthy] + 1
+	for _, f := range p.FleetStages {
+		rank = min(rank, f.Attention.Rank())
+	}
+	return rank
 }
 
 // FleetStageSummary is one FleetStage in a list.
@@ -205,6 +278,14 @@ type FleetStageSummary struct {
 	Waves   int
 	Rollout string
 	Phase   string
+	// Attention says how urgently the fleet needs a person, and why.
+	Attention Attention
+}
+
+// attentionFirst orders fleets by how urgently they need a person, then by
+// name.
+func attentionFirst(a, b FleetStageSummary) int {
+	return cmp.Or(cmp.Compare(a.Attention.Rank(), b.Attention.Rank()), cmp.Compare(a.Name, b.Name))
 }
 
 // projects lists the Projects shown and their FleetStages.
@@ -214,6 +295,7 @@ func (s *Server) projects(ctx context.Context, only string) ([]ProjectView, erro
 		namespaces = []string{only}
 	}
 	var items []fleetv1alpha1.FleetStage
+	var rollouts []fleetv1alpha1.FleetRollout
 	if len(namespaces) == 0 {
 		list := &fleetv1alpha1.FleetStageList{}
 		if err := s.direct.List(ctx, list); err != nil {
@@ -221,6 +303,11 @@ func (s *Server) projects(ctx context.Context, only string) ([]ProjectView, erro
 				"the Projects to show): %w", err)
 		}
 		items = list.Items
+		ros := &fleetv1alpha1.FleetRolloutList{}
+		if err := s.direct.List(ctx, ros); err != nil {
+			return nil, fmt.Errorf("error listing FleetRollouts in every namespace: %w", err)
+		}
+		rollouts = ros.Items
 	}
 	for _, ns := range namespaces {
 		nc, err := s.namespace(ctx, ns)
@@ -232,6 +319,17 @@ func (s *Server) projects(ctx context.Context, only string) ([]ProjectView, erro
 			return nil, fmt.Errorf("error listing FleetStages in namespace %q: %w", ns, err)
 		}
 		items = append(items, list.Items...)
+		ros := &fleetv1alpha1.FleetRolloutList{}
+		if err := nc.reader.List(ctx, ros, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("error listing FleetRollouts in namespace %q: %w", ns, err)
+		}
+		rollouts = append(rollouts, ros.Items...)
+	}
+	type fleetKey struct{ ns, name string }
+	rolloutsOf := map[fleetKey][]fleetv1alpha1.FleetRollout{}
+	for i := range rollouts {
+		k := fleetKey{rollouts[i].Namespace, rollouts[i].Spec.FleetStage}
+		rolloutsOf[k] = append(rolloutsOf[k], rollouts[i])
 	}
 	byNS := map[string]*ProjectView{}
 	for _, ns := range namespaces {
@@ -245,7 +343,8 @@ func (s *Server) projects(ctx context.Context, only string) ([]ProjectView, erro
 			byNS[fs.Namespace] = pv
 		}
 		sum := FleetStageSummary{Name: fs.Name, Targets: fs.Status.Targets.Selected, Waves: len(fs.Status.Waves),
-			Rollout: fs.Status.CurrentRollout, Ready: "Unknown"}
+			Rollout: fs.Status.CurrentRollout, Ready: "Unknown",
+			Attention: FleetAttention(fs, rolloutsOf[fleetKey{fs.Namespace, fs.Name}])}
 		for _, c := range fs.Status.Conditions {
 			if c.Type == fleetv1alpha1.ReadyCondition {
 				sum.Ready = string(c.Status)
@@ -258,10 +357,13 @@ func (s *Server) projects(ctx context.Context, only string) ([]ProjectView, erro
 	}
 	out := make([]ProjectView, 0, len(byNS))
 	for _, pv := range byNS {
-		slices.SortFunc(pv.FleetStages, func(a, b FleetStageSummary) int { return cmp.Compare(a.Name, b.Name) })
+		slices.SortFunc(pv.FleetStages, attentionFirst)
 		out = append(out, *pv)
 	}
-	slices.SortFunc(out, func(a, b ProjectView) int { return cmp.Compare(a.Namespace, b.Namespace) })
+	// The Project whose fleet needs a person most comes first.
+	slices.SortFunc(out, func(a, b ProjectView) int {
+		return cmp.Or(cmp.Compare(a.mostUrgent(), b.mostUrgent()), cmp.Compare(a.Namespace, b.Namespace))
+	})
 	return out, nil
 }
 

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"cmp"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +61,13 @@ type FleetInput struct {
 	// Plan is the plan snapshot of the shown rollout (see ShownRollout), nil
 	// when there is none or it cannot be read.
 	Plan *plan.WavePlan
+	// RolledBackPlan is the plan snapshot of the rollout the shown rollback
+	// returns, nil when there is none or it cannot be read.
+	RolledBackPlan *plan.WavePlan
+	// Labels are the labels of every target of the fleet by ID, from its
+	// inventory (or, failing that, from the plan snapshots): the grid is
+	// grouped by them, whichever rollout is shown.
+	Labels map[string]map[string]string
 	// Aliases maps Freight names to their aliases.
 	Aliases map[string]string
 	// Now is the time elapsed times and progress deadlines are measured to.
@@ -80,8 +88,11 @@ type FleetView struct {
 	// Rollout is the rollout the page follows: the current one, else the
 	// most relevant one; nil before the first rollout.
 	Rollout *RolloutView
-	// Others are the other relevant rollouts (a rollback and what it rolls
-	// back, the last finished one).
+	// RolledBack is the rollout the shown rollback returns, with its waves
+	// and failures: right after a breach the page follows the automatic
+	// rollback, and what failed, and why, stays beside it.
+	RolledBack *RolloutView
+	// Others are the other relevant rollouts (the last finished one).
 	Others []report.Rollout
 	// Grid is every target, compactly.
 	Grid Grid
@@ -190,6 +201,33 @@ type GridGroup struct {
 	Count int    `json:"count"`
 }
 
+// rolledBack returns the rollout a rollback returns, nil when ro is not a
+// rollback or that rollout is gone.
+func rolledBack(ro *fleetv1alpha1.FleetRollout, all []fleetv1alpha1.FleetRollout) *fleetv1alpha1.FleetRollout {
+	if ro.Spec.RollbackOf == "" {
+		return nil
+	}
+	for i := range all {
+		if all[i].Name == ro.Spec.RollbackOf {
+			return &all[i]
+		}
+	}
+	return nil
+}
+
+// planTargets lists every target a plan places (wave members and
+// unassigned targets); none for a nil plan.
+func planTargets(p *plan.WavePlan) []plan.Target {
+	if p == nil {
+		return nil
+	}
+	out := slices.Clone(p.Unassigned)
+	for i := range p.Waves {
+		out = append(out, p.Waves[i].Members...)
+	}
+	return out
+}
+
 // ShownRollout returns the rollout a FleetStage's page follows: the current
 // one, else the most relevant one as the status report orders them; nil
 // when there is none.
@@ -226,11 +264,14 @@ func BuildFleet(in FleetInput) FleetView {
 	shown := ShownRollout(fs, in.Rollouts)
 	for i := range rep.Rollouts {
 		r := rep.Rollouts[i]
-		if shown != nil && r.Name == shown.Name {
+		switch {
+		case shown != nil && r.Name == shown.Name:
 			v.Rollout = buildRollout(fs, r, in.Plan)
-			continue
+		case shown != nil && r.Name == shown.Spec.RollbackOf:
+			v.RolledBack = buildRollout(fs, r, in.RolledBackPlan)
+		default:
+			v.Others = append(v.Others, r)
 		}
-		v.Others = append(v.Others, r)
 	}
 	v.Grid = buildGrid(in, shown, rep.FleetStage.Versions)
 	return v
@@ -311,7 +352,8 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 			}
 		}
 	}
-	g := Grid{GroupBy: in.GroupBy, GroupKeys: groupKeys(in.Plan)}
+	labelsByID := fleetLabels(in)
+	g := Grid{GroupBy: in.GroupBy, GroupKeys: groupKeys(labelsByID)}
 	if g.GroupBy == "" || (g.GroupBy != GroupByWave && !slices.Contains(g.GroupKeys, g.GroupBy)) {
 		g.GroupBy = GroupByWave
 		if slices.Contains(g.GroupKeys, preferredGroupBy) {
@@ -353,13 +395,10 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 			j := rollout.Judge(observeTarget(st, promos[id], shown.Spec.Freight.Name), limits[id], in.Now)
 			t.state = stateChar(j.State)
 		}
-		switch {
-		case g.GroupBy == GroupByWave:
+		if g.GroupBy == GroupByWave {
 			t.group = wave
-		case members[id] != nil:
-			t.group = cmp.Or(members[id].Labels[g.GroupBy], noGroup)
-		default:
-			t.group = noGroup
+		} else {
+			t.group = cmp.Or(labelsByID[id][g.GroupBy], noGroup)
 		}
 		targets = append(targets, t)
 	}
@@ -445,17 +484,24 @@ func stateChar(s rollout.TargetState) byte {
 	return StatePending
 }
 
+// fleetLabels returns the labels of every target by ID: in.Labels, and the
+// shown plan's for a target in.Labels lacks.
+func fleetLabels(in FleetInput) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(in.Labels))
+	for _, t := range planTargets(in.Plan) {
+		out[t.ID] = t.Labels
+	}
+	maps.Copy(out, in.Labels)
+	return out
+}
+
 // groupKeys are the groupings offered: the wave, then the label keys of
-// the plan's targets, sorted.
-func groupKeys(p *plan.WavePlan) []string {
+// the fleet's targets, sorted.
+func groupKeys(byID map[string]map[string]string) []string {
 	seen := map[string]bool{}
-	if p != nil {
-		for _, w := range p.Waves {
-			for _, t := range w.Members {
-				for k := range t.Labels {
-					seen[k] = true
-				}
-			}
+	for _, l := range byID {
+		for k := range l {
+			seen[k] = true
 		}
 	}
 	keys := make([]string, 0, len(seen))
@@ -562,8 +608,14 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 			}
 		}
 	}
+	if l, ok := in.Labels[id]; ok {
+		d.Labels = l
+	}
 	if member != nil {
-		d.Source, d.Labels, d.Params = member.Source, member.Labels, member.Params
+		d.Source, d.Params = member.Source, member.Params
+		if _, ok := in.Labels[id]; !ok {
+			d.Labels = member.Labels
+		}
 	} else {
 		for _, v := range st.Spec.Vars {
 			d.Params[v.Name] = v.Value

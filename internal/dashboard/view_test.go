@@ -4,10 +4,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/dashtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
 
 func Test_newThreshold(t *testing.T) {
@@ -149,4 +152,78 @@ func TestBuildFleet_drifted(t *testing.T) {
 	d, ok := BuildTarget(in, id)
 	require.True(t, ok)
 	require.True(t, d.Drifted)
+}
+
+func TestBuildFleet_breach(t *testing.T) {
+	t.Parallel()
+	f := dashtest.NewFleet(200, now)
+	f.Breach()
+	in := fleetInput(f, "")
+	in.Plan = nil
+	for _, obj := range f.Objects() {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == fleetrollout.SnapshotName(dashtest.Rollback) {
+			p, err := plan.DecodeSnapshot(cm.BinaryData[plan.SnapshotKey])
+			require.NoError(t, err)
+			in.Plan = p
+		}
+	}
+	require.NotNil(t, in.Plan, "the rollback's snapshot")
+	rolledBackPlan := f.Plan
+
+	t.Run("the page follows the rollback and keeps the breach beside it", func(t *testing.T) {
+		t.Parallel()
+		v := BuildFleet(in)
+		require.Equal(t, dashtest.Rollback, v.Rollout.Name)
+		require.NotNil(t, v.RolledBack)
+		require.Equal(t, dashtest.Rollout, v.RolledBack.Name)
+		require.Equal(t, fleetv1alpha1.RolloutHalted, v.RolledBack.Phase)
+		require.Contains(t, v.RolledBack.Message, `wave "canary" breached its failure threshold`)
+		require.Len(t, v.RolledBack.Failures, 1)
+		require.Equal(t, int32(dashtest.BreachFailures), v.RolledBack.Failures[0].Count)
+		require.Equal(t, fleetv1alpha1.WaveHalted, v.RolledBack.Waves[1].Phase)
+		for _, o := range v.Others {
+			require.NotEqual(t, dashtest.Rollout, o.Name, "the rolled-back rollout is shown once")
+		}
+	})
+
+	t.Run("labels of the rollback's plan only: the targets it does not return have none", func(t *testing.T) {
+		t.Parallel()
+		v := BuildFleet(in)
+		require.Equal(t, "region", v.Grid.GroupBy)
+		last := v.Grid.Groups[len(v.Grid.Groups)-1]
+		require.Equal(t, noGroup, last.Name)
+		require.Equal(t, 200-in.Plan.Members(), last.Count)
+	})
+
+	t.Run("every target grouped by its own labels", func(t *testing.T) {
+		t.Parallel()
+		in := in
+		in.Labels = map[string]map[string]string{}
+		for _, tg := range planTargets(rolledBackPlan) {
+			in.Labels[tg.ID] = map[string]string{"region": tg.Labels["region"], "cloud": dashtest.Cloud(tg.Labels["region"])}
+		}
+		v := BuildFleet(in)
+		require.Len(t, v.Grid.Groups, len(dashtest.Regions))
+		for _, g := range v.Grid.Groups {
+			require.NotEqual(t, noGroup, g.Name)
+		}
+		require.Contains(t, v.Grid.GroupKeys, "cloud", "labels only the inventory has are offered")
+		in.GroupBy = "cloud"
+		require.Len(t, BuildFleet(in).Grid.Groups, 3)
+		d, ok := BuildTarget(in, v.Grid.IDs[0])
+		require.True(t, ok)
+		require.NotEmpty(t, d.Labels["cloud"])
+	})
+}
+
+func Test_fleetLabels(t *testing.T) {
+	t.Parallel()
+	p := &plan.WavePlan{Waves: []plan.PlannedWave{{Name: "w", Members: []plan.Target{
+		{ID: "a", Labels: map[string]string{"region": "old"}}, {ID: "b", Labels: map[string]string{"region": "eu"}}}}},
+		Unassigned: []plan.Target{{ID: "u", Labels: map[string]string{"region": "us"}}}}
+	got := fleetLabels(FleetInput{Plan: p, Labels: map[string]map[string]string{
+		"a": {"region": "new"}, "c": {"region": "ap"}}})
+	require.Equal(t, map[string]map[string]string{
+		"a": {"region": "new"}, "b": {"region": "eu"}, "c": {"region": "ap"}, "u": {"region": "us"},
+	}, got)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -42,11 +44,50 @@ type PlanDiff struct {
 	Joined []TargetPlacement `json:"joined"`
 	// Left are targets only the old plan has, sorted by ID.
 	Left []TargetPlacement `json:"left"`
+	// Waves are the waves added, removed or whose resolved settings
+	// changed, in the new plan's order, removed waves last.
+	Waves []WaveChange `json:"waves"`
 }
 
-// Empty reports whether the plans place every target alike.
+// Wave changes.
+const (
+	// WaveAdded is a wave only the new plan has.
+	WaveAdded = "added"
+	// WaveRemoved is a wave only the old plan has.
+	WaveRemoved = "removed"
+	// WaveChanged is a wave both plans have, with other resolved settings.
+	WaveChanged = "changed"
+)
+
+// WaveChange is a wave whose presence or resolved settings differ between
+// two plans.
+type WaveChange struct {
+	// Name is the wave's name.
+	Name string `json:"name"`
+	// Change is WaveAdded, WaveRemoved or WaveChanged.
+	Change string `json:"change"`
+	// MembersBefore and MembersAfter count the wave's members in each plan
+	// (0 where the wave is absent).
+	MembersBefore int `json:"membersBefore"`
+	MembersAfter  int `json:"membersAfter"`
+	// Settings are the resolved settings that changed, in a fixed order
+	// (empty for an added or removed wave).
+	Settings []SettingChange `json:"settings,omitempty"`
+}
+
+// SettingChange is one resolved wave setting that changed.
+type SettingChange struct {
+	// Field is the setting's spec name, e.g. maxFailures.
+	Field string `json:"field"`
+	// From and To are its resolved values, as the plan preview shows them.
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Empty reports whether the plans place every target alike and resolve
+// every wave alike.
 func (d *PlanDiff) Empty() bool {
-	return len(d.Moved) == 0 && len(d.Joined) == 0 && len(d.Left) == 0
+	return len(d.Moved) == 0 && len(d.Joined) == 0 && len(d.Left) == 0 && len(d.Waves) == 0
 }
 
 // placements maps every target ID of p to its placement.
@@ -84,14 +125,99 @@ func Diff(oldPlan, newPlan *WavePlan) PlanDiff {
 	slices.SortFunc(d.Moved, func(x, y TargetMove) int { return cmp.Compare(x.ID, y.ID) })
 	slices.SortFunc(d.Joined, func(x, y TargetPlacement) int { return cmp.Compare(x.ID, y.ID) })
 	slices.SortFunc(d.Left, func(x, y TargetPlacement) int { return cmp.Compare(x.ID, y.ID) })
+	d.Waves = diffWaves(oldPlan, newPlan)
 	return d
 }
 
-// RenderDiffTable writes d as a human table, one row per changed target.
+// diffWaves compares the waves of two plans by name.
+func diffWaves(oldPlan, newPlan *WavePlan) []WaveChange {
+	before := NewPlanPreview(oldPlan).Waves
+	after := NewPlanPreview(newPlan).Waves
+	byName := make(map[string]WavePreview, len(before))
+	for _, w := range before {
+		byName[w.Name] = w
+	}
+	changes := []WaveChange{}
+	for _, a := range after {
+		b, ok := byName[a.Name]
+		if !ok {
+			changes = append(changes, WaveChange{Name: a.Name, Change: WaveAdded, MembersAfter: a.Members})
+			continue
+		}
+		delete(byName, a.Name)
+		// A wave's size follows its targets, which the target rows show:
+		// a wave is listed when what it resolves to changed.
+		if settings := settingChanges(b, a); len(settings) > 0 {
+			changes = append(changes, WaveChange{Name: a.Name, Change: WaveChanged, MembersBefore: b.Members,
+				MembersAfter: a.Members, Settings: settings})
+		}
+	}
+	for _, b := range before {
+		if _, ok := byName[b.Name]; ok {
+			changes = append(changes, WaveChange{Name: b.Name, Change: WaveRemoved, MembersBefore: b.Members})
+		}
+	}
+	return changes
+}
+
+// settingChanges lists the resolved settings of a wave that differ.
+func settingChanges(b, a WavePreview) []SettingChange {
+	pairs := []struct{ field, from, to string }{
+		{"count", capString(b.Cap), capString(a.Cap)},
+		{"maxConcurrent", strconv.Itoa(b.MaxConcurrent), strconv.Itoa(a.MaxConcurrent)},
+		{"maxFailures", strconv.Itoa(b.MaxFailures), strconv.Itoa(a.MaxFailures)},
+		{"progressDeadline", b.ProgressDeadline, a.ProgressDeadline},
+		{"unhealthyGrace", b.UnhealthyGrace, a.UnhealthyGrace},
+		{"soak", b.Soak, a.Soak},
+		{"approval", b.Approval, a.Approval},
+	}
+	var out []SettingChange
+	for _, p := range pairs {
+		if p.from != p.to {
+			out = append(out, SettingChange{Field: p.field, From: p.from, To: p.to})
+		}
+	}
+	return out
+}
+
+// capString shows a wave's resolved count, "-" when it has none.
+func capString(c *int) string {
+	if c == nil {
+		return "-"
+	}
+	return strconv.Itoa(*c)
+}
+
+// RenderDiffTable writes d as a human table: the waves that changed, then
+// one row per target that moves, joins or leaves.
 func RenderDiffTable(w io.Writer, d *PlanDiff) error {
 	ew := &errWriter{w: w}
 	if d.Empty() {
 		ew.printf("No change: every target keeps its wave.\n")
+		return ew.err
+	}
+	if len(d.Waves) > 0 {
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "WAVE\tCHANGE\tMEMBERS\tSETTINGS")
+		for _, c := range d.Waves {
+			members := fmt.Sprintf("%d -> %d", c.MembersBefore, c.MembersAfter)
+			switch c.Change {
+			case WaveAdded:
+				members = strconv.Itoa(c.MembersAfter)
+			case WaveRemoved:
+				members = strconv.Itoa(c.MembersBefore)
+			}
+			settings := make([]string, 0, len(c.Settings))
+			for _, s := range c.Settings {
+				settings = append(settings, fmt.Sprintf("%s %s -> %s", s.Field, s.From, s.To))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.Change, members, cmp.Or(strings.Join(settings, ", "), "-"))
+		}
+		_ = tw.Flush()
+		ew.printf("\n")
+	}
+	if len(d.Moved)+len(d.Joined)+len(d.Left) == 0 {
+		ew.printf("Every target keeps its wave.\n")
 		return ew.err
 	}
 	ew.printf("%d moved, %d joined, %d left\n\n", len(d.Moved), len(d.Joined), len(d.Left))

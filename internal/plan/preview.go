@@ -115,32 +115,72 @@ func RenderPlanJSON(w io.Writer, p *WavePlan) error {
 	return nil
 }
 
+// TableOptions tune RenderPlanTable.
+type TableOptions struct {
+	// MaxNames is how many target names a wave's row shows at most; 0
+	// shows all of them.
+	MaxNames int
+	// Wide adds the count, deadline, unhealthy grace and soak columns.
+	Wide bool
+	// Width is the width, in columns, the wave table should fit: the target
+	// names of a row are cut short to fit it (0: no limit).
+	Width int
+}
+
 // RenderPlanTable writes p as a human table: a summary line, one row per
-// wave with its first maxNames targets (all of them when maxNames <= 0),
-// then the unassigned and excluded targets.
-func RenderPlanTable(w io.Writer, p *WavePlan, maxNames int) error {
+// wave with its first target names, then the unassigned and excluded
+// targets.
+func RenderPlanTable(w io.Writer, p *WavePlan, o TableOptions) error {
 	pv := NewPlanPreview(p)
 	ew := &errWriter{w: w}
-	ew.printf("Plan %s: %d candidates, %d selected, %d excluded, %d not selected, %d unassigned",
-		shortHash(pv.PlanHash), pv.Candidates, pv.Selected, pv.Excluded, pv.NotSelected, pv.Unassigned)
+	counts := []string{fmt.Sprintf("Plan %s: %d candidates", shortHash(pv.PlanHash), pv.Candidates),
+		fmt.Sprintf("%d selected", pv.Selected), fmt.Sprintf("%d excluded", pv.Excluded),
+		fmt.Sprintf("%d not selected", pv.NotSelected), fmt.Sprintf("%d unassigned", pv.Unassigned)}
 	if pv.FleetMaxFailures != nil {
-		ew.printf("; fleet maxFailures %d", *pv.FleetMaxFailures)
+		counts[len(counts)-1] += fmt.Sprintf("; fleet maxFailures %d", *pv.FleetMaxFailures)
 	}
-	ew.printf("\n\n")
+	ew.printf("%s\n\n", joinWithin(counts, ", ", "\n  ", o.Width))
 
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WAVE\tMEMBERS\tCAP\tMAX CONCURRENT\tMAX FAILURES\tDEADLINE\tUNHEALTHY GRACE\tSOAK\tAPPROVAL\tTARGETS")
-	for _, wave := range pv.Waves {
-		capText := "-"
-		if wave.Cap != nil {
-			capText = strconv.Itoa(*wave.Cap)
+	// Without Wide a row fits 80 columns: the columns the wide form adds
+	// are the ones that are mostly defaults.
+	header := []string{"WAVE", "MEMBERS", "CAP", "MAX CONCURRENT", "MAX FAILURES", "DEADLINE", "UNHEALTHY GRACE", "SOAK",
+		"APPROVAL"}
+	keep := func(row []string) []string {
+		if o.Wide {
+			return row
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", wave.Name, wave.Members, capText,
-			wave.MaxConcurrent, wave.MaxFailures, wave.ProgressDeadline, wave.UnhealthyGrace, wave.Soak, wave.Approval,
-			abbreviate(wave.Targets, maxNames))
+		return []string{row[0], row[1], row[3], row[4], row[8]}
+	}
+	rows := [][]string{keep(header)}
+	if !o.Wide {
+		rows[0][2] = "CONCURRENT"
+	}
+	for _, wave := range pv.Waves {
+		rows = append(rows, keep([]string{wave.Name, strconv.Itoa(wave.Members), capString(wave.Cap),
+			strconv.Itoa(wave.MaxConcurrent), strconv.Itoa(wave.MaxFailures), wave.ProgressDeadline, wave.UnhealthyGrace,
+			wave.Soak, wave.Approval}))
+	}
+	// The names take the room the other columns leave (tabwriter pads each
+	// column to its widest cell plus two spaces).
+	room := 0
+	if o.Width > 0 {
+		room = o.Width
+		for col := range rows[0] {
+			widest := 0
+			for _, row := range rows {
+				widest = max(widest, len(row[col]))
+			}
+			room -= widest + 2
+		}
+	}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(rows[0], "\t")+"\tTARGETS")
+	for i, wave := range pv.Waves {
+		fmt.Fprintln(tw, strings.Join(rows[i+1], "\t")+"\t"+fitNames(wave.Targets, o.MaxNames, room))
 	}
 	_ = tw.Flush()
 
+	maxNames := o.MaxNames
 	if len(pv.UnassignedTargets) > 0 {
 		ew.printf("\nUnassigned (%d, not promoted): %s\n", len(pv.UnassignedTargets),
 			abbreviate(pv.UnassignedTargets, maxNames))
@@ -195,6 +235,49 @@ func targetIDs(ts []Target) []string {
 		ids[i] = ts[i].ID
 	}
 	return ids
+}
+
+// joinWithin joins parts with sep, starting a new line (with brk) before a
+// part that would take a line past width (0: no limit).
+func joinWithin(parts []string, sep, brk string, width int) string {
+	var b strings.Builder
+	col := 0
+	for i, p := range parts {
+		switch {
+		case i == 0:
+		case width > 0 && col+len(sep)+len(p) > width:
+			b.WriteString(strings.TrimRight(sep, " ") + brk)
+			col = len(brk) - 1
+		default:
+			b.WriteString(sep)
+			col += len(sep)
+		}
+		b.WriteString(p)
+		col += len(p)
+	}
+	return b.String()
+}
+
+// fitNames abbreviates names to at most limit of them (0: all) and, when
+// room is positive, to as few as fit in room characters; when not even one
+// fits with its "... N more", to "first +N", else to "N targets".
+func fitNames(names []string, limit, room int) string {
+	if len(names) == 0 {
+		return abbreviate(names, limit)
+	}
+	if limit <= 0 || limit > len(names) {
+		limit = len(names)
+	}
+	for n := limit; n > 0; n-- {
+		if s := abbreviate(names, n); room <= 0 || len(s) <= room {
+			return s
+		}
+	}
+	// Not even one name and how many more fit: a shorter form.
+	if s := fmt.Sprintf("%s +%d", names[0], len(names)-1); len(s) <= room {
+		return s
+	}
+	return fmt.Sprintf("%d targets", len(names))
 }
 
 // abbreviate joins the first max names and says how many more there are.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func TestRenderPlanTable(t *testing.T) {
 	t.Parallel()
 	p := previewPlan(t)
 	var buf bytes.Buffer
-	require.NoError(t, RenderPlanTable(&buf, p, 2))
+	require.NoError(t, RenderPlanTable(&buf, p, TableOptions{MaxNames: 2, Wide: true}))
 	out := buf.String()
 	t.Log("\n" + out)
 	require.Contains(t, out, "Plan "+p.Hash[:12]+": 6 candidates, 5 selected, 1 excluded, 0 not selected, 1 unassigned; fleet maxFailures 1")
@@ -49,8 +50,39 @@ func TestRenderPlanTable(t *testing.T) {
 	require.Contains(t, out, "wave expression evaluations failed, e.g. spec.waves[2].expression on ")
 
 	var all bytes.Buffer
-	require.NoError(t, RenderPlanTable(&all, p, 0))
+	require.NoError(t, RenderPlanTable(&all, p, TableOptions{}))
 	require.NotContains(t, all.String(), "more")
+	require.Contains(t, all.String(), "WAVE    MEMBERS  CONCURRENT  MAX FAILURES  APPROVAL  TARGETS\n")
+}
+
+func Test_fitNames(t *testing.T) {
+	t.Parallel()
+	names := []string{"eu-west-1", "eu-west-2", "us-east-1", "us-east-2"}
+	tests := []struct {
+		name  string
+		limit int
+		room  int
+		want  string
+	}{
+		{name: "no limit, no room limit", want: "eu-west-1, eu-west-2, us-east-1, us-east-2"},
+		{name: "limit", limit: 2, want: "eu-west-1, eu-west-2, ... 2 more"},
+		{name: "room cuts below the limit", limit: 3, room: 35, want: "eu-west-1, eu-west-2, ... 2 more"},
+		{name: "room for everything", room: 42, want: "eu-west-1, eu-west-2, us-east-1, us-east-2"},
+		{name: "room for one name and its count", room: 21, want: "eu-west-1, ... 3 more"},
+		{name: "room for the short form", room: 15, want: "eu-west-1 +3"},
+		{name: "no room for a name", room: 5, want: "4 targets"},
+		{name: "no names", want: "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := names
+			if tt.want == "-" {
+				in = nil
+			}
+			require.Equal(t, tt.want, fitNames(in, tt.limit, tt.room))
+		})
+	}
 }
 
 func TestRenderPlanJSON(t *testing.T) {
@@ -82,7 +114,7 @@ func TestRender_writeErrors(t *testing.T) {
 	t.Parallel()
 	p := previewPlan(t)
 	d := Diff(p, p)
-	require.ErrorContains(t, RenderPlanTable(failingWriter{}, p, 3), "disk full")
+	require.ErrorContains(t, RenderPlanTable(failingWriter{}, p, TableOptions{MaxNames: 3}), "disk full")
 	require.ErrorContains(t, RenderPlanJSON(failingWriter{}, p), "disk full")
 	require.ErrorContains(t, RenderDiffTable(failingWriter{}, &d), "disk full")
 	require.ErrorContains(t, RenderDiffJSON(failingWriter{}, &d), "disk full")
@@ -104,6 +136,34 @@ func TestFormatDuration(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			require.Equal(t, tt.want, formatDuration(tt.in))
+		})
+	}
+}
+
+func Test_joinWithin(t *testing.T) {
+	t.Parallel()
+	parts := []string{"Plan 9760d9280b72: 12 candidates", "12 selected", "0 excluded", "0 not selected", "0 unassigned"}
+	tests := []struct {
+		name  string
+		width int
+		want  string
+	}{
+		{name: "no limit", want: "Plan 9760d9280b72: 12 candidates, 12 selected, 0 excluded, 0 not selected, 0 unassigned"},
+		{name: "80 columns", width: 80,
+			want: "Plan 9760d9280b72: 12 candidates, 12 selected, 0 excluded, 0 not selected,\n  0 unassigned"},
+		{name: "40 columns", width: 40,
+			want: "Plan 9760d9280b72: 12 candidates,\n  12 selected, 0 excluded,\n  0 not selected, 0 unassigned"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := joinWithin(parts, ", ", "\n  ", tt.width)
+			require.Equal(t, tt.want, got)
+			for _, line := range strings.Split(got, "\n") {
+				if tt.width > 0 {
+					require.LessOrEqual(t, len(line), tt.width)
+				}
+			}
 		})
 	}
 }

@@ -94,10 +94,12 @@ func RenderJSON(w io.Writer, r Report) error {
 }
 
 // RenderText writes r for people: the fleet summary, then each rollout with
-// a progress bar per wave and its failures.
+// a progress bar per wave and its failures. Every line fits o.Width: bars
+// shrink (down to minBarWidth) and long lines wrap (see FitLines).
 func RenderText(w io.Writer, r Report, o TextOptions) error {
 	o = o.withDefaults()
-	t := &textWriter{w: w, o: o, paint: newPainter(o.Color), glyphs: UnicodeGlyphs}
+	var buf strings.Builder
+	t := &textWriter{w: &buf, o: o, paint: newPainter(o.Color), glyphs: UnicodeGlyphs}
 	if o.ASCII {
 		t.glyphs = ASCIIGlyphs
 	}
@@ -118,7 +120,21 @@ func RenderText(w io.Writer, r Report, o TextOptions) error {
 		t.printf("\n%s succeeded  %s failed  %s in flight  %s pending\n", t.paint(colorGreen, g.Succeeded),
 			t.paint(colorRed, g.Failed), t.paint(colorYellow, g.InFlight), t.paint(colorDim, g.Pending))
 	}
-	return t.err
+	if t.err != nil {
+		return t.err
+	}
+	_, err := io.WriteString(w, FitLines(buf.String(), o.Width))
+	return err
+}
+
+// minBarWidth is the narrowest a bar shrinks to on a narrow terminal.
+const minBarWidth = 10
+
+// barWidth is the bar width that leaves room for the rest columns of a
+// line: the configured width, less what the terminal lacks, at least
+// minBarWidth.
+func (t *textWriter) barWidth(rest int) int {
+	return max(min(t.o.BarWidth, t.o.Width-rest), min(minBarWidth, t.o.BarWidth))
 }
 
 // textWriter renders one report, remembering the first write error.
@@ -206,12 +222,14 @@ func (t *textWriter) versions(vs []Version) {
 		nameWidth = max(nameWidth, utf8.RuneCountInString(DisplayFreight(v.Freight)))
 		countWidth = max(countWidth, len(fmt.Sprint(v.Targets)))
 	}
+	// "  Versions  " name " [" bar "] " count "  " pct%
+	barWidth := t.barWidth(12 + nameWidth + 3 + countWidth + 2 + 5)
 	for i, v := range vs {
 		label := "  Versions  "
 		if i > 0 {
 			label = strings.Repeat(" ", 12)
 		}
-		bar := drawBar(Segments{Succeeded: int(v.Targets), Total: int(total)}, t.o.BarWidth,
+		bar := drawBar(Segments{Succeeded: int(v.Targets), Total: int(total)}, barWidth,
 			Glyphs{Succeeded: t.glyphs.Succeeded, Pending: t.glyphs.Pending}, t.paint)
 		t.printf("%s%s [%s] %*d  %3d%%\n", label, padRight(DisplayFreight(v.Freight), nameWidth), bar, countWidth,
 			v.Targets, percent(v.Targets, total))
@@ -258,28 +276,39 @@ func (t *textWriter) waves(ws []fleetv1alpha1.WaveProgress) {
 	for _, w := range ws {
 		phaseWidth = max(phaseWidth, len(cmp.Or(string(w.Phase), string(fleetv1alpha1.WavePending))))
 	}
-	for _, w := range ws {
-		bar := drawBar(Segments{Succeeded: int(w.Succeeded), Failed: int(w.Failed), InFlight: int(w.InFlight),
-			Total: int(w.Total)}, t.o.BarWidth, t.glyphs, t.paint)
-		phase := cmp.Or(string(w.Phase), string(fleetv1alpha1.WavePending))
-		line := fmt.Sprintf("  %s [%s] %*d/%-*d %s", padRight(w.Name, nameWidth), bar, totalWidth, w.Succeeded,
-			totalWidth, w.Total, t.phase(padRight(phase, phaseWidth)))
-		var details []string
+	details := make([]string, len(ws))
+	detailsWidth := 0
+	for i, w := range ws {
+		var parts []string
 		if w.Failed > 0 {
-			details = append(details, fmt.Sprintf("%d failed", w.Failed))
+			parts = append(parts, fmt.Sprintf("%d failed", w.Failed))
 		}
 		if w.InFlight > 0 {
-			details = append(details, fmt.Sprintf("%d in flight", w.InFlight))
+			parts = append(parts, fmt.Sprintf("%d in flight", w.InFlight))
 		}
 		if w.Pending > 0 && w.Pending != w.Total {
-			details = append(details, fmt.Sprintf("%d pending", w.Pending))
+			parts = append(parts, fmt.Sprintf("%d pending", w.Pending))
 		}
-		if len(details) > 0 {
-			line += "  " + strings.Join(details, ", ")
+		if len(parts) > 0 {
+			details[i] = "  " + strings.Join(parts, ", ")
 		}
+		detailsWidth = max(detailsWidth, len(details[i]))
+	}
+	// "  " name " [" bar "] " succeeded "/" total " " phase details
+	barWidth := t.barWidth(2 + nameWidth + 4 + 2*totalWidth + 2 + phaseWidth + detailsWidth)
+	for i, w := range ws {
+		bar := drawBar(Segments{Succeeded: int(w.Succeeded), Failed: int(w.Failed), InFlight: int(w.InFlight),
+			Total: int(w.Total)}, barWidth, t.glyphs, t.paint)
+		phase := cmp.Or(string(w.Phase), string(fleetv1alpha1.WavePending))
+		line := fmt.Sprintf("  %s [%s] %*d/%-*d %s", padRight(w.Name, nameWidth), bar, totalWidth, w.Succeeded,
+			totalWidth, w.Total, t.phase(padRight(phase, phaseWidth))) + details[i]
 		t.printf("%s\n", strings.TrimRight(line, " "))
 		if w.Waiting != "" {
-			t.printf("  %s %s\n", strings.Repeat(" ", nameWidth), t.paint(colorCyan, "waiting: "+w.Waiting))
+			waiting := w.Waiting
+			if !strings.HasPrefix(waiting, "waiting") {
+				waiting = "waiting: " + waiting
+			}
+			t.printf("  %s %s\n", strings.Repeat(" ", nameWidth), t.paint(colorCyan, waiting))
 		}
 	}
 }

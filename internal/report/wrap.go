@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"strings"
 	"unicode/utf8"
 )
@@ -78,4 +79,115 @@ func wrapWords(s string, width int) []string {
 		lines = append(lines, string(line))
 	}
 	return lines
+}
+
+// FitLines lays text out in lines of at most width visible columns (ANSI
+// colour sequences take none), so that a terminal of that width wraps
+// nothing and a redraw in place stays in place. A longer line is broken
+// between words, after a comma where one is near the end, and goes on
+// indented: under its label column ("  Targets   ...") or two columns deeper
+// than it starts. A line with no room to break (a long URL) is kept whole.
+// width <= 0 leaves text as it is.
+func FitLines(text string, width int) string {
+	if width <= 0 {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	out := make([]string, 0, len(lines))
+	for _, line := range lines {
+		out = append(out, fitLine(line, width)...)
+	}
+	return strings.Join(out, "\n")
+}
+
+// fitLine breaks one line into lines of at most width visible columns.
+func fitLine(line string, width int) []string {
+	if visibleLen(line) <= width {
+		return []string{line}
+	}
+	indent := continuationIndent(line, width)
+	var out []string
+	for visibleLen(line) > width {
+		cut := breakAt(line, width, len(line)-len(strings.TrimLeft(line, " ")))
+		if cut < 0 {
+			break
+		}
+		out = append(out, strings.TrimRight(line[:cut], " "))
+		line = strings.Repeat(" ", indent) + strings.TrimLeft(line[cut:], " ")
+	}
+	return append(out, line)
+}
+
+// continuationIndent is the column the rest of a broken line starts at.
+func continuationIndent(line string, width int) int {
+	lead := len(line) - len(strings.TrimLeft(line, " "))
+	indent := lead + 2
+	// A label column: "  Targets   203 candidates, ..." goes on under "203".
+	rest := line[lead:]
+	if word := strings.IndexByte(rest, ' '); word > 0 && strings.HasPrefix(rest[word:], "  ") {
+		if col := lead + word + len(rest[word:]) - len(strings.TrimLeft(rest[word:], " ")); col <= 14 {
+			indent = col
+		}
+	}
+	return min(indent, width/2)
+}
+
+// breakAt returns the byte index of the space to break line at so that
+// what comes before it fits width, or -1 when no space past the line's
+// indentation does. When it leaves the first part at least half the width,
+// a space after a comma outside parentheses is preferred, then any space
+// outside them.
+func breakAt(line string, width, lead int) int {
+	last, lastOuter, lastComma, col, depth := -1, -1, -1, 0, 0
+	for i := 0; i < len(line); {
+		if line[i] == '\x1b' {
+			if end := strings.IndexByte(line[i:], 'm'); end >= 0 {
+				i += end + 1
+				continue
+			}
+		}
+		if col > width {
+			break
+		}
+		switch line[i] {
+		case '(':
+			depth++
+		case ')':
+			depth = max(depth-1, 0)
+		case ' ':
+			if i > lead {
+				last = i
+				// Parentheses are kept together where they can be, and a
+				// comma inside them does not end a phrase.
+				if depth == 0 && col >= width/2 {
+					lastOuter = i
+					if line[i-1] == ',' {
+						lastComma = i
+					}
+				}
+			}
+		}
+		_, size := utf8.DecodeRuneInString(line[i:])
+		i += size
+		col++
+	}
+	return cmp.Or(lastComma+1, lastOuter+1, last+1) - 1
+}
+
+// visibleLen counts the columns s takes on a terminal: its runes, less the
+// ANSI colour sequences.
+func visibleLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		if s[i] == '\x1b' {
+			if end := strings.IndexByte(s[i:], 'm'); end >= 0 {
+				i += end + 1
+				continue
+			}
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		n++
+	}
+	return n
 }

@@ -45,6 +45,8 @@ var Regions = []string{"ap-south-1", "eu-central-1", "eu-west-1", "us-east-1", "
 // two), general is progressing with its last ten targets in flight, and
 // critical will wait behind an approval gate once general is through.
 type Fleet struct {
+	// NS is the fleet's Kargo Project (Namespace unless NewFleetIn says).
+	NS   string
 	N    int
 	Now  time.Time
 	Plan *plan.WavePlan
@@ -53,15 +55,23 @@ type Fleet struct {
 
 	fleetStage *fleetv1alpha1.FleetStage
 	rollout    *fleetv1alpha1.FleetRollout
-	stages     []*kargo.Stage
-	promotions []*kargo.Promotion
+	// rollback and rollbackPlan are set by Breach.
+	rollback     *fleetv1alpha1.FleetRollout
+	rollbackPlan *plan.WavePlan
+	stages       []*kargo.Stage
+	promotions   []*kargo.Promotion
 	// state is each target's state by ID: s, f, i or p.
 	state map[string]byte
 }
 
-// NewFleet builds a fleet of n (at least 20) targets.
+// NewFleet builds a fleet of n (at least 20) targets in Namespace.
 func NewFleet(n int, now time.Time) *Fleet {
-	f := &Fleet{N: n, Now: now, Good: GoodFreight, Bad: BadFreight,
+	return NewFleetIn(Namespace, n, now)
+}
+
+// NewFleetIn builds a fleet of n (at least 20) targets in the Project ns.
+func NewFleetIn(ns string, n int, now time.Time) *Fleet {
+	f := &Fleet{NS: ns, N: n, Now: now, Good: GoodFreight, Bad: BadFreight,
 		state: map[string]byte{}}
 	perRegion := map[string]int{}
 	canary, critical := n/10, n/10
@@ -132,7 +142,7 @@ func (f *Fleet) addTarget(wi int, t plan.Target, st byte) {
 		src = kargo.FreightSources{Stages: []string{render.WaveStageName(FleetStage, f.Plan.Waves[wi-1].Name)}}
 	}
 	stage := &kargo.Stage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: render.TargetStageName(FleetStage, t.ID),
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: render.TargetStageName(FleetStage, t.ID),
 			Labels: map[string]string{fleetv1alpha1.FleetStageLabel: FleetStage, fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget,
 				fleetv1alpha1.WaveLabel: w.Name, fleetv1alpha1.TargetLabel: t.ID},
 			Annotations: map[string]string{fleetv1alpha1.TargetNameAnnotation: t.Name}},
@@ -153,7 +163,7 @@ func (f *Fleet) addTarget(wi int, t plan.Target, st byte) {
 		return
 	}
 	p := &kargo.Promotion{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: stage.Name + ".01k" + t.ID[len(t.ID)-2:] + "." + f.Bad[:7],
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: stage.Name + ".01k" + t.ID[len(t.ID)-2:] + "." + f.Bad[:7],
 			CreationTimestamp: metav1.NewTime(f.Now.Add(-time.Minute)),
 			Labels: map[string]string{fleetv1alpha1.FleetStageLabel: FleetStage, fleetv1alpha1.RolloutLabel: Rollout,
 				fleetv1alpha1.TargetLabel: t.ID, fleetv1alpha1.WaveLabel: w.Name}},
@@ -173,7 +183,7 @@ func (f *Fleet) addTarget(wi int, t plan.Target, st byte) {
 
 func (f *Fleet) buildFleetStage() {
 	fs := &fleetv1alpha1.FleetStage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: FleetStage},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: FleetStage},
 		Spec: fleetv1alpha1.FleetStageSpec{
 			Stage: fleetv1alpha1.StageSource{FromStage: "prod"},
 			Targets: fleetv1alpha1.TargetsSpec{Sources: []fleetv1alpha1.TargetSource{{
@@ -215,7 +225,7 @@ func (f *Fleet) countVersions() {
 func (f *Fleet) buildRollout() {
 	started := metav1.NewTime(f.Now.Add(-2 * time.Minute))
 	f.rollout = &fleetv1alpha1.FleetRollout{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: Rollout,
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: Rollout,
 			Labels: map[string]string{fleetv1alpha1.FleetStageLabel: FleetStage}},
 		Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: FleetStage, Freight: fleetv1alpha1.FreightReference{Name: f.Bad},
 			Direction: fleetv1alpha1.DirectionForward, Intent: fleetv1alpha1.IntentRun, Actor: "kubernetes:admin"},
@@ -258,7 +268,7 @@ func (f *Fleet) progress() {
 		case w.Approval == fleetv1alpha1.ApprovalRequired && !waiting && len(st.Waves) > 0 &&
 			st.Waves[len(st.Waves)-1].Phase == fleetv1alpha1.WaveSucceeded:
 			wp.Phase = fleetv1alpha1.WaveWaitingForApproval
-			wp.Waiting = "waiting for approval: " + kargo.ApproveCommand(Namespace, f.Bad, render.WaveStageName(FleetStage, w.Name))
+			wp.Waiting = "waiting for approval: " + kargo.ApproveCommand(f.NS, f.Bad, render.WaveStageName(FleetStage, w.Name))
 			st.Phase, st.Message, waiting = fleetv1alpha1.RolloutWaitingForApproval, wp.Waiting, true
 		default:
 			wp.Phase = fleetv1alpha1.WavePending
@@ -280,17 +290,18 @@ func (f *Fleet) Objects() []client.Object {
 		panic(err)
 	}
 	objs := []client.Object{f.fleetStage.DeepCopy(), f.rollout.DeepCopy(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: fleetrollout.SnapshotName(Rollout)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: fleetrollout.SnapshotName(Rollout)},
 		BinaryData: map[string][]byte{plan.SnapshotKey: raw}}}
 	for i, alias := range []string{"v1.4.0", "v1.5.0"} {
 		objs = append(objs, &kargo.Freight{
-			ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: []string{f.Good, f.Bad}[i]},
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: []string{f.Good, f.Bad}[i]},
 			Alias:      alias,
 			Origin:     kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: Warehouse},
 			Images: []apiextensionsv1.JSON{{Raw: fmt.Appendf(nil,
 				`{"repoURL":"ghcr.io/example/guestbook","tag":%q,"digest":"sha256:%s"}`, alias, []string{f.Good, f.Bad}[i])}},
 		})
 	}
+	objs = append(objs, f.breachObjects()...)
 	for _, s := range f.stages {
 		objs = append(objs, s.DeepCopy())
 	}
@@ -353,7 +364,7 @@ func (f *Fleet) Finish(ctx context.Context, c client.Client, id string) error {
 		}
 	}
 	st := &kargo.Stage{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: Namespace, Name: render.TargetStageName(FleetStage, id)}, st); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: f.NS, Name: render.TargetStageName(FleetStage, id)}, st); err != nil {
 		return err
 	}
 	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: Warehouse}

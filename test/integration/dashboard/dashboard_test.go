@@ -14,9 +14,13 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/dashtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
@@ -248,4 +252,88 @@ func TestDashboard_pageWeight(t *testing.T) {
 			screenshot(t, fmt.Sprintf("dashboard-%d.png", n), png)
 		})
 	}
+}
+
+// TestDashboard_breach opens a fleet right after a breach, when the page
+// follows the automatic rollback: the breached rollout's failures and
+// their reason stay on the page beside the rollback, and every target is
+// grouped by the labels its inventory gives it, not only those the
+// rollback's plan holds. The Projects page puts that fleet first and says
+// why.
+func TestDashboard_breach(t *testing.T) {
+	bg := context.Background()
+	now := time.Now()
+	for _, ns := range []string{"breach", "gate", "steady"} {
+		require.NoError(t, env.Client.Create(bg, envtest.ProjectNamespace(ns)))
+	}
+	if err := env.Client.Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetv1alpha1.DefaultArgoCDNamespace}}); err != nil {
+		require.True(t, apierrors.IsAlreadyExists(err), err)
+	}
+	breached := dashtest.NewFleetIn("breach", 200, now)
+	breached.Breach()
+	require.NoError(t, breached.Create(bg, env.Client))
+	for _, obj := range breached.Inventory() {
+		require.NoError(t, env.Client.Create(bg, obj))
+	}
+	gated := dashtest.NewFleetIn("gate", 20, now)
+	require.NoError(t, gated.Create(bg, env.Client))
+	for _, id := range gated.InFlight() {
+		require.NoError(t, gated.Finish(bg, env.Client, id))
+	}
+	require.NoError(t, dashtest.NewFleetIn("steady", 20, now).Create(bg, env.Client))
+
+	base := serve(t, dashboard.Options{Config: env.Config, Namespaces: []string{"steady", "gate", "breach"},
+		Clock: clock.RealClock{}})
+	ctx := browser(t)
+
+	// The fleet page follows the rollback, and the breach stays beside it.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/projects/breach/fleetstages/prod")))
+	waitTrue(t, ctx, 20*time.Second, gridReady)
+	require.Contains(t, text(t, ctx, "#rollout h2"), dashtest.Rollback)
+	require.Contains(t, text(t, ctx, "#rollout h2"), "RollingBack")
+	breach := text(t, ctx, "#breach")
+	require.Contains(t, breach, "Rolled back: FleetRollout "+dashtest.Rollout+" Halted")
+	require.Contains(t, text(t, ctx, "#breach .breach-reason"),
+		`wave "canary" breached its failure threshold: 5 of 20 targets failed, at most 2 may fail`)
+	require.Equal(t, "PromotionFailed", text(t, ctx, "#breach .failure-reason"))
+	require.Contains(t, text(t, ctx, "#breach .failure summary"), fmt.Sprint(dashtest.BreachFailures))
+	require.Contains(t, text(t, ctx, "#breach .failures"), `: `+dashtest.FailureMessage)
+	require.Equal(t, "15/20", text(t, ctx, `#breach tr.wave[data-wave="canary"] .count`))
+	require.Contains(t, text(t, ctx, `#breach tr.wave[data-wave="canary"]`), "Halted")
+	sideBySide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+	  const r = document.getElementById('rollout').getBoundingClientRect();
+	  const b = document.getElementById('breach').getBoundingClientRect();
+	  return b.left >= r.right && Math.abs(b.top - r.top) < 2 && b.width > 300; })()`))
+	require.NoError(t, err)
+	require.True(t, sideBySide, "the breach card stands next to the rollback's")
+
+	// Every target is grouped by its own region; none falls into "(none)".
+	groups, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('#grid details.group > summary')].map(s => s.firstChild.textContent.trim())`))
+	require.NoError(t, err)
+	require.ElementsMatch(t, dashtest.Regions, groups)
+	require.Equal(t, 200, count(t, ctx, "#grid i.c"))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	screenshot(t, "dashboard-breach.png", png)
+	// A label only the inventory has is offered, and groups every target.
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](
+		`(() => { const e = document.getElementById('groupby'); e.value = 'cloud'; return e.dispatchEvent(new Event('change')); })()`))
+	require.NoError(t, err)
+	waitTrue(t, ctx, 5*time.Second, `[...document.querySelectorAll('#grid details.group > summary')].map(s => s.firstChild.textContent.trim()).sort().join(',') === 'aws,azure,gcp'`)
+
+	// The Projects page ranks the fleets by what needs a person, and says why.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/projects"),
+		chromedp.WaitVisible(chromedp.CSS(`tr.fleet`))))
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('tr.fleet')].map(r => r.dataset.fleet + ' ' + r.querySelector('.att').innerText)`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"breach/prod failed", "gate/prod approval", "steady/prod progressing"}, rows)
+	require.Contains(t, text(t, ctx, `tr.fleet[data-fleet="breach/prod"] .why`),
+		dashtest.Rollout+` halted and is being rolled back: wave "canary" breached its failure threshold`)
+	require.Contains(t, text(t, ctx, `tr.fleet[data-fleet="gate/prod"] .why`), "kargo approve --project gate")
+	require.Contains(t, text(t, ctx, `tr.fleet[data-fleet="steady/prod"] .why`), dashtest.Rollout+": Forward to")
+	png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	screenshot(t, "dashboard-projects.png", png)
 }
