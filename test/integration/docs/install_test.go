@@ -223,8 +223,3 @@ func prepareBare(t *testing.T) {
 	out, err := shell(t, "kubectl create namespace argocd", "bare")
 	require.NoError(t, err, out)
 }
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return line
-}
