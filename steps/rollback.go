@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // RollbackConfig is the config of the fleet-rollback step
@@ -94,76 +94,46 @@ func (s *rollbackStep) run(ctx context.Context, in *Input, cfg RollbackConfig) (
 	return rollbackResult(in, cfg, ro), nil
 }
 
-// resolve turns the config and the FleetStage's status into a rollback
-// request. Defaults are resolved once: they follow the FleetStage's status,
-// which the rollback itself changes, so the rollback requested for a freight
-// and rollout is found again by its own fields on later calls.
+// resolve turns the config into a rollback request, as rollout.PlanRollback
+// decides it. Defaults are resolved once: they follow the FleetStage's
+// status, which the rollback itself changes, so the rollback requested for
+// a freight and rollout is found again by its own fields on later calls. A
+// rollback that exists already is the answer (res).
 func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfig) (*RolloutRequest, *Result, error) {
 	fs, c := in.FleetStage, in.Context
-	terminal := func(format string, args ...any) (*RolloutRequest, *Result, error) {
-		err := &TerminalError{Err: fmt.Errorf(format, args...)}
-		res := failed(err.Error(), map[string]any{"fleetStage": fs.Name})
-		return nil, &res, err
+	terminal := func(err error) (*RolloutRequest, *Result, error) {
+		terr := &TerminalError{Err: err}
+		res := failed(terr.Error(), map[string]any{"fleetStage": fs.Name})
+		return nil, &res, terr
 	}
-	of := cmp.Or(cfg.RollbackOf, fs.Status.CurrentRollout, fs.Status.LastRollout)
-	if of == "" {
-		return terminal("FleetStage %q has no rollout to roll back", fs.Name)
-	}
-	target, err := s.store.GetRollout(ctx, c.Project, of)
-	switch {
-	case apierrors.IsNotFound(err):
-		return terminal("FleetRollout %q not found in project %q", of, c.Project)
-	case err != nil:
-		return nil, nil, err
-	case target.Spec.FleetStage != fs.Name:
-		return terminal("FleetRollout %q belongs to FleetStage %q, not %q", of, target.Spec.FleetStage, fs.Name)
-	}
-	if target.Spec.Direction == fleetv1alpha1.DirectionRollback {
-		// A rollback is under way or done: ask for the same one, which
-		// EnsureRollback finds instead of stacking a rollback of a rollback.
-		of = target.Spec.RollbackOf
-	}
-	freightName := cfg.Freight
-	if freightName == "" && target.Spec.Direction == fleetv1alpha1.DirectionRollback {
-		freightName = target.Spec.Freight.Name
-	}
-	if freightName == "" && fs.Status.LastGoodFreight != nil {
-		freightName = fs.Status.LastGoodFreight.Name
-	}
-	if freightName == "" {
-		return terminal("FleetStage %q has no last good Freight; set freight", fs.Name)
-	}
-	if target.Spec.Direction == fleetv1alpha1.DirectionForward && freightName == target.Spec.Freight.Name {
-		return terminal("FleetRollout %q already moves the fleet to Freight %s; set freight to roll back to another",
-			of, shortName(freightName))
-	}
-	freight, err := s.store.GetFreight(ctx, c.Project, freightName)
-	switch {
-	case apierrors.IsNotFound(err):
-		return terminal("freight %q not found in project %q", freightName, c.Project)
-	case err != nil:
+	records, err := s.store.RolloutRecords(ctx, fs, cfg.RollbackOf)
+	if err != nil {
 		return nil, nil, err
 	}
-	if !cfg.AnyFreight {
-		proven, held, err := s.store.FreightRecord(ctx, fs, freightName)
-		switch {
-		case err != nil:
-			return nil, nil, err
-		case held != "":
-			return terminal("freight %s is held back from FleetStage %q after FleetRollout %s breached a failure threshold; "+
-				"set anyFreight: true to roll back to it anyway", shortName(freightName), fs.Name, held)
-		case !proven:
-			return terminal("freight %s has not passed FleetStage %q (no rollout of it succeeded, and it is not the last good "+
-				"Freight); set anyFreight: true to roll back to it anyway", shortName(freightName), fs.Name)
-		}
+	p := rollout.PlanRollback(rollout.RollbackRequest{Asker: rollout.AskedByStep, FleetStage: fs, Rollouts: records,
+		Of: cfg.RollbackOf, Freight: cfg.Freight, AnyFreight: cfg.AnyFreight})
+	switch {
+	case p.Refused != nil:
+		return terminal(p.Refused)
+	case p.Existing != nil:
+		res := rollbackResult(in, cfg, p.Existing)
+		return nil, &res, nil
+	}
+	freight, err := s.store.GetFreight(ctx, c.Project, p.Freight.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return terminal(fmt.Errorf("freight %q not found in project %q", p.Freight.Name, c.Project))
+	case err != nil:
+		return nil, nil, err
 	}
 	return &RolloutRequest{
 		FleetStage: fs,
 		Freight:    freightRef(freight),
 		Direction:  fleetv1alpha1.DirectionRollback,
-		RollbackOf: of,
+		RollbackOf: p.Of.Name,
 		Context:    c,
 		Reason:     cfg.Reason,
+		AnyFreight: cfg.AnyFreight,
 	}, nil, nil
 }
 

@@ -75,24 +75,9 @@ func (s *APIStore) GetFreight(ctx context.Context, namespace, name string) (*kar
 	return &f, nil
 }
 
-// FreightRecord implements FleetReader.
-func (s *APIStore) FreightRecord(ctx context.Context, fs *fleetv1alpha1.FleetStage, freight string) (bool, string, error) {
-	rollouts, err := fleetrollout.List(ctx, s.reader, fs.Namespace, fs.Name,
-		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(freight)})
-	if err != nil {
-		return false, "", err
-	}
-	if held := fleetrollout.HeldBack(fs, rollouts, freight); held != nil {
-		return false, held.Name, nil
-	}
-	proven := fs.Status.LastGoodFreight != nil && fs.Status.LastGoodFreight.Name == freight
-	for _, ro := range rollouts {
-		if ro.Spec.Direction == fleetv1alpha1.DirectionForward && ro.Spec.Freight.Name == freight &&
-			ro.Status.Phase == fleetv1alpha1.RolloutSucceeded {
-			proven = true
-		}
-	}
-	return proven, "", nil
+// RolloutRecords implements FleetReader.
+func (s *APIStore) RolloutRecords(ctx context.Context, fs *fleetv1alpha1.FleetStage, named string) ([]*fleetv1alpha1.FleetRollout, error) {
+	return fleetrollout.RollbackRecords(ctx, s.reader, fs, named)
 }
 
 // EnsureRollout implements Intents.
@@ -166,7 +151,7 @@ func (s *APIStore) EnsureRollback(ctx context.Context, req RolloutRequest) (*fle
 		return nil, err
 	}
 	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: req.Freight, Actor: req.Context.Actor,
-		Reason: req.Reason, StepKey: req.Context.Key()})
+		Reason: req.Reason, StepKey: req.Context.Key(), AnyFreight: req.AnyFreight})
 	got, created, err := fleetrollout.EnsureRollback(ctx, s.writer, s.reader, rb)
 	if err != nil {
 		return got, err

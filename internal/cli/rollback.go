@@ -13,6 +13,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	rolloutplan "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // rollbackOptions configures `kargo-fleet rollback`.
@@ -22,6 +23,7 @@ type rollbackOptions struct {
 	to         string
 	of         string
 	dryRun     bool
+	anyFreight bool
 
 	out io.Writer
 }
@@ -51,6 +53,8 @@ func (o *rollbackOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.to, "to", "", "Freight (name or alias) to return to (default: the FleetStage's last good Freight).")
 	f.StringVar(&o.of, "of", "", "FleetRollout to roll back (default: the current forward rollout, else the last one).")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Print the FleetRollout that would be created without creating it.")
+	f.BoolVar(&o.anyFreight, "any-freight", false,
+		"Allow Freight held back after a breach, or that has not passed the fleet (no succeeded rollout of it, not the last good Freight).")
 }
 
 func (o *rollbackOptions) validate() error {
@@ -72,31 +76,36 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	all, err := listRollouts(ctx, c, fs)
+	records, err := fleetrollout.RollbackRecords(ctx, c, fs, o.of)
 	if err != nil {
 		return err
 	}
-	of, err := o.rolledBack(fs, all)
-	if err != nil {
-		return err
+	var named *kargo.Freight
+	if o.to != "" {
+		if named, err = o.freight(ctx, c, fs); err != nil {
+			return err
+		}
 	}
-	if existing, err := fleetrollout.FindRollbackOf(ctx, c, of.Namespace, of.Name); err != nil {
-		return err
-	} else if existing != nil {
+	req := rolloutplan.RollbackRequest{Asker: rolloutplan.AskedByCLI, FleetStage: fs, Rollouts: records, Of: o.of, AnyFreight: o.anyFreight}
+	if named != nil {
+		req.Freight = named.Name
+	}
+	p := rolloutplan.PlanRollback(req)
+	switch {
+	case p.Refused != nil:
+		return p.Refused
+	case p.Existing != nil:
 		_, err := fmt.Fprintf(o.out, "FleetRollout %s already rolls back %s (%s): a rollout has one rollback.\n",
-			existing.Name, of.Name, describeRollout(existing))
+			p.Existing.Name, p.Of.Name, describeRollout(p.Existing))
 		return err
 	}
-	freight, err := o.freight(ctx, c, fs)
-	if err != nil {
-		return err
+	freight := p.Freight
+	if named != nil && named.Origin.Name != "" {
+		freight.Origin = &fleetv1alpha1.FreightOrigin{Kind: named.Origin.Kind, Name: named.Origin.Name}
 	}
-	if freight.Name == of.Spec.Freight.Name {
-		return fmt.Errorf("FleetRollout %q moved the fleet to Freight %s, the Freight to return to: nothing to roll back",
-			of.Name, shortFreight(freight.Name))
-	}
+	of := p.Of
 	ro := fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: freight, Actor: whoAmI(ctx, c),
-		Reason: "requested with kargo-fleet rollback"})
+		Reason: "requested with kargo-fleet rollback", AnyFreight: o.anyFreight})
 	if o.dryRun {
 		_, err := fmt.Fprintf(o.out, "Would create FleetRollout %s: Rollback of %s to Freight %s, by %s (dry run).\n",
 			ro.Name, of.Name, shortFreight(freight.Name), ro.Spec.Actor)
@@ -117,60 +126,17 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	return err
 }
 
-// rolledBack returns the rollout to roll back: --of, else the current
-// forward rollout, else the last forward one.
-func (o *rollbackOptions) rolledBack(fs *fleetv1alpha1.FleetStage, all []fleetv1alpha1.FleetRollout) (*fleetv1alpha1.FleetRollout, error) {
-	byName := map[string]*fleetv1alpha1.FleetRollout{}
-	for i := range all {
-		byName[all[i].Name] = &all[i]
-	}
-	if o.of != "" {
-		ro, ok := byName[o.of]
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("FleetRollout %q of FleetStage %q not found in namespace %q", o.of, fs.Name, fs.Namespace)
-		case ro.Spec.Direction == fleetv1alpha1.DirectionRollback:
-			return nil, fmt.Errorf("FleetRollout %q is itself a rollback: roll back a forward rollout", o.of)
-		}
-		return ro, nil
-	}
-	for _, name := range []string{fs.Status.CurrentRollout, fs.Status.LastRollout} {
-		if ro, ok := byName[name]; ok && ro.Spec.Direction != fleetv1alpha1.DirectionRollback {
-			return ro, nil
-		}
-	}
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Spec.Direction != fleetv1alpha1.DirectionRollback {
-			return &all[i], nil
-		}
-	}
-	return nil, fmt.Errorf("FleetStage %s/%s has no forward FleetRollout to roll back", fs.Namespace, fs.Name)
-}
-
-// freight returns the Freight to return to: --to (a name or an alias),
-// else the FleetStage's last good Freight.
-func (o *rollbackOptions) freight(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage) (fleetv1alpha1.FreightReference, error) {
-	if o.to == "" {
-		if fs.Status.LastGoodFreight == nil || fs.Status.LastGoodFreight.Name == "" {
-			return fleetv1alpha1.FreightReference{}, fmt.Errorf(
-				"FleetStage %s/%s has no last good Freight yet (status.lastGoodFreight is empty): name one with --to",
-				fs.Namespace, fs.Name)
-		}
-		return *fs.Status.LastGoodFreight, nil
-	}
+// freight returns the Freight --to names (a name or an alias).
+func (o *rollbackOptions) freight(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage) (*kargo.Freight, error) {
 	f := &kargo.Freight{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: o.to}, f)
 	if apierrors.IsNotFound(err) {
-		f, err = freightByAlias(ctx, c, fs.Namespace, o.to)
+		return freightByAlias(ctx, c, fs.Namespace, o.to)
 	}
 	if err != nil {
-		return fleetv1alpha1.FreightReference{}, err
+		return nil, fmt.Errorf("error getting Freight %q: %w", o.to, err)
 	}
-	ref := fleetv1alpha1.FreightReference{Name: f.Name}
-	if f.Origin.Name != "" {
-		ref.Origin = &fleetv1alpha1.FreightOrigin{Kind: f.Origin.Kind, Name: f.Origin.Name}
-	}
-	return ref, nil
+	return f, nil
 }
 
 // freightByAlias finds the Freight with the given alias.

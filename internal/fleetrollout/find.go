@@ -44,6 +44,25 @@ func FindOpen(ctx context.Context, r client.Reader, namespace, fleetStage string
 	}), nil
 }
 
+// RollbackRecords returns the rollouts a rollback decision reads: those of
+// the FleetStage and, when named is not among them, the rollout of that
+// name if it exists (it may belong to another FleetStage, which the
+// decision refuses).
+func RollbackRecords(ctx context.Context, r client.Reader, fs *fleetv1alpha1.FleetStage, named string) ([]*fleetv1alpha1.FleetRollout, error) {
+	all, err := List(ctx, r, fs.Namespace, fs.Name)
+	if err != nil || named == "" || slices.ContainsFunc(all, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Name == named }) {
+		return all, err
+	}
+	ro := &fleetv1alpha1.FleetRollout{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: named}, ro); {
+	case apierrors.IsNotFound(err):
+		return all, nil
+	case err != nil:
+		return nil, fmt.Errorf("error getting FleetRollout %q: %w", named, err)
+	}
+	return append(all, ro), nil
+}
+
 // FindRollbackOf returns the rollback of a rollout, or nil when it has none.
 func FindRollbackOf(ctx context.Context, r client.Reader, namespace, rollout string) (*fleetv1alpha1.FleetRollout, error) {
 	rb := &fleetv1alpha1.FleetRollout{}

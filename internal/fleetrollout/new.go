@@ -58,6 +58,9 @@ type Rollback struct {
 	Reason string
 	// StepKey, when a step asked, is its StepKey.
 	StepKey string
+	// AnyFreight records that the Freight may be held back or not have
+	// passed the fleet (AnyFreightAnnotation).
+	AnyFreight bool
 }
 
 // NewRollback builds the one rollback of r.Of. Its name is RollbackName of
@@ -69,6 +72,9 @@ func NewRollback(r Rollback) *fleetv1alpha1.FleetRollout {
 	}
 	if r.Reason != "" {
 		ro.Annotations[ReasonAnnotation] = strutil.Truncate(r.Reason, 1024)
+	}
+	if r.AnyFreight {
+		ro.Annotations[AnyFreightAnnotation] = "true"
 	}
 	ro.Spec.Direction = fleetv1alpha1.DirectionRollback
 	ro.Spec.RollbackOf = r.Of.Name

@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -79,7 +78,7 @@ type scope struct {
 	fs     *fleetv1alpha1.FleetStage
 	status *fleetv1alpha1.FleetRolloutStatus
 	// obs and decision are set once the rollout was observed and decided.
-	obs      *observed
+	obs      *rollout.Observed
 	decision *rollout.Decision
 	// waiting is true while the rollout waits for its turn.
 	waiting bool
@@ -158,8 +157,13 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{RequeueAfter: claimRetry}, nil
 	}
 	var foreign *foreignSnapshotError
-	if errors.As(err, &foreign) {
+	var refused *rollout.RollbackRefusal
+	switch {
+	case errors.As(err, &foreign):
 		r.setFinal(s, fleetv1alpha1.RolloutFailed, foreign.Error())
+		return ctrl.Result{}, nil
+	case errors.As(err, &refused):
+		r.setFinal(s, fleetv1alpha1.RolloutFailed, "rollback refused: "+refused.Error())
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
@@ -203,7 +207,7 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 		}
 	}
 	r.setDecided(s)
-	if d.Rollback {
+	if d.Breach != nil {
 		if err := r.ensureRollback(ctx, s); err != nil {
 			errs = append(errs, err)
 		}
@@ -264,16 +268,15 @@ func (r *FleetRolloutReconciler) waitTurn(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// settle completes what follows a final phase: for a breached rollout under
-// an automatic rollback policy, the rollback; for a succeeded rollback, the
-// wave Stages showing the Freight their targets run again.
+// settle completes what follows a final phase: for a breached rollout, the
+// rollback its policy asks for (ensureRollback); for a succeeded rollback,
+// the wave Stages showing the Freight their targets run again.
 func (r *FleetRolloutReconciler) settle(ctx context.Context, s *scope) error {
 	switch {
-	case s.ro.Spec.Direction == fleetv1alpha1.DirectionForward && s.fs.Spec.Policy.Rollback.Mode == fleetv1alpha1.RollbackAutomatic &&
-		fleetrollout.IsBreached(s.ro):
-		return r.ensureRollback(ctx, s)
 	case s.ro.Spec.Direction == fleetv1alpha1.DirectionRollback && s.ro.Status.Phase == fleetv1alpha1.RolloutSucceeded:
 		return r.recordRollbackOnWaveStages(ctx, s.ro, s.fs)
+	case fleetrollout.IsBreached(s.ro):
+		return r.ensureRollback(ctx, s)
 	}
 	return nil
 }
@@ -322,16 +325,6 @@ func (r *FleetRolloutReconciler) forget(key types.NamespacedName) {
 		r.expected.clear(uid)
 		r.refused.clear(uid)
 	}
-}
-
-// resolvePercent resolves a count or percentage against total, rounding a
-// percentage up and never going below 1.
-func resolvePercent(v *intstr.IntOrString, total int) int {
-	n, err := intstr.GetScaledValueFromIntOrPercent(v, total, true)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
 }
 
 func minPositive(a, b time.Duration) time.Duration {

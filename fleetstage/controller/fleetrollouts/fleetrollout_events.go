@@ -10,6 +10,7 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
@@ -92,7 +93,7 @@ func (r *FleetRolloutReconciler) recordTransitions(ctx context.Context, s *scope
 			refresh = true
 		}
 		if refresh {
-			r.refreshPromotion(ctx, ro, obs.waveRequests[w.Name])
+			r.refreshPromotion(ctx, ro, obs.WaveRequests[w.Name])
 		}
 	}
 	if before.Phase == ro.Status.Phase {
@@ -166,7 +167,7 @@ func intentActor(ro *fleetv1alpha1.FleetRollout) string {
 	return "an unrecorded actor (no " + fleetrollout.IntentActorAnnotation + " annotation)"
 }
 
-func maxConcurrentOf(obs *observed, wave string) int {
+func maxConcurrentOf(obs *rollout.Observed, wave string) int {
 	if w, i := obs.Plan.Wave(wave); i >= 0 {
 		return w.MaxConcurrent
 	}
