@@ -11,6 +11,7 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
@@ -101,10 +102,22 @@ func (s *rollbackStep) run(ctx context.Context, in *Input, cfg RollbackConfig) (
 // rollback that exists already is the answer (res).
 func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfig) (*RolloutRequest, *Result, error) {
 	fs, c := in.FleetStage, in.Context
-	terminal := func(err error) (*RolloutRequest, *Result, error) {
-		terr := &TerminalError{Err: err}
+	fail := func(err error) (*RolloutRequest, *Result, error) {
+		var terr *TerminalError
+		if !errors.As(err, &terr) {
+			return nil, nil, err
+		}
 		res := failed(terr.Error(), map[string]any{"fleetStage": fs.Name})
 		return nil, &res, terr
+	}
+	var freight *kargo.Freight
+	if cfg.Freight != "" {
+		// A Freight named must exist, whatever else the request says.
+		f, err := s.freight(ctx, c.Project, cfg.Freight)
+		if err != nil {
+			return fail(err)
+		}
+		freight = f
 	}
 	records, err := s.store.RolloutRecords(ctx, fs, cfg.RollbackOf)
 	if err != nil {
@@ -114,17 +127,14 @@ func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfi
 		Of: cfg.RollbackOf, Freight: cfg.Freight, AnyFreight: cfg.AnyFreight})
 	switch {
 	case p.Refused != nil:
-		return terminal(p.Refused)
+		return fail(&TerminalError{Err: p.Refused})
 	case p.Existing != nil:
 		res := rollbackResult(in, cfg, p.Existing)
 		return nil, &res, nil
-	}
-	freight, err := s.store.GetFreight(ctx, c.Project, p.Freight.Name)
-	switch {
-	case apierrors.IsNotFound(err):
-		return terminal(fmt.Errorf("freight %q not found in project %q", p.Freight.Name, c.Project))
-	case err != nil:
-		return nil, nil, err
+	case freight == nil:
+		if freight, err = s.freight(ctx, c.Project, p.Freight.Name); err != nil {
+			return fail(err)
+		}
 	}
 	return &RolloutRequest{
 		FleetStage: fs,
@@ -135,6 +145,15 @@ func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfi
 		Reason:     cfg.Reason,
 		AnyFreight: cfg.AnyFreight,
 	}, nil, nil
+}
+
+// freight reads a Freight of the project; a missing one is terminal.
+func (s *rollbackStep) freight(ctx context.Context, project, name string) (*kargo.Freight, error) {
+	f, err := s.store.GetFreight(ctx, project, name)
+	if apierrors.IsNotFound(err) {
+		return nil, &TerminalError{Err: fmt.Errorf("freight %q not found in project %q", name, project)}
+	}
+	return f, err
 }
 
 // rollbackResult maps a rollback rollout's status to the step's result.

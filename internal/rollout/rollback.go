@@ -181,8 +181,8 @@ func PlanRollback(req RollbackRequest) RollbackPlan {
 		return p
 	case fs.Status.LastGoodFreight.Name == of.Spec.Freight.Name:
 		p.Refused = refuse(q, RollbackNoLastGoodFreight, fmt.Sprintf(
-			"the last good Freight of FleetStage %q is %s, the Freight FleetRollout %q moves to: there is no other to return to",
-			fs.Name, short(of.Spec.Freight.Name), of.Name))
+			"FleetRollout %q already moves the fleet to Freight %s, the last good Freight of FleetStage %q: there is no other to return to",
+			of.Name, short(of.Spec.Freight.Name), fs.Name))
 		return p
 	default:
 		p.Freight = *fs.Status.LastGoodFreight.DeepCopy()
@@ -211,12 +211,7 @@ func resolveObject(req RollbackRequest) RollbackRequest {
 // rollback means that rollback's rollout: the rollback then exists already.
 func rolledBack(q RollbackRequest) (*fleetv1alpha1.FleetRollout, *RollbackRefusal) {
 	fs := q.FleetStage
-	name := q.Of
-	if name == "" {
-		if d := defaultRollout(q); d != nil {
-			name = d.Name
-		}
-	}
+	name := cmp.Or(q.Of, defaultRollout(q))
 	if name == "" {
 		return nil, refuse(q, RollbackNoRollout, fmt.Sprintf("FleetStage %q has no rollout to roll back", fs.Name))
 	}
@@ -242,15 +237,13 @@ func rolledBack(q RollbackRequest) (*fleetv1alpha1.FleetRollout, *RollbackRefusa
 	return orig, nil
 }
 
-// defaultRollout is the rollout a request that names none rolls back: the
-// FleetStage's current rollout, else its last one, else its newest forward
-// rollout.
-func defaultRollout(q RollbackRequest) *fleetv1alpha1.FleetRollout {
+// defaultRollout names the rollout a request that names none rolls back:
+// the FleetStage's current rollout, else its last one, else its newest
+// forward rollout.
+func defaultRollout(q RollbackRequest) string {
 	fs := q.FleetStage
-	for _, name := range []string{fs.Status.CurrentRollout, fs.Status.LastRollout} {
-		if ro := findRollout(q.Rollouts, name); name != "" && ro != nil && ro.Spec.FleetStage == fs.Name {
-			return ro
-		}
+	if name := cmp.Or(fs.Status.CurrentRollout, fs.Status.LastRollout); name != "" {
+		return name
 	}
 	var newest *fleetv1alpha1.FleetRollout
 	for _, ro := range q.Rollouts {
@@ -259,7 +252,10 @@ func defaultRollout(q RollbackRequest) *fleetv1alpha1.FleetRollout {
 			newest = ro
 		}
 	}
-	return newest
+	if newest == nil {
+		return ""
+	}
+	return newest.Name
 }
 
 // due refuses, silently, what the policy does not ask for: a rollback of a
@@ -325,6 +321,11 @@ func refuse(q RollbackRequest, reason RollbackReason, msg string) *RollbackRefus
 	return &RollbackRefusal{Reason: reason, Message: msg, Hint: rollbackHints[reason][q.Asker]}
 }
 
+// anyFreightObjectHint tells the creator of a refused rollback object how
+// to ask for its Freight deliberately: the refused rollback has failed.
+const anyFreightObjectHint = "to roll back to it anyway, delete this rollback and create it again with the annotation " +
+	fleetrollout.AnyFreightAnnotation + `: "true"`
+
 // rollbackHints say, per reason and asker, what the asker can do.
 var rollbackHints = map[RollbackReason]map[RollbackAsker]string{
 	RollbackNoLastGoodFreight: {
@@ -340,12 +341,12 @@ var rollbackHints = map[RollbackReason]map[RollbackAsker]string{
 		AskedByPolicy: "roll back by hand (kargo-fleet rollback --any-freight, or --to another Freight)",
 		AskedByStep:   "set anyFreight: true to roll back to it anyway",
 		AskedByCLI:    "pass --any-freight to roll back to it anyway",
-		AskedByObject: "annotate the rollback " + fleetrollout.AnyFreightAnnotation + `: "true" to roll back to it anyway`,
+		AskedByObject: anyFreightObjectHint,
 	},
 	RollbackNotProven: {
 		AskedByStep:   "set anyFreight: true to roll back to it anyway",
 		AskedByCLI:    "pass --any-freight to roll back to it anyway",
-		AskedByObject: "annotate the rollback " + fleetrollout.AnyFreightAnnotation + `: "true" to roll back to it anyway`,
+		AskedByObject: anyFreightObjectHint,
 	},
 	RollbackOfRollback: {
 		AskedByObject: "set rollbackOf to the forward rollout",
