@@ -153,21 +153,8 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ro, fs := s.ro, s.fs
 	snap, err := r.ensureSnapshot(ctx, ro, fs)
-	if errors.Is(err, errClaimLanding) {
-		return ctrl.Result{RequeueAfter: claimRetry}, nil
-	}
-	var foreign *foreignSnapshotError
-	var refused *rollout.RollbackRefusal
-	switch {
-	case errors.As(err, &foreign):
-		r.setFinal(s, fleetv1alpha1.RolloutFailed, foreign.Error())
-		return ctrl.Result{}, nil
-	case errors.As(err, &refused):
-		r.setFinal(s, fleetv1alpha1.RolloutFailed, "rollback refused: "+refused.Error())
-		return ctrl.Result{}, nil
-	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return r.snapshotFailed(s, err)
 	}
 	obs, err := r.observe(ctx, ro, fs, snap)
 	if err != nil {
@@ -221,6 +208,26 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	}
 	res.RequeueAfter = minPositive(res.RequeueAfter, retry)
 	return res, nil
+}
+
+// snapshotFailed answers an error taking or reading the rollout's plan
+// snapshot: a rollback's plan waits for the batch the rolled-back rollout
+// claimed last; a plan someone else wrote, or a rollback PlanRollback
+// refuses, ends the rollout; any other error is retried.
+func (r *FleetRolloutReconciler) snapshotFailed(s *scope, err error) (ctrl.Result, error) {
+	var foreign *foreignSnapshotError
+	var refused *rollout.RollbackRefusal
+	switch {
+	case errors.Is(err, errClaimLanding):
+		return ctrl.Result{RequeueAfter: claimRetry}, nil
+	case errors.As(err, &foreign):
+		r.setFinal(s, fleetv1alpha1.RolloutFailed, foreign.Error())
+		return ctrl.Result{}, nil
+	case errors.As(err, &refused):
+		r.setFinal(s, fleetv1alpha1.RolloutFailed, "rollback refused: "+refused.Error())
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 // waitTurn applies the newer-Freight policy. Forward rollouts of one
