@@ -37,7 +37,8 @@ func newRollbackCommand(out io.Writer, kube kubeOptions) *cobra.Command {
 			"(or --to) to exactly the targets the rolled-back rollout moved, in reverse wave order. The rollout " +
 			"rolled back is the FleetStage's current forward rollout, else its last one (or --of). A rollout has " +
 			"one rollback, whoever asks for it (this command, the fleet-rollback step, the automatic policy): " +
-			"running it again reports the existing rollback instead of creating another.",
+			"running it again reports the existing rollback instead of creating another. As the step does, it " +
+			"refuses Freight held back after a breach or that has not passed the fleet, unless --any-freight.",
 		Example: "  kargo-fleet rollback prod -n shop\n  kargo-fleet rollback prod -n shop --to v1.4.0\n" +
 			"  kubectl fleet rollback prod -n shop --of prod-9f8e7d6c5b",
 		Args: cobra.MaximumNArgs(1),
