@@ -107,7 +107,11 @@ func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfi
 		if !errors.As(err, &terr) {
 			return nil, nil, err
 		}
-		res := failed(terr.Error(), map[string]any{"fleetStage": fs.Name})
+		outputs := map[string]any{"fleetStage": fs.Name}
+		if refused := (*rollout.RollbackRefusal)(nil); errors.As(err, &refused) {
+			outputs["reason"] = string(refused.Reason)
+		}
+		res := failed(terr.Error(), outputs)
 		return nil, &res, terr
 	}
 	var freight *kargo.Freight
