@@ -5,7 +5,6 @@ package steps_test
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -19,7 +18,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/cli"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
-	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
@@ -116,15 +114,7 @@ func TestRollback_sameAnswerWhoeverAsks(t *testing.T) {
 		fixtures[i] = fixture{securityFixture: f, breached: breached, of: of}
 	}
 
-	// The FleetRollout reconciler, on kargo-fleet's identity.
-	fleetCfg, err := env.AddUser(fleetUser, "system:masters")
-	require.NoError(t, err)
-	mgr, err := manager.New(fleetCfg, manager.Options{Components: manager.FleetRollouts, SkipNameValidation: true})
-	require.NoError(t, err)
-	mgrCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() { _ = mgr.Start(mgrCtx) }()
-	require.True(t, mgr.GetCache().WaitForCacheSync(mgrCtx))
+	startRolloutReconciler(t)
 
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, fleetenv.WriteKubeconfig(env.Config, kubeconfig))
