@@ -23,6 +23,9 @@ type RolloutRequest struct {
 	Context StepContext
 	// Reason is recorded on a rollback.
 	Reason string
+	// AnyFreight is recorded on a rollback whose Freight may be held back
+	// or not have passed the fleet.
+	AnyFreight bool
 	// Wave, for a forward rollout, is the wave the calling Promotion asks
 	// to run: a rollout created by the call records the request in the
 	// same write.
@@ -64,10 +67,10 @@ type FleetReader interface {
 	// (status.approvedFor); the Stages it is in and verified in may be
 	// missing. Gates read it on every poll of every target.
 	GetFreightApprovals(ctx context.Context, namespace, name string) (*kargo.Freight, error)
-	// FreightRecord says whether the Freight passed the FleetStage (a
-	// forward rollout of it succeeded, or it is the last good Freight) and,
-	// when it is held back after a breach, the rollout that breached.
-	FreightRecord(ctx context.Context, fs *fleetv1alpha1.FleetStage, freight string) (proven bool, heldBackBy string, err error)
+	// RolloutRecords returns the FleetStage's rollouts and, when named is
+	// not among them, the rollout of that name if it exists: what
+	// rollout.PlanRollback decides on.
+	RolloutRecords(ctx context.Context, fs *fleetv1alpha1.FleetStage, named string) ([]*fleetv1alpha1.FleetRollout, error)
 }
 
 // Store is what the steps need from the cluster. APIStore implements it on

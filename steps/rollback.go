@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,8 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // RollbackConfig is the config of the fleet-rollback step
@@ -94,77 +95,69 @@ func (s *rollbackStep) run(ctx context.Context, in *Input, cfg RollbackConfig) (
 	return rollbackResult(in, cfg, ro), nil
 }
 
-// resolve turns the config and the FleetStage's status into a rollback
-// request. Defaults are resolved once: they follow the FleetStage's status,
-// which the rollback itself changes, so the rollback requested for a freight
-// and rollout is found again by its own fields on later calls.
+// resolve turns the config into a rollback request, as rollout.PlanRollback
+// decides it. Defaults are resolved once: they follow the FleetStage's
+// status, which the rollback itself changes, so the rollback requested for
+// a freight and rollout is found again by its own fields on later calls. A
+// rollback that exists already is the answer (res).
 func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfig) (*RolloutRequest, *Result, error) {
 	fs, c := in.FleetStage, in.Context
-	terminal := func(format string, args ...any) (*RolloutRequest, *Result, error) {
-		err := &TerminalError{Err: fmt.Errorf(format, args...)}
-		res := failed(err.Error(), map[string]any{"fleetStage": fs.Name})
-		return nil, &res, err
-	}
-	of := cmp.Or(cfg.RollbackOf, fs.Status.CurrentRollout, fs.Status.LastRollout)
-	if of == "" {
-		return terminal("FleetStage %q has no rollout to roll back", fs.Name)
-	}
-	target, err := s.store.GetRollout(ctx, c.Project, of)
-	switch {
-	case apierrors.IsNotFound(err):
-		return terminal("FleetRollout %q not found in project %q", of, c.Project)
-	case err != nil:
-		return nil, nil, err
-	case target.Spec.FleetStage != fs.Name:
-		return terminal("FleetRollout %q belongs to FleetStage %q, not %q", of, target.Spec.FleetStage, fs.Name)
-	}
-	if target.Spec.Direction == fleetv1alpha1.DirectionRollback {
-		// A rollback is under way or done: ask for the same one, which
-		// EnsureRollback finds instead of stacking a rollback of a rollback.
-		of = target.Spec.RollbackOf
-	}
-	freightName := cfg.Freight
-	if freightName == "" && target.Spec.Direction == fleetv1alpha1.DirectionRollback {
-		freightName = target.Spec.Freight.Name
-	}
-	if freightName == "" && fs.Status.LastGoodFreight != nil {
-		freightName = fs.Status.LastGoodFreight.Name
-	}
-	if freightName == "" {
-		return terminal("FleetStage %q has no last good Freight; set freight", fs.Name)
-	}
-	if target.Spec.Direction == fleetv1alpha1.DirectionForward && freightName == target.Spec.Freight.Name {
-		return terminal("FleetRollout %q already moves the fleet to Freight %s; set freight to roll back to another",
-			of, shortName(freightName))
-	}
-	freight, err := s.store.GetFreight(ctx, c.Project, freightName)
-	switch {
-	case apierrors.IsNotFound(err):
-		return terminal("freight %q not found in project %q", freightName, c.Project)
-	case err != nil:
-		return nil, nil, err
-	}
-	if !cfg.AnyFreight {
-		proven, held, err := s.store.FreightRecord(ctx, fs, freightName)
-		switch {
-		case err != nil:
+	fail := func(err error) (*RolloutRequest, *Result, error) {
+		var terr *TerminalError
+		if !errors.As(err, &terr) {
 			return nil, nil, err
-		case held != "":
-			return terminal("freight %s is held back from FleetStage %q after FleetRollout %s breached a failure threshold; "+
-				"set anyFreight: true to roll back to it anyway", shortName(freightName), fs.Name, held)
-		case !proven:
-			return terminal("freight %s has not passed FleetStage %q (no rollout of it succeeded, and it is not the last good "+
-				"Freight); set anyFreight: true to roll back to it anyway", shortName(freightName), fs.Name)
+		}
+		outputs := map[string]any{"fleetStage": fs.Name}
+		if refused := (*rollout.RollbackRefusal)(nil); errors.As(err, &refused) {
+			outputs["reason"] = string(refused.Reason)
+		}
+		res := failed(terr.Error(), outputs)
+		return nil, &res, terr
+	}
+	var freight *kargo.Freight
+	if cfg.Freight != "" {
+		// A Freight named must exist, whatever else the request says.
+		f, err := s.freight(ctx, c.Project, cfg.Freight)
+		if err != nil {
+			return fail(err)
+		}
+		freight = f
+	}
+	records, err := s.store.RolloutRecords(ctx, fs, cfg.RollbackOf)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := rollout.PlanRollback(rollout.RollbackRequest{Asker: rollout.AskedByStep, FleetStage: fs, Rollouts: records,
+		Of: cfg.RollbackOf, Freight: cfg.Freight, AnyFreight: cfg.AnyFreight})
+	switch {
+	case p.Refused != nil:
+		return fail(&TerminalError{Err: p.Refused})
+	case p.Existing != nil:
+		res := rollbackResult(in, cfg, p.Existing)
+		return nil, &res, nil
+	case freight == nil:
+		if freight, err = s.freight(ctx, c.Project, p.Freight.Name); err != nil {
+			return fail(err)
 		}
 	}
 	return &RolloutRequest{
 		FleetStage: fs,
 		Freight:    freightRef(freight),
 		Direction:  fleetv1alpha1.DirectionRollback,
-		RollbackOf: of,
+		RollbackOf: p.Of.Name,
 		Context:    c,
 		Reason:     cfg.Reason,
+		AnyFreight: cfg.AnyFreight,
 	}, nil, nil
+}
+
+// freight reads a Freight of the project; a missing one is terminal.
+func (s *rollbackStep) freight(ctx context.Context, project, name string) (*kargo.Freight, error) {
+	f, err := s.store.GetFreight(ctx, project, name)
+	if apierrors.IsNotFound(err) {
+		return nil, &TerminalError{Err: fmt.Errorf("freight %q not found in project %q", name, project)}
+	}
+	return f, err
 }
 
 // rollbackResult maps a rollback rollout's status to the step's result.

@@ -154,9 +154,11 @@ func Test_rollbackStep_run(t *testing.T) {
 		require.True(t, IsTerminal(err))
 		require.Equal(t, StateFailed, got.State)
 		require.Contains(t, got.Message, `has not passed FleetStage "prod"`)
+		require.Equal(t, "NotProven", got.Outputs["reason"])
 		got, err = step.Run(ctx, testInput(fs, stage, `{"freight": "held"}`))
 		require.True(t, IsTerminal(err))
 		require.Contains(t, got.Message, "held back from FleetStage")
+		require.Equal(t, "HeldBack", got.Outputs["reason"])
 		require.Empty(t, rollbacks(t, c), "nothing was rolled back")
 
 		got, err = step.Run(ctx, testInput(fs, stage, `{"freight": "unproven", "anyFreight": true}`))

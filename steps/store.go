@@ -86,6 +86,11 @@ func (s *APIStore) FreightRecord(ctx context.Context, fs *fleetv1alpha1.FleetSta
 	return proven, held, nil
 }
 
+// RolloutRecords implements FleetReader.
+func (s *APIStore) RolloutRecords(ctx context.Context, fs *fleetv1alpha1.FleetStage, named string) ([]*fleetv1alpha1.FleetRollout, error) {
+	return fleetrollout.RollbackRecords(ctx, s.reader, fs, named)
+}
+
 // EnsureRollout implements Intents.
 func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*fleetv1alpha1.FleetRollout, error) {
 	fs := req.FleetStage
@@ -164,7 +169,7 @@ func (s *APIStore) EnsureRollback(ctx context.Context, req RolloutRequest) (*fle
 		return nil, err
 	}
 	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: req.Freight, Actor: req.Context.Actor,
-		Reason: req.Reason, StepKey: req.Context.Key()})
+		Reason: req.Reason, StepKey: req.Context.Key(), AnyFreight: req.AnyFreight})
 	got, created, err := fleetrollout.EnsureRollback(ctx, s.writer, s.reader, rb)
 	if err != nil {
 		return got, err

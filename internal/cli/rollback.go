@@ -14,6 +14,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	rolloutplan "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // rollbackOptions configures `kargo-fleet rollback`.
@@ -23,6 +24,7 @@ type rollbackOptions struct {
 	to         string
 	of         string
 	dryRun     bool
+	anyFreight bool
 
 	out io.Writer
 }
@@ -34,12 +36,13 @@ func newRollbackCommand(streams genericiooptions.IOStreams, kube kubeOptions) *c
 		Short: "Return the targets a rollout moved to the last good Freight",
 		Long: "Creates a FleetRollout with direction Rollback: the controller promotes the last good Freight " +
 			"(or --to) to exactly the targets the rolled-back rollout moved, in reverse wave order. The rollout " +
-			"rolled back is the one the FleetStage's current or last rollout is or rolls back (or --of); when it " +
-			"could still start target Promotions it is aborted first. A rollout has one rollback at a time, whoever " +
-			"asks for it (this command, the fleet-rollback step, the automatic policy): while it runs, running this " +
+			"rolled back is the FleetStage's current forward rollout, else its last one (or --of); when it could " +
+			"still start target Promotions it is aborted first. A rollout has one rollback at a time, whoever asks " +
+			"for it (this command, the fleet-rollback step, the automatic policy): while it runs, running this " +
 			"command again reports it; when it is paused, this command resumes it; when it was aborted or failed, " +
-			"this command starts another attempt, which returns the targets the earlier ones did not. It is the " +
-			"command `kargo-fleet status` names after an abort, a pause or a failure.",
+			"this command starts another attempt, which returns the targets the earlier ones did not. As the step " +
+			"does, it refuses Freight held back after a breach or that has not passed the fleet, unless " +
+			"--any-freight. It is the command `kargo-fleet status` names after an abort, a pause or a failure.",
 		Example: "  kargo-fleet rollback prod -n shop\n  kargo-fleet rollback prod -n shop --to v1.4.0\n" +
 			"  kubectl fleet rollback prod -n shop --of prod-9f8e7d6c5b",
 		Args:              cobra.MaximumNArgs(1),
@@ -57,6 +60,8 @@ func (o *rollbackOptions) addFlags(cmd *cobra.Command, streams genericiooptions.
 	f.StringVar(&o.of, "of", "", "FleetRollout to roll back (default: the current forward rollout, else the last one).")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Print the FleetRollout that would be created without creating it.")
 	_ = cmd.RegisterFlagCompletionFunc("of", completeRollouts(&o.kube, forward))
+	f.BoolVar(&o.anyFreight, "any-freight", false,
+		"Allow Freight held back after a breach, or that has not passed the fleet (no succeeded rollout of it, not the last good Freight).")
 }
 
 func (o *rollbackOptions) validate() error {
@@ -78,22 +83,34 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	all, err := listRollouts(ctx, c, fs)
+	records, err := fleetrollout.RollbackRecords(ctx, c, fs, o.of)
 	if err != nil {
 		return err
 	}
-	of, err := o.rolledBack(fs, all)
-	if err != nil {
-		return err
+	var named *kargo.Freight
+	if o.to != "" {
+		if named, err = o.freight(ctx, c, fs); err != nil {
+			return err
+		}
 	}
-	freight, err := o.freight(ctx, c, fs)
-	if err != nil {
-		return err
+	req := rolloutplan.RollbackRequest{Asker: rolloutplan.AskedByCLI, FleetStage: fs, Rollouts: records, Of: o.of, AnyFreight: o.anyFreight}
+	if named != nil {
+		req.Freight = named.Name
 	}
-	if freight.Name == of.Spec.Freight.Name {
-		return fmt.Errorf("FleetRollout %q moved the fleet to Freight %s, the Freight to return to: nothing to roll back",
-			of.Name, shortFreight(freight.Name))
+	p := rolloutplan.PlanRollback(req)
+	switch {
+	case p.Refused != nil:
+		return p.Refused
+	case p.Existing != nil:
+		return o.report(ctx, c, fs, p.Of, p.Existing, p.Freight)
 	}
+	freight := p.Freight
+	if named != nil && named.Origin.Name != "" {
+		freight.Origin = &fleetv1alpha1.FreightOrigin{Kind: named.Origin.Kind, Name: named.Origin.Name}
+	}
+	of := p.Of
+	// An earlier attempt that ended without returning every target names
+	// the next one.
 	existing, err := fleetrollout.FindRollbackOf(ctx, c, of.Namespace, of.Name)
 	if err != nil {
 		return err
@@ -123,7 +140,7 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 		}
 	}
 	got, created, err := fleetrollout.RetryRollback(ctx, c, c, fleetrollout.Rollback{Of: of, Freight: freight, Actor: actor,
-		Reason: "requested with kargo-fleet rollback"})
+		Reason: "requested with kargo-fleet rollback", AnyFreight: o.anyFreight})
 	if err != nil {
 		return err
 	}
@@ -177,60 +194,17 @@ func stillMoving(ro *fleetv1alpha1.FleetRollout) bool {
 		ro.Spec.Intent != fleetv1alpha1.IntentAbort
 }
 
-// rolledBack returns the rollout to roll back: --of, else the forward
-// rollout the FleetStage's current or last rollout is or rolls back, else
-// its newest forward rollout.
-func (o *rollbackOptions) rolledBack(fs *fleetv1alpha1.FleetStage, all []fleetv1alpha1.FleetRollout) (*fleetv1alpha1.FleetRollout, error) {
-	if o.of != "" {
-		for i := range all {
-			if ro := &all[i]; ro.Name == o.of {
-				if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
-					return nil, fmt.Errorf("FleetRollout %q is itself a rollback: roll back a forward rollout", o.of)
-				}
-				return ro, nil
-			}
-		}
-		return nil, fmt.Errorf("FleetRollout %q of FleetStage %q not found in namespace %q", o.of, fs.Name, fs.Namespace)
-	}
-	if ro := fleetrollout.RolledBack(fs, pointers(all)); ro != nil {
-		return ro, nil
-	}
-	return nil, fmt.Errorf("FleetStage %s/%s has no forward FleetRollout to roll back", fs.Namespace, fs.Name)
-}
-
-// pointers returns pointers to the elements of s.
-func pointers[T any](s []T) []*T {
-	out := make([]*T, len(s))
-	for i := range s {
-		out[i] = &s[i]
-	}
-	return out
-}
-
-// freight returns the Freight to return to: --to (a name or an alias),
-// else the FleetStage's last good Freight.
-func (o *rollbackOptions) freight(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage) (fleetv1alpha1.FreightReference, error) {
-	if o.to == "" {
-		if fs.Status.LastGoodFreight == nil || fs.Status.LastGoodFreight.Name == "" {
-			return fleetv1alpha1.FreightReference{}, fmt.Errorf(
-				"FleetStage %s/%s has no last good Freight yet (status.lastGoodFreight is empty): name one with --to",
-				fs.Namespace, fs.Name)
-		}
-		return *fs.Status.LastGoodFreight, nil
-	}
+// freight returns the Freight --to names (a name or an alias).
+func (o *rollbackOptions) freight(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage) (*kargo.Freight, error) {
 	f := &kargo.Freight{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: o.to}, f)
 	if apierrors.IsNotFound(err) {
-		f, err = freightByAlias(ctx, c, fs.Namespace, o.to)
+		return freightByAlias(ctx, c, fs.Namespace, o.to)
 	}
 	if err != nil {
-		return fleetv1alpha1.FreightReference{}, err
+		return nil, fmt.Errorf("error getting Freight %q: %w", o.to, err)
 	}
-	ref := fleetv1alpha1.FreightReference{Name: f.Name}
-	if f.Origin.Name != "" {
-		ref.Origin = &fleetv1alpha1.FreightOrigin{Kind: f.Origin.Kind, Name: f.Origin.Name}
-	}
-	return ref, nil
+	return f, nil
 }
 
 // freightByAlias finds the Freight with the given alias.

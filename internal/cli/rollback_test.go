@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	rolloutplan "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 func TestRollbackCommand(t *testing.T) {
@@ -50,7 +53,7 @@ func TestRollbackCommand(t *testing.T) {
 		},
 		{
 			name: "--to takes an alias; the actor falls back when the server does not say who the user is",
-			objs: []client.Object{fleetStage("", "prod-bad", ""), good, bad, freight("c0ffee", "v1.3.0")},
+			objs: []client.Object{fleetStage("", "prod-bad", ""), older, good, bad, freight("c0ffee", "v1.3.0")},
 			args: []string{"--to", "v1.3.0"},
 			assertions: func(t *testing.T, c client.Client, _ string, err error) {
 				require.NoError(t, err)
@@ -58,14 +61,61 @@ func TestRollbackCommand(t *testing.T) {
 				require.Equal(t, "c0ffee", ro.Spec.Freight.Name)
 				require.Equal(t, &fleetv1alpha1.FreightOrigin{Kind: "Warehouse", Name: "app"}, ro.Spec.Freight.Origin)
 				require.Equal(t, defaultActor, ro.Spec.Actor)
+				require.NotContains(t, ro.Annotations, fleetrollout.AnyFreightAnnotation)
+			},
+		},
+		{
+			name: "--to Freight that has not passed the fleet is refused, as the fleet-rollback step refuses it",
+			objs: []client.Object{fleetStage("", "prod-bad", goodFreight), good, bad, freight("c0ffee", "v1.3.0")},
+			args: []string{"--to", "v1.3.0"},
+			assertions: func(t *testing.T, c client.Client, _ string, err error) {
+				var refused *rolloutplan.RollbackRefusal
+				require.ErrorAs(t, err, &refused)
+				require.Equal(t, rolloutplan.RollbackNotProven, refused.Reason)
+				require.EqualError(t, err, `Freight c0ffee has not passed FleetStage "prod" (no rollout of it succeeded, and it is not `+
+					`the last good Freight); pass --any-freight to roll back to it anyway`)
+				require.Len(t, rollouts(t, c), 2, "nothing created")
+			},
+		},
+		{
+			name: "--any-freight rolls back to Freight that has not passed the fleet, and says so on the rollback",
+			objs: []client.Object{fleetStage("", "prod-bad", goodFreight), good, bad, freight("c0ffee", "v1.3.0")},
+			args: []string{"--to", "c0ffee", "--any-freight"},
+			assertions: func(t *testing.T, c client.Client, _ string, err error) {
+				require.NoError(t, err)
+				ro := getRollout(t, c, "prod-bad-rb")
+				require.Equal(t, "c0ffee", ro.Spec.Freight.Name)
+				require.Equal(t, "true", ro.Annotations[fleetrollout.AnyFreightAnnotation])
+			},
+		},
+		{
+			name: "the last good Freight held back after a breach is refused",
+			objs: []client.Object{fleetStage("prod-bad", "", goodFreight), bad, breached(rollout("prod-good-again", fwd, goodFreight,
+				fleetv1alpha1.RolloutFailed, "", 30*time.Second))},
+			assertions: func(t *testing.T, _ client.Client, _ string, err error) {
+				var refused *rolloutplan.RollbackRefusal
+				require.ErrorAs(t, err, &refused)
+				require.Equal(t, rolloutplan.RollbackHeldBack, refused.Reason)
+				require.ErrorContains(t, err, "held back from FleetStage \"prod\" after FleetRollout prod-good-again breached")
+			},
+		},
+		{
+			name: "--of a rollout of another FleetStage",
+			objs: []client.Object{fleetStage("prod-bad", "", goodFreight), bad, func() client.Object {
+				ro := rollout("staging-bad", fwd, badFreight, fleetv1alpha1.RolloutHalted, "", 0)
+				ro.Spec.FleetStage, ro.Labels = "staging", map[string]string{fleetv1alpha1.FleetStageLabel: "staging"}
+				return ro
+			}()},
+			args: []string{"--of", "staging-bad"},
+			assertions: func(t *testing.T, _ client.Client, _ string, err error) {
+				require.EqualError(t, err, `FleetRollout "staging-bad" belongs to FleetStage "staging", not "prod"`)
 			},
 		},
 		{
 			name: "no last good Freight",
 			objs: []client.Object{fleetStage("prod-bad", "", ""), bad},
 			assertions: func(t *testing.T, _ client.Client, _ string, err error) {
-				require.EqualError(t, err, "FleetStage shop/prod has no last good Freight yet (status.lastGoodFreight is empty): "+
-					"name one with --to")
+				require.EqualError(t, err, `FleetStage "prod" has no last good Freight; name one with --to`)
 			},
 		},
 		{
@@ -151,26 +201,39 @@ func TestRollbackCommand(t *testing.T) {
 			},
 		},
 		{
-			name: "--of a rollback",
-			objs: []client.Object{fleetStage("", "", goodFreight), bad, withRollbackOf(finishedRB, "prod-bad")},
+			name: "--of a rollback means the rollout it rolls back",
+			objs: []client.Object{fleetStage("", "", goodFreight), bad, withRollbackOf(runningRB, "prod-bad")},
 			args: []string{"--of", "prod-bad-rb"},
+			assertions: func(t *testing.T, _ client.Client, out string, err error) {
+				require.NoError(t, err)
+				require.Contains(t, out, "FleetRollout prod-bad-rb already rolls back prod-bad (Rollback to 1a2b3c4, RollingBack).")
+			},
+		},
+		{
+			name: "--to other Freight than the existing rollback's is refused with its name",
+			objs: []client.Object{fleetStage("", "prod-bad-rb", goodFreight), older, bad, withRollbackOf(runningRB, "prod-bad"),
+				freight("c0ffee", "v1.3.0")},
+			args: []string{"--of", "prod-bad", "--to", "c0ffee"},
 			assertions: func(t *testing.T, _ client.Client, _ string, err error) {
-				require.EqualError(t, err, `FleetRollout "prod-bad-rb" is itself a rollback: roll back a forward rollout`)
+				var refused *rolloutplan.RollbackRefusal
+				require.ErrorAs(t, err, &refused)
+				require.Equal(t, rolloutplan.RollbackAlreadyExists, refused.Reason)
+				require.ErrorContains(t, err, `FleetRollout "prod-bad-rb" already rolls back "prod-bad" to Freight `+goodFreight)
 			},
 		},
 		{
 			name: "rolling back to the Freight the rollout moved to",
 			objs: []client.Object{fleetStage("", "prod-good", goodFreight), good},
 			assertions: func(t *testing.T, _ client.Client, _ string, err error) {
-				require.EqualError(t, err, `FleetRollout "prod-good" moved the fleet to Freight 1a2b3c4, the Freight to `+
-					`return to: nothing to roll back`)
+				require.EqualError(t, err, `FleetRollout "prod-good" already moves the fleet to Freight 1a2b3c4, the last good `+
+					`Freight of FleetStage "prod": there is no other to return to; name one with --to`)
 			},
 		},
 		{
 			name: "no forward rollout",
 			objs: []client.Object{fleetStage("", "", goodFreight)},
 			assertions: func(t *testing.T, _ client.Client, _ string, err error) {
-				require.EqualError(t, err, "FleetStage shop/prod has no forward FleetRollout to roll back")
+				require.EqualError(t, err, `FleetStage "prod" has no rollout to roll back`)
 			},
 		},
 		{
@@ -198,6 +261,22 @@ func withIntent(ro *fleetv1alpha1.FleetRollout, intent fleetv1alpha1.RolloutInte
 	ro = ro.DeepCopy()
 	ro.Spec.Intent = intent
 	return ro
+}
+
+// breached marks a rollout as having breached a failure threshold.
+func breached(ro *fleetv1alpha1.FleetRollout) *fleetv1alpha1.FleetRollout {
+	ro = ro.DeepCopy()
+	meta.SetStatusCondition(&ro.Status.Conditions, metav1.Condition{Type: fleetv1alpha1.ThresholdBreachedCondition,
+		Status: metav1.ConditionTrue, Reason: "WaveMaxFailures", Message: "2 of 2 failed"})
+	return ro
+}
+
+// rollouts lists the FleetRollouts.
+func rollouts(t *testing.T, c client.Client) []fleetv1alpha1.FleetRollout {
+	t.Helper()
+	list := &fleetv1alpha1.FleetRolloutList{}
+	require.NoError(t, c.List(context.Background(), list))
+	return list.Items
 }
 
 func withRollbackOf(ro *fleetv1alpha1.FleetRollout, of string) *fleetv1alpha1.FleetRollout {

@@ -234,3 +234,12 @@ func recoveryOf(fs *fleetv1alpha1.FleetStage, all []fleetv1alpha1.FleetRollout) 
 		Freight: report.FreightName{Name: rec.Freight},
 	}
 }
+
+// pointers returns pointers to the elements of s.
+func pointers[T any](s []T) []*T {
+	out := make([]*T, len(s))
+	for i := range s {
+		out[i] = &s[i]
+	}
+	return out
+}

@@ -71,7 +71,7 @@ func TestStatusCommand(t *testing.T) {
 			assertions: func(t *testing.T, out string, err error) {
 				require.NoError(t, err)
 				require.Contains(t, out, "\nNext: rollback prod-bad-rb ended Aborted before every target of prod-bad was back\n"+
-					"  To return every target to the last good Freight v1.4.0 (1a2b3c4): kargo-fleet rollback prod -n shop\n")
+					"  To return every target to the last good Freight v1.4.0 (1a2b3c4):\n    kargo-fleet rollback prod -n shop\n")
 			},
 		},
 		{

@@ -44,6 +44,47 @@ func FindOpen(ctx context.Context, r client.Reader, namespace, fleetStage string
 	}), nil
 }
 
+// RollbackRecords returns the rollouts a rollback decision reads: those of
+// the FleetStage and, when they are not among them, the rollouts named,
+// the FleetStage's current and last rollouts, and the rollouts those undo
+// (a rollout named may belong to another FleetStage, which the decision
+// refuses).
+func RollbackRecords(ctx context.Context, r client.Reader, fs *fleetv1alpha1.FleetStage, named string) ([]*fleetv1alpha1.FleetRollout, error) {
+	all, err := List(ctx, r, fs.Namespace, fs.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{named, fs.Status.CurrentRollout, fs.Status.LastRollout} {
+		if all, err = withRollout(ctx, r, all, fs.Namespace, name); err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(all, func(ro *fleetv1alpha1.FleetRollout) bool { return name != "" && ro.Name == name })
+		if i < 0 || all[i].Spec.RollbackOf == "" {
+			continue
+		}
+		if all, err = withRollout(ctx, r, all, fs.Namespace, all[i].Spec.RollbackOf); err != nil {
+			return nil, err
+		}
+	}
+	return all, nil
+}
+
+// withRollout adds the named rollout to rollouts when it exists and is not
+// among them yet.
+func withRollout(ctx context.Context, r client.Reader, rollouts []*fleetv1alpha1.FleetRollout, namespace, name string) ([]*fleetv1alpha1.FleetRollout, error) {
+	if name == "" || slices.ContainsFunc(rollouts, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Name == name }) {
+		return rollouts, nil
+	}
+	ro := &fleetv1alpha1.FleetRollout{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ro); {
+	case apierrors.IsNotFound(err):
+		return rollouts, nil
+	case err != nil:
+		return nil, fmt.Errorf("error getting FleetRollout %q: %w", name, err)
+	}
+	return append(rollouts, ro), nil
+}
+
 // FindRollbackOf returns the newest rollback of a rollout (its last
 // attempt), or nil when it has none.
 func FindRollbackOf(ctx context.Context, r client.Reader, namespace, rollout string) (*fleetv1alpha1.FleetRollout, error) {

@@ -35,6 +35,11 @@ const (
 	RequestedAtAnnotation = "fleet.kargo-fleet.io/requested-at"
 	// ReasonAnnotation, on a rollback, says why it was asked for.
 	ReasonAnnotation = "fleet.kargo-fleet.io/reason"
+	// AnyFreightAnnotation, "true" on a rollback, allows its Freight to be
+	// held back after a breach or not to have passed the fleet: whoever
+	// asked chose that Freight deliberately (the fleet-rollback step's
+	// anyFreight, kargo-fleet rollback --any-freight).
+	AnyFreightAnnotation = "fleet.kargo-fleet.io/any-freight"
 	// IntentActorAnnotation records who last set spec.intent (pause,
 	// resume, abort), as Kargo names actors: "kubernetes:<user>". Whoever
 	// changes the intent sets it in the same write; the rollout's Events

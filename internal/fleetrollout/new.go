@@ -62,6 +62,9 @@ type Rollback struct {
 	// for the first, 2 and up for a retry after an earlier one ended
 	// without returning every target (see RetryRollback).
 	Attempt int
+	// AnyFreight records that the Freight may be held back or not have
+	// passed the fleet (AnyFreightAnnotation).
+	AnyFreight bool
 }
 
 // NewRollback builds rollback attempt r.Attempt of r.Of. Its name is
@@ -73,6 +76,9 @@ func NewRollback(r Rollback) *fleetv1alpha1.FleetRollout {
 	}
 	if r.Reason != "" {
 		ro.Annotations[ReasonAnnotation] = strutil.Truncate(r.Reason, 1024)
+	}
+	if r.AnyFreight {
+		ro.Annotations[AnyFreightAnnotation] = "true"
 	}
 	ro.Spec.Direction = fleetv1alpha1.DirectionRollback
 	ro.Spec.RollbackOf = r.Of.Name

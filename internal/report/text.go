@@ -112,7 +112,9 @@ func RenderText(w io.Writer, r Report, o TextOptions) error {
 		t.printf("\nNo FleetRollout yet: promote Freight into the first wave Stage to start one.\n")
 	}
 	if rec := r.Recovery; rec != nil {
-		t.printf("\n%s: %s\n  To return every target to the last good Freight %s: %s\n",
+		// The command has a line of its own, so a narrow terminal never
+		// wraps it in the middle.
+		t.printf("\n%s: %s\n  To return every target to the last good Freight %s:\n    %s\n",
 			t.paint(colorYellow, "Next"), rec.Reason, DisplayFreight(rec.Freight), t.paint(colorBold, rec.Command))
 	}
 	if !o.NoLegend {

@@ -36,10 +36,9 @@ type Decision struct {
 	Waves []fleetv1alpha1.WaveProgress
 	// Failures groups failed targets by reason.
 	Failures []fleetv1alpha1.FailureGroup
-	// Breach is set when a threshold is breached (now or earlier).
+	// Breach is set when a threshold is breached (now or earlier): the
+	// rollout's rollback policy then applies (PlanRollback).
 	Breach *plan.ThresholdVerdict
-	// Rollback asks for a rollback of this rollout (policy Automatic, breach).
-	Rollback bool
 	// PromoteWave names the wave whose wave Stage kargo-fleet promotes the
 	// rollout's Freight into now: the previous wave passed and soaked.
 	PromoteWave string
@@ -380,7 +379,6 @@ func abortedMessage(o Observation, states []*waveState, abortedAt time.Time) str
 // when none is left.
 func halt(o Observation, d Decision, states []*waveState, v *plan.ThresholdVerdict) Decision {
 	d.Breach = v
-	d.Rollback = o.RollbackAutomatic
 	inFlight := 0
 	for i, ws := range states {
 		inFlight += ws.inFlight

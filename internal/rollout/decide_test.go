@@ -147,18 +147,16 @@ func TestDecide(t *testing.T) {
 			wantWaves: []fleetv1alpha1.WavePhase{fleetv1alpha1.WaveSucceeded, fleetv1alpha1.WaveHalted, fleetv1alpha1.WavePending},
 			assertions: func(t *testing.T, d Decision) {
 				require.Equal(t, plan.HaltWaveThreshold, d.Breach.Reason)
-				require.False(t, d.Rollback, "rollback is Manual by default")
 				require.Len(t, d.Failures, 2)
 			},
 		},
 		{
-			name: "a halted rollout with nothing in flight fails, and asks for a rollback when automatic",
+			name: "a halted rollout with nothing in flight fails with its breach",
 			obs: observe(fleet(), requested("pilot", "canary"), succeeded("pilot-00", "canary-03"),
-				target("canary-00", kargo.PromotionFailed), target("canary-01", kargo.PromotionFailed),
-				func(o *Observation) { o.RollbackAutomatic = true }),
+				target("canary-00", kargo.PromotionFailed), target("canary-01", kargo.PromotionFailed)),
 			wantPhase:  fleetv1alpha1.RolloutFailed,
 			wantWaves:  []fleetv1alpha1.WavePhase{fleetv1alpha1.WaveSucceeded, fleetv1alpha1.WaveFailed, fleetv1alpha1.WavePending},
-			assertions: func(t *testing.T, d Decision) { require.True(t, d.Rollback) },
+			assertions: func(t *testing.T, d Decision) { require.Equal(t, plan.HaltWaveThreshold, d.Breach.Reason) },
 		},
 		{
 			name: "onHalt Abort aborts the in-flight Promotions",

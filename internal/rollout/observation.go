@@ -28,8 +28,6 @@ type Observation struct {
 	Index *plan.ScheduleIndex
 	// FleetStage is the FleetStage's name.
 	FleetStage string
-	// RollbackAutomatic asks for a rollback as soon as a threshold breaks.
-	RollbackAutomatic bool
 	// OnHalt says what happens to running target Promotions on a breach.
 	OnHalt fleetv1alpha1.InFlightPolicy
 	// RollbackMaxConcurrent, when positive, bounds a rollback's concurrency.

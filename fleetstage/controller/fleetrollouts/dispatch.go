@@ -65,7 +65,7 @@ func (b batch) keys() []string {
 		keys = append(keys, s.Target.ID)
 	}
 	if b.wave != "" {
-		keys = append(keys, wavePromotionKey+b.wave)
+		keys = append(keys, rollout.WaveKey(b.wave))
 	}
 	return keys
 }
@@ -110,7 +110,7 @@ func (r *FleetRolloutReconciler) claim(ctx context.Context, s *scope, b batch) (
 		return batch{}, 0, err
 	}
 	b.starts = slices.DeleteFunc(slices.Clone(b.starts), func(st rollout.Start) bool { return exist[st.Target.ID] })
-	if exist[wavePromotionKey+b.wave] {
+	if exist[rollout.WaveKey(b.wave)] {
 		b.wave = ""
 	}
 	if b.empty() {
@@ -141,7 +141,7 @@ func (r *FleetRolloutReconciler) existing(ctx context.Context, s *scope, keys []
 	out := map[string]bool{}
 	var targets, waves []string
 	for _, k := range keys {
-		if w, ok := strings.CutPrefix(k, wavePromotionKey); ok {
+		if w, ok := strings.CutPrefix(k, rollout.WavePromotionKey); ok {
 			waves = append(waves, w)
 		} else {
 			targets = append(targets, k)
@@ -173,7 +173,7 @@ func (r *FleetRolloutReconciler) existing(ctx context.Context, s *scope, keys []
 			stage := render.WaveStageName(s.fs.Name, w)
 			for _, p := range list.Items {
 				if p.Spec.Stage == stage && p.Spec.Freight == ro.Spec.Freight.Name {
-					out[wavePromotionKey+w] = true
+					out[rollout.WaveKey(w)] = true
 				}
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // expectationTTL bounds how long a created Promotion may stay invisible in the
@@ -24,55 +26,55 @@ type expectations struct {
 }
 
 // expect records that a Promotion was created for a target of a rollout.
-func (e *expectations) expect(rollout types.UID, target string, now time.Time) {
+func (e *expectations) expect(uid types.UID, target string, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.m == nil {
 		e.m = map[types.UID]map[string]time.Time{}
 	}
-	if e.m[rollout] == nil {
-		e.m[rollout] = map[string]time.Time{}
+	if e.m[uid] == nil {
+		e.m[uid] = map[string]time.Time{}
 	}
-	e.m[rollout][target] = now
+	e.m[uid][target] = now
 }
 
 // forget drops one expectation (the create certainly failed).
-func (e *expectations) forget(rollout types.UID, target string) {
+func (e *expectations) forget(uid types.UID, target string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	delete(e.m[rollout], target)
+	delete(e.m[uid], target)
 }
 
-// pending returns the targets still expected, dropping those the cache now
-// shows (observed) and those older than the TTL.
-func (e *expectations) pending(rollout types.UID, observed func(target string) bool, now time.Time) map[string]bool {
+// active returns the keys still expected at now, dropping those older than
+// the TTL.
+func (e *expectations) active(uid types.UID, now time.Time) map[string]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := map[string]bool{}
-	for target, at := range e.m[rollout] {
-		if observed(target) || now.Sub(at) > expectationTTL {
-			delete(e.m[rollout], target)
+	out := make(map[string]bool, len(e.m[uid]))
+	for key, at := range e.m[uid] {
+		if now.Sub(at) > expectationTTL {
+			delete(e.m[uid], key)
 			continue
 		}
-		out[target] = true
+		out[key] = true
 	}
 	return out
 }
 
 // isExpected reports whether a Promotion for key is expected and not older
 // than the TTL at now.
-func (e *expectations) isExpected(rollout types.UID, key string, now time.Time) bool {
+func (e *expectations) isExpected(uid types.UID, key string, now time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	at, ok := e.m[rollout][key]
+	at, ok := e.m[uid][key]
 	return ok && now.Sub(at) <= expectationTTL
 }
 
 // clear drops every expectation of a rollout.
-func (e *expectations) clear(rollout types.UID) {
+func (e *expectations) clear(uid types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	delete(e.m, rollout)
+	delete(e.m, uid)
 }
 
 // refusals remembers, per rollout and target, when Kargo first refused to
@@ -81,40 +83,38 @@ func (e *expectations) clear(rollout types.UID) {
 // the deadline starts again from the next refusal.
 type refusals struct {
 	mu sync.Mutex
-	m  map[types.UID]map[string]refusal
-}
-
-type refusal struct {
-	since   time.Time
-	message string
+	m  map[types.UID]map[string]rollout.Refusal
 }
 
 // note records a refusal of the target's Promotion, keeping the first time.
-func (r *refusals) note(rollout types.UID, target string, now time.Time, message string) {
+func (r *refusals) note(uid types.UID, target string, now time.Time, message string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = map[types.UID]map[string]refusal{}
+		r.m = map[types.UID]map[string]rollout.Refusal{}
 	}
-	if r.m[rollout] == nil {
-		r.m[rollout] = map[string]refusal{}
+	if r.m[uid] == nil {
+		r.m[uid] = map[string]rollout.Refusal{}
 	}
-	if _, ok := r.m[rollout][target]; !ok {
-		r.m[rollout][target] = refusal{since: now, message: message}
+	if _, ok := r.m[uid][target]; !ok {
+		r.m[uid][target] = rollout.Refusal{Since: now, Message: message}
 	}
 }
 
-// get returns the first refusal of the target's Promotion, if any.
-func (r *refusals) get(rollout types.UID, target string) (refusal, bool) {
+// all returns the first refusal of each target of a rollout that had one.
+func (r *refusals) all(uid types.UID) map[string]rollout.Refusal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f, ok := r.m[rollout][target]
-	return f, ok
+	out := make(map[string]rollout.Refusal, len(r.m[uid]))
+	for target, f := range r.m[uid] {
+		out[target] = f
+	}
+	return out
 }
 
 // clear drops a rollout's refusals.
-func (r *refusals) clear(rollout types.UID) {
+func (r *refusals) clear(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.m, rollout)
+	delete(r.m, uid)
 }

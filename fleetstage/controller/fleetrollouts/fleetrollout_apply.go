@@ -107,10 +107,6 @@ func isStatusError(err error) bool {
 	return errors.As(err, &se)
 }
 
-// wavePromotionKey prefixes the expectation of a wave Stage Promotion:
-// "wave:<wave>", beside the target IDs of target Promotions.
-const wavePromotionKey = "wave:"
-
 // promoteWave promotes the rollout's Freight into the wave Stage of wave, as
 // `kargo promote` would: the wave Stage's fleet-wave step then asks for the
 // wave. It reports whether Kargo refused because the Freight is not
@@ -122,7 +118,7 @@ func (r *FleetRolloutReconciler) promoteWave(ctx context.Context, ro *fleetv1alp
 		fleetv1alpha1.FleetStageLabel:   fs.Name,
 		fleetrollout.WavePromotionLabel: ro.Name,
 	}, nil)
-	key := wavePromotionKey + wave
+	key := rollout.WaveKey(wave)
 	r.expected.expect(ro.UID, key, r.clock.Now())
 	err := r.client.Create(ctx, p)
 	switch {
@@ -167,16 +163,16 @@ func (r *FleetRolloutReconciler) recordRollbackOnWaveStages(ctx context.Context,
 			errs = append(errs, client.IgnoreNotFound(err))
 			continue
 		}
-		if done[w.Stage] || r.expected.isExpected(rb.UID, wavePromotionKey+w.Name, r.clock.Now()) || !slices.Contains(st.CurrentFreightNames(), of.Spec.Freight.Name) {
+		if done[w.Stage] || r.expected.isExpected(rb.UID, rollout.WaveKey(w.Name), r.clock.Now()) || !slices.Contains(st.CurrentFreightNames(), of.Spec.Freight.Name) {
 			continue
 		}
 		p := kargo.NewPromotion(rb.Namespace, w.Stage, rb.Spec.Freight.Name, map[string]string{
 			fleetv1alpha1.FleetStageLabel:   fs.Name,
 			fleetrollout.WavePromotionLabel: rb.Name,
 		}, map[string]string{kargo.RollbackAnnotation: "true"})
-		r.expected.expect(rb.UID, wavePromotionKey+w.Name, r.clock.Now())
+		r.expected.expect(rb.UID, rollout.WaveKey(w.Name), r.clock.Now())
 		if err := r.client.Create(ctx, p); err != nil {
-			r.expected.forget(rb.UID, wavePromotionKey+w.Name)
+			r.expected.forget(rb.UID, rollout.WaveKey(w.Name))
 			errs = append(errs, fmt.Errorf("error recording Freight %s on wave Stage %q: %w", rb.Spec.Freight.Name, w.Stage, err))
 			continue
 		}
@@ -202,24 +198,37 @@ func (r *FleetRolloutReconciler) abort(ctx context.Context, ro *fleetv1alpha1.Fl
 	return errors.Join(errs...)
 }
 
-// ensureRollback creates the automatic rollback of a halted rollout, once:
+// ensureRollback asks rollout.PlanRollback whether the rollout's breach
+// rolls it back automatically and, when it does, creates the rollback once:
 // fleetrollout derives its name from the rollout's, so a second attempt (or
 // a fleet-rollback step, or the CLI, asking at the same time) finds it. The
 // rollout's Rollback condition records the outcome, which also makes its
 // Event a one-off.
 func (r *FleetRolloutReconciler) ensureRollback(ctx context.Context, s *scope) error {
 	ro, fs := s.ro, s.fs
-	if existing, err := fleetrollout.FindRollbackOf(ctx, r.client, ro.Namespace, ro.Name); err == nil && existing != nil {
+	records, err := fleetrollout.List(ctx, r.client, ro.Namespace, fs.Name)
+	if err != nil {
+		return err
+	}
+	// The rollout as this reconcile decided it: its breach may not be
+	// written yet.
+	decided := *ro
+	decided.Status = *s.status
+	records = slices.DeleteFunc(records, func(o *fleetv1alpha1.FleetRollout) bool { return o.Name == ro.Name })
+	records = append(records, &decided)
+	p := rollout.PlanRollback(rollout.RollbackRequest{Asker: rollout.AskedByPolicy, FleetStage: fs, Rollouts: records, Of: ro.Name})
+	switch {
+	case p.Refused != nil && p.Refused.Reason.Silent():
+		return nil
+	case p.Refused != nil:
+		setRollbackCondition(s.status, ro.Generation, metav1.ConditionFalse, string(p.Refused.Reason), p.Refused.Error())
+		return nil
+	case p.Existing != nil:
 		setRollbackCondition(s.status, ro.Generation, metav1.ConditionTrue, fleetv1alpha1.RollbackCreatedReason,
-			fmt.Sprintf("FleetRollout %s returns the targets this rollout moved to Freight %s", existing.Name, existing.Spec.Freight.Name))
+			fmt.Sprintf("FleetRollout %s returns the targets this rollout moved to Freight %s", p.Existing.Name, p.Existing.Spec.Freight.Name))
 		return nil
 	}
-	if fs.Status.LastGoodFreight == nil || fs.Status.LastGoodFreight.Name == ro.Spec.Freight.Name {
-		setRollbackCondition(s.status, ro.Generation, metav1.ConditionFalse, fleetv1alpha1.NoLastGoodFreightReason,
-			"no last good Freight is recorded for the FleetStage: nothing to roll back to; roll back with --to or promote a Freight through Kargo")
-		return nil
-	}
-	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: ro, Freight: *fs.Status.LastGoodFreight,
+	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: ro, Freight: p.Freight,
 		Actor: fleetrollout.AutomaticRollbackActor, Reason: "a failure threshold was breached (spec.policy.rollback.mode Automatic)"})
 	got, created, err := fleetrollout.EnsureRollback(ctx, r.client, r.reader, rb)
 	var conflict *fleetrollout.ConflictError
@@ -253,7 +262,7 @@ func (r *FleetRolloutReconciler) setDecided(s *scope) {
 		st.Snapshot = &fleetv1alpha1.PlanSnapshot{PlanHash: shortHash(obs.Plan.Hash), Targets: int32(obs.Plan.Members()),
 			ConfigMap: fleetrollout.SnapshotName(ro.Name), TakenAt: &now}
 	}
-	if st.StartedAt == nil && (len(d.Start) > 0 || len(obs.mine) > 0) {
+	if st.StartedAt == nil && (len(d.Start) > 0 || len(obs.Mine) > 0) {
 		st.StartedAt = &now
 	}
 	if st.Phase.IsFinal() && st.FinishedAt == nil {

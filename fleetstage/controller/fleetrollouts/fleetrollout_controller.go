@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -79,7 +78,7 @@ type scope struct {
 	fs     *fleetv1alpha1.FleetStage
 	status *fleetv1alpha1.FleetRolloutStatus
 	// obs and decision are set once the rollout was observed and decided.
-	obs      *observed
+	obs      *rollout.Observed
 	decision *rollout.Decision
 	// waiting is true while the rollout waits for its turn.
 	waiting bool
@@ -160,21 +159,8 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ro, fs := s.ro, s.fs
 	snap, err := r.ensureSnapshot(ctx, ro, fs)
-	if errors.Is(err, errClaimLanding) {
-		return ctrl.Result{RequeueAfter: claimRetry}, nil
-	}
-	var foreign *foreignSnapshotError
-	if errors.As(err, &foreign) {
-		r.setFinal(s, fleetv1alpha1.RolloutFailed, foreign.Error())
-		return ctrl.Result{}, nil
-	}
-	var invalidRollback *invalidRollbackError
-	if errors.As(err, &invalidRollback) {
-		r.setFinal(s, fleetv1alpha1.RolloutFailed, invalidRollback.Error())
-		return ctrl.Result{}, nil
-	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return r.snapshotFailed(s, err)
 	}
 	obs, err := r.observe(ctx, ro, fs, snap)
 	if err != nil {
@@ -214,7 +200,7 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 		}
 	}
 	r.setDecided(s)
-	if d.Rollback {
+	if d.Breach != nil {
 		if err := r.ensureRollback(ctx, s); err != nil {
 			errs = append(errs, err)
 		}
@@ -228,6 +214,30 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	}
 	res.RequeueAfter = minPositive(res.RequeueAfter, retry)
 	return res, nil
+}
+
+// snapshotFailed answers an error taking or reading the rollout's plan
+// snapshot: a rollback's plan waits for the batch the rolled-back rollout
+// claimed last; a plan someone else wrote, or a rollback PlanRollback
+// refuses, ends the rollout; any other error is retried.
+func (r *FleetRolloutReconciler) snapshotFailed(s *scope, err error) (ctrl.Result, error) {
+	var foreign *foreignSnapshotError
+	var refused *rollout.RollbackRefusal
+	var invalid *invalidRollbackError
+	switch {
+	case errors.Is(err, errClaimLanding):
+		return ctrl.Result{RequeueAfter: claimRetry}, nil
+	case errors.As(err, &foreign):
+		r.setFinal(s, fleetv1alpha1.RolloutFailed, foreign.Error())
+		return ctrl.Result{}, nil
+	case errors.As(err, &refused):
+		r.setFinal(s, fleetv1alpha1.RolloutFailed, "rollback refused: "+refused.Error())
+		return ctrl.Result{}, nil
+	case errors.As(err, &invalid):
+		r.setFinal(s, fleetv1alpha1.RolloutFailed, invalid.Error())
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 // waitTurn applies the newer-Freight policy. Forward rollouts of one
@@ -275,16 +285,15 @@ func (r *FleetRolloutReconciler) waitTurn(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// settle completes what follows a final phase: for a breached rollout under
-// an automatic rollback policy, the rollback; for a succeeded rollback, the
-// wave Stages showing the Freight their targets run again.
+// settle completes what follows a final phase: for a breached rollout, the
+// rollback its policy asks for (ensureRollback); for a succeeded rollback,
+// the wave Stages showing the Freight their targets run again.
 func (r *FleetRolloutReconciler) settle(ctx context.Context, s *scope) error {
 	switch {
-	case s.ro.Spec.Direction == fleetv1alpha1.DirectionForward && s.fs.Spec.Policy.Rollback.Mode == fleetv1alpha1.RollbackAutomatic &&
-		fleetrollout.IsBreached(s.ro):
-		return r.ensureRollback(ctx, s)
 	case s.ro.Spec.Direction == fleetv1alpha1.DirectionRollback && s.ro.Status.Phase == fleetv1alpha1.RolloutSucceeded:
 		return r.recordRollbackOnWaveStages(ctx, s.ro, s.fs)
+	case fleetrollout.IsBreached(s.ro):
+		return r.ensureRollback(ctx, s)
 	}
 	return nil
 }
@@ -333,16 +342,6 @@ func (r *FleetRolloutReconciler) forget(key types.NamespacedName) {
 		r.expected.clear(uid)
 		r.refused.clear(uid)
 	}
-}
-
-// resolvePercent resolves a count or percentage against total, rounding a
-// percentage up and never going below 1.
-func resolvePercent(v *intstr.IntOrString, total int) int {
-	n, err := intstr.GetScaledValueFromIntOrPercent(v, total, true)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
 }
 
 func minPositive(a, b time.Duration) time.Duration {

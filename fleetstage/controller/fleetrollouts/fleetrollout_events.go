@@ -10,6 +10,7 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
@@ -44,104 +45,139 @@ const (
 func (r *FleetRolloutReconciler) recordTransitions(ctx context.Context, s *scope, before *fleetv1alpha1.FleetRolloutStatus) {
 	ro := s.ro.DeepCopy()
 	ro.Status = *s.status
-	obs, d := s.obs, s.decision
-	r.recordRollbackCondition(ro, before)
+	t := transitionsOf(before, ro, s.obs, s.decision)
+	for _, e := range t.events {
+		r.event(ro, e.eventType, e.reason, "%s", e.message)
+	}
+	if t.breach != "" {
+		r.metrics.breaches.WithLabelValues(ro.Namespace, ro.Spec.FleetStage, t.breach).Inc()
+	}
+	for _, wave := range t.refreshWaves {
+		r.refreshPromotion(ctx, ro, s.obs.WaveRequests[wave])
+	}
+	if t.refreshAll {
+		r.refreshAll(ctx, ro)
+	}
+}
+
+// transitions is what a recorded change of a rollout's status sets off.
+type transitions struct {
+	events []notice
+	// refreshWaves are the waves whose requesting wave Stage Promotion
+	// Kargo polls again now; refreshAll refreshes every one.
+	refreshWaves []string
+	refreshAll   bool
+	// breach is the reason of a breach recorded now, to count.
+	breach string
+}
+
+// notice is one Event.
+type notice struct{ eventType, reason, message string }
+
+func (t *transitions) add(eventType, reason, format string, args ...any) {
+	t.events = append(t.events, notice{eventType: eventType, reason: reason, message: fmt.Sprintf(format, args...)})
+}
+
+// transitionsOf compares the status before with the rollout's new status:
+// it is pure, so every transition is table-tested. obs and d are nil when
+// the reconcile decided without observing (queued, superseded, failed
+// outright).
+func transitionsOf(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv1alpha1.FleetRollout, obs *rollout.Observed,
+	d *rollout.Decision) transitions {
+	var t transitions
+	t.rollbackCondition(before, ro)
 	if obs == nil {
-		// Decided without observing: queued, superseded or failed outright.
 		if before.Phase != ro.Status.Phase && ro.Status.Phase.IsFinal() {
 			reason, eventType := RolloutFailedReason, corev1.EventTypeWarning
 			if ro.Status.Phase == fleetv1alpha1.RolloutSuperseded {
 				reason, eventType = RolloutSupersededReason, corev1.EventTypeNormal
 			}
-			r.event(ro, eventType, reason, "%s", ro.Status.Message)
-			r.refreshAll(ctx, ro)
+			t.add(eventType, reason, "%s", ro.Status.Message)
+			t.refreshAll = true
 		}
-		return
+		return t
 	}
-	if before.Snapshot == nil && ro.Status.Snapshot != nil {
-		// The fleet-wave start call waits for the plan: answer it now.
-		r.refreshAll(ctx, ro)
+	// The fleet-wave start call waits for the plan: answer it now.
+	t.refreshAll = before.Snapshot == nil && ro.Status.Snapshot != nil
+	t.waves(before, ro, obs)
+	if before.Phase != ro.Status.Phase {
+		t.phase(before, ro, obs, d)
+		t.refreshAll = t.refreshAll || ro.Status.Phase.IsFinal()
 	}
+	return t
+}
+
+// waves notes every wave whose phase changed; a wave that waits for a gate
+// or finished hands its outcome back to the fleet-wave step.
+func (t *transitions) waves(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv1alpha1.FleetRollout, obs *rollout.Observed) {
 	prevWave := map[string]fleetv1alpha1.WavePhase{}
 	for _, w := range before.Waves {
 		prevWave[w.Name] = w.Phase
 	}
-	actor := ro.Spec.Actor
-	if actor == "" {
-		actor = "unknown actor"
-	}
 	for _, w := range ro.Status.Waves {
-		if prevWave[w.Name] == w.Phase {
+		prev := prevWave[w.Name]
+		if prev == w.Phase {
 			continue
 		}
-		refresh := false
 		switch w.Phase {
 		case fleetv1alpha1.WaveProgressing:
-			if prevWave[w.Name] != fleetv1alpha1.WaveWaitingForApproval || w.StartedAt != nil {
-				r.event(ro, corev1.EventTypeNormal, WaveStartedReason, "Wave %s started: %d target(s), at most %d at once (%s)",
-					w.Name, w.Total, maxConcurrentOf(obs, w.Name), actor)
+			if prev != fleetv1alpha1.WaveWaitingForApproval || w.StartedAt != nil {
+				t.add(corev1.EventTypeNormal, WaveStartedReason, "Wave %s started: %d target(s), at most %d at once (%s)",
+					w.Name, w.Total, maxConcurrentOf(obs, w.Name), actorOf(ro))
 			}
+			continue
 		case fleetv1alpha1.WaveWaitingForApproval:
-			r.event(ro, corev1.EventTypeNormal, GateWaitingReason, "Wave %s %s", w.Name, w.Waiting)
-			refresh = true
+			t.add(corev1.EventTypeNormal, GateWaitingReason, "Wave %s %s", w.Name, w.Waiting)
 		case fleetv1alpha1.WaveSucceeded:
-			r.event(ro, corev1.EventTypeNormal, WavePassedReason, "Wave %s passed: %d succeeded, %d failed of %d", w.Name, w.Succeeded, w.Failed, w.Total)
-			refresh = true
+			t.add(corev1.EventTypeNormal, WavePassedReason, "Wave %s passed: %d succeeded, %d failed of %d", w.Name, w.Succeeded, w.Failed, w.Total)
 		case fleetv1alpha1.WaveHalted, fleetv1alpha1.WaveFailed:
-			r.event(ro, corev1.EventTypeWarning, WaveFailedReason, "Wave %s failed: %d of %d target(s) failed", w.Name, w.Failed, w.Total)
-			refresh = true
+			t.add(corev1.EventTypeWarning, WaveFailedReason, "Wave %s failed: %d of %d target(s) failed", w.Name, w.Failed, w.Total)
+		default:
+			continue
 		}
-		if refresh {
-			r.refreshPromotion(ctx, ro, obs.waveRequests[w.Name])
-		}
-	}
-	if before.Phase == ro.Status.Phase {
-		return
-	}
-	rollback := ro.Spec.Direction == fleetv1alpha1.DirectionRollback
-	switch ro.Status.Phase {
-	case fleetv1alpha1.RolloutHalted, fleetv1alpha1.RolloutFailed:
-		if d.Breach != nil && before.Phase != fleetv1alpha1.RolloutHalted {
-			r.metrics.breaches.WithLabelValues(ro.Namespace, ro.Spec.FleetStage, string(d.Breach.Reason)).Inc()
-			r.event(ro, corev1.EventTypeWarning, ThresholdBreachedReason, "Threshold breached (%s): %s", d.Breach.Reason, d.Breach.Message)
-			r.event(ro, corev1.EventTypeWarning, HaltedReason, "Halted: no new target Promotion starts and Freight %s is held back from FleetStage %s",
-				ro.Spec.Freight.Name, ro.Spec.FleetStage)
-		}
-		if ro.Status.Phase == fleetv1alpha1.RolloutFailed {
-			reason := RolloutFailedReason
-			if rollback {
-				reason = RollbackFinishedReason
-			}
-			r.event(ro, corev1.EventTypeWarning, reason, "%s", ro.Status.Message)
-		}
-	case fleetv1alpha1.RolloutSucceeded:
-		reason := RolloutSucceededReason
-		if rollback {
-			reason = RollbackFinishedReason
-		}
-		r.event(ro, corev1.EventTypeNormal, reason, "%s", ro.Status.Message)
-	case fleetv1alpha1.RolloutAborted:
-		r.event(ro, corev1.EventTypeWarning, RolloutAbortedReason, "Aborted on request (spec.intent Abort) by %s: %s",
-			intentActor(ro), ro.Status.Message)
-	case fleetv1alpha1.RolloutPaused:
-		r.event(ro, corev1.EventTypeNormal, RolloutPausedReason, "Paused on request (spec.intent Pause) by %s", intentActor(ro))
-	case fleetv1alpha1.RolloutRollingBack:
-		if before.Phase == "" || before.Phase == fleetv1alpha1.RolloutPending {
-			r.event(ro, corev1.EventTypeWarning, RollbackStartedReason, "Rolling back %d target(s) of FleetRollout %s to Freight %s (%s)",
-				obs.Plan.Members(), ro.Spec.RollbackOf, ro.Spec.Freight.Name, actor)
-		}
-	}
-	if before.Phase == fleetv1alpha1.RolloutPaused && ro.Status.Phase != fleetv1alpha1.RolloutPaused {
-		r.event(ro, corev1.EventTypeNormal, RolloutResumedReason, "Resumed (spec.intent %s) by %s", ro.Spec.Intent, intentActor(ro))
-	}
-	if ro.Status.Phase.IsFinal() {
-		r.refreshAll(ctx, ro)
+		t.refreshWaves = append(t.refreshWaves, w.Name)
 	}
 }
 
-// recordRollbackCondition emits the Event of a change of the Rollback
-// condition: the rollback started, or it was impossible.
-func (r *FleetRolloutReconciler) recordRollbackCondition(ro *fleetv1alpha1.FleetRollout, before *fleetv1alpha1.FleetRolloutStatus) {
+// phase notes a change of the rollout's phase.
+func (t *transitions) phase(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv1alpha1.FleetRollout, obs *rollout.Observed, d *rollout.Decision) {
+	rollback := ro.Spec.Direction == fleetv1alpha1.DirectionRollback
+	finished := RolloutSucceededReason
+	failed := RolloutFailedReason
+	if rollback {
+		finished, failed = RollbackFinishedReason, RollbackFinishedReason
+	}
+	switch ro.Status.Phase {
+	case fleetv1alpha1.RolloutHalted, fleetv1alpha1.RolloutFailed:
+		if d != nil && d.Breach != nil && before.Phase != fleetv1alpha1.RolloutHalted {
+			t.breach = string(d.Breach.Reason)
+			t.add(corev1.EventTypeWarning, ThresholdBreachedReason, "Threshold breached (%s): %s", d.Breach.Reason, d.Breach.Message)
+			t.add(corev1.EventTypeWarning, HaltedReason, "Halted: no new target Promotion starts and Freight %s is held back from FleetStage %s",
+				ro.Spec.Freight.Name, ro.Spec.FleetStage)
+		}
+		if ro.Status.Phase == fleetv1alpha1.RolloutFailed {
+			t.add(corev1.EventTypeWarning, failed, "%s", ro.Status.Message)
+		}
+	case fleetv1alpha1.RolloutSucceeded:
+		t.add(corev1.EventTypeNormal, finished, "%s", ro.Status.Message)
+	case fleetv1alpha1.RolloutAborted:
+		t.add(corev1.EventTypeWarning, RolloutAbortedReason, "Aborted on request (spec.intent Abort) by %s: %s", intentActor(ro), ro.Status.Message)
+	case fleetv1alpha1.RolloutPaused:
+		t.add(corev1.EventTypeNormal, RolloutPausedReason, "Paused on request (spec.intent Pause) by %s", intentActor(ro))
+	case fleetv1alpha1.RolloutRollingBack:
+		if before.Phase == "" || before.Phase == fleetv1alpha1.RolloutPending {
+			t.add(corev1.EventTypeWarning, RollbackStartedReason, "Rolling back %d target(s) of FleetRollout %s to Freight %s (%s)",
+				obs.Plan.Members(), ro.Spec.RollbackOf, ro.Spec.Freight.Name, actorOf(ro))
+		}
+	}
+	if before.Phase == fleetv1alpha1.RolloutPaused && ro.Status.Phase != fleetv1alpha1.RolloutPaused {
+		t.add(corev1.EventTypeNormal, RolloutResumedReason, "Resumed (spec.intent %s) by %s", ro.Spec.Intent, intentActor(ro))
+	}
+}
+
+// rollbackCondition notes a change of the Rollback condition: the rollback
+// started, or it was impossible.
+func (t *transitions) rollbackCondition(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv1alpha1.FleetRollout) {
 	now := meta.FindStatusCondition(ro.Status.Conditions, fleetv1alpha1.RollbackCondition)
 	if now == nil {
 		return
@@ -151,10 +187,18 @@ func (r *FleetRolloutReconciler) recordRollbackCondition(ro *fleetv1alpha1.Fleet
 	}
 	switch now.Reason {
 	case fleetv1alpha1.RollbackCreatedReason:
-		r.event(ro, corev1.EventTypeWarning, RollbackStartedReason, "Rolling back, as spec.policy.rollback.mode Automatic says: %s", now.Message)
+		t.add(corev1.EventTypeWarning, RollbackStartedReason, "Rolling back, as spec.policy.rollback.mode Automatic says: %s", now.Message)
 	default:
-		r.event(ro, corev1.EventTypeWarning, RollbackImpossibleReason, "%s", now.Message)
+		t.add(corev1.EventTypeWarning, RollbackImpossibleReason, "%s", now.Message)
 	}
+}
+
+// actorOf names who started the rollout.
+func actorOf(ro *fleetv1alpha1.FleetRollout) string {
+	if ro.Spec.Actor == "" {
+		return "unknown actor"
+	}
+	return ro.Spec.Actor
 }
 
 // intentActor names who set the rollout's spec.intent, as recorded with it
@@ -166,7 +210,7 @@ func intentActor(ro *fleetv1alpha1.FleetRollout) string {
 	return "an unrecorded actor (no " + fleetrollout.IntentActorAnnotation + " annotation)"
 }
 
-func maxConcurrentOf(obs *observed, wave string) int {
+func maxConcurrentOf(obs *rollout.Observed, wave string) int {
 	if w, i := obs.Plan.Wave(wave); i >= 0 {
 		return w.MaxConcurrent
 	}

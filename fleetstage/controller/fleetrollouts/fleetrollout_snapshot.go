@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // snapshots keeps decoded plan snapshots by rollout UID: a snapshot never
@@ -90,7 +90,7 @@ func (r *FleetRolloutReconciler) takeSnapshot(ctx context.Context, ro *fleetv1al
 	var p *plan.WavePlan
 	if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
 		var err error
-		if p, err = r.rollbackPlan(ctx, ro); err != nil {
+		if p, err = r.rollbackPlan(ctx, ro, fs); err != nil {
 			return nil, err
 		}
 	} else {
@@ -132,20 +132,27 @@ func (r *FleetRolloutReconciler) takeSnapshot(ctx context.Context, ro *fleetv1al
 // claimWindow).
 var errClaimLanding = errors.New("the rolled-back rollout's last claimed Promotions are not all created yet")
 
-// rollbackPlan is the plan of a rollback: the waves of the rolled-back
-// rollout in reverse order, each holding only the targets that rollout
-// started a Promotion for — exactly the targets that moved.
-func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1alpha1.FleetRollout) (*plan.WavePlan, error) {
-	of := &fleetv1alpha1.FleetRollout{}
-	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ro.Spec.RollbackOf}, of); err != nil {
-		return nil, fmt.Errorf("error getting rolled-back rollout %q: %w", ro.Spec.RollbackOf, err)
+// rollbackPlan is the plan of a rollback, as rollout.PlanRollback lays it
+// out: the waves of the rolled-back rollout in reverse order, each holding
+// only the targets that rollout started a Promotion for — exactly the
+// targets that moved. A rollback PlanRollback refuses (whoever created the
+// object) is a *rollout.RollbackRefusal: it never runs.
+func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) (*plan.WavePlan, error) {
+	records, err := fleetrollout.RollbackRecords(ctx, r.reader, fs, ro.Spec.RollbackOf)
+	if err != nil {
+		return nil, err
 	}
+	p := rollout.PlanRollback(rollout.RollbackRequest{Asker: rollout.AskedByObject, FleetStage: fs, Rollouts: records, Rollback: ro})
+	if p.Refused != nil {
+		return nil, p.Refused
+	}
+	of := p.Of
 	if err := checkRollbackOf(ro, of); err != nil {
 		return nil, err
 	}
 	orig, err := r.readSnapshot(ctx, of)
 	if err != nil {
-		return nil, fmt.Errorf("error reading the plan of rolled-back rollout %q: %w", ro.Spec.RollbackOf, err)
+		return nil, fmt.Errorf("error reading the plan of rolled-back rollout %q: %w", of.Name, err)
 	}
 	// The targets that moved are read from the API server, not the cache: a
 	// Promotion created just before the breach may not be in the cache yet,
@@ -153,8 +160,8 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 	promos := &metav1.PartialObjectMetadataList{}
 	promos.SetGroupVersionKind(kargo.GroupVersion.WithKind("PromotionList"))
 	if err := r.reader.List(ctx, promos, client.InNamespace(ro.Namespace),
-		client.MatchingLabels{fleetv1alpha1.RolloutLabel: ro.Spec.RollbackOf}); err != nil {
-		return nil, fmt.Errorf("error listing Promotions of rollout %q: %w", ro.Spec.RollbackOf, err)
+		client.MatchingLabels{fleetv1alpha1.RolloutLabel: of.Name}); err != nil {
+		return nil, fmt.Errorf("error listing Promotions of rollout %q: %w", of.Name, err)
 	}
 	moved := map[string]bool{}
 	for i := range promos.Items {
@@ -169,26 +176,17 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 	// Its targets move, so they must be in the frozen plan.
 	if d := of.Status.Dispatch; d != nil && r.clock.Since(d.At.Time) < claimWindow {
 		for _, k := range d.Keys {
-			if !strings.HasPrefix(k, wavePromotionKey) && !moved[k] {
+			if !strings.HasPrefix(k, rollout.WavePromotionKey) && !moved[k] {
 				return nil, errClaimLanding
 			}
 		}
 	}
-	out := &plan.WavePlan{Hash: orig.Hash}
-	for _, w := range slices.Backward(orig.Waves) {
-		rw := w
-		rw.Members = nil
-		rw.Approval = fleetv1alpha1.ApprovalNone
-		for _, t := range w.Members {
-			if moved[t.ID] && !returned[t.ID] {
-				rw.Members = append(rw.Members, t)
-			}
-		}
-		if len(rw.Members) > 0 {
-			out.Waves = append(out.Waves, rw)
-		}
+	// A retry after an aborted or failed attempt returns only the targets
+	// the earlier attempts did not.
+	for id := range returned {
+		delete(moved, id)
 	}
-	return out, nil
+	return p.Waves(orig, moved), nil
 }
 
 func shortHash(h string) string {

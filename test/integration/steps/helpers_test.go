@@ -31,6 +31,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
@@ -305,6 +306,20 @@ func post(t *testing.T, url, step, token string, body any) (int, stepserver.Resp
 	var out stepserver.Response
 	require.NoError(t, json.Unmarshal(data, &out), string(data))
 	return resp.StatusCode, out
+}
+
+// startRolloutReconciler runs the FleetRollout reconciler on kargo-fleet's
+// identity, as the controller runs it, until the test ends.
+func startRolloutReconciler(t *testing.T) {
+	t.Helper()
+	fleetCfg, err := env.AddUser(fleetUser, "system:masters")
+	require.NoError(t, err)
+	mgr, err := manager.New(fleetCfg, manager.Options{Components: manager.FleetRollouts, SkipNameValidation: true})
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() { _ = mgr.Start(ctx) }()
+	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
 }
 
 // keyOf returns an object key.

@@ -4,7 +4,6 @@ package steps_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,7 +20,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/cli"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
-	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
@@ -79,14 +77,7 @@ func TestRollback_oneRollbackWhoeverAsks(t *testing.T) {
 	})
 	// The automatic policy: a FleetRollout reconciler on kargo-fleet's
 	// identity, as the controller runs it.
-	fleetCfg, err := env.AddUser(fleetUser, "system:masters")
-	require.NoError(t, err)
-	mgr, err := manager.New(fleetCfg, manager.Options{Components: manager.FleetRollouts, SkipNameValidation: true})
-	require.NoError(t, err)
-	mgrCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() { _ = mgr.Start(mgrCtx) }()
-	require.True(t, mgr.GetCache().WaitForCacheSync(mgrCtx))
+	startRolloutReconciler(t)
 	close(start)
 	wg.Wait()
 

@@ -1,0 +1,330 @@
+package rollout
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+)
+
+// WavePromotionKey prefixes the key of a wave Stage Promotion ("wave:<wave>")
+// among the target IDs that key target Promotions, in expectations and in a
+// rollout's status.dispatch claims.
+const WavePromotionKey = "wave:"
+
+// WaveKey returns the key of the wave Stage Promotion of wave.
+func WaveKey(wave string) string { return WavePromotionKey + wave }
+
+// Snapshot is what the reconciler read for one rollout: the objects as the
+// cache shows them, and the controller's in-memory records of what it did
+// that the cache may not show yet. Observe reads it and never modifies it.
+type Snapshot struct {
+	// Rollout is the FleetRollout.
+	Rollout *fleetv1alpha1.FleetRollout
+	// FleetStage is the rollout's FleetStage.
+	FleetStage *fleetv1alpha1.FleetStage
+	// Plan is the rollout's plan snapshot.
+	Plan *plan.WavePlan
+	// Promotions are the Promotions of the rollout's Project (namespace).
+	Promotions []kargo.Promotion
+	// Stages are the FleetStage's target Stages.
+	Stages []kargo.Stage
+	// Freight is the rollout's Freight; nil when it was not found or not
+	// read (a rollback needs no approvals).
+	Freight *kargo.Freight
+	// Refused records, by target ID, when Kargo first refused to create the
+	// target's Promotion and why.
+	Refused map[string]Refusal
+	// Expected are the keys (target IDs, WaveKey of a wave) of Promotions
+	// the controller created a moment ago, whose expectation has not
+	// expired.
+	Expected map[string]bool
+}
+
+// Refusal is Kargo's first refusal of a target's Promotion.
+type Refusal struct {
+	// Since is when Kargo first refused.
+	Since time.Time
+	// Message is Kargo's message.
+	Message string
+}
+
+// Observed is an Observation plus what applying a decision needs.
+type Observed struct {
+	Observation
+	// WaveRequests maps a wave to the Promotion of its wave Stage that asked
+	// for it.
+	WaveRequests map[string]string
+	// Mine are the rollout's newest target Promotions by target ID.
+	Mine map[string]*kargo.Promotion
+	// Seen are the Expected keys whose Promotion the snapshot shows: their
+	// expectation is met.
+	Seen []string
+}
+
+// Observe interprets Kargo's objects for one rollout: which target
+// Promotions are the rollout's, where each target Stage stands, which
+// waves were asked for, promoted, given up on or approved. It is pure: the
+// reconciler lists the objects (from its cache, without copying them) and
+// passes them in; Observe only reads them.
+//
+// The quirks of real Kargo it copes with:
+//   - Kargo renames every Promotion (<stage>.<ulid>.<freight>), so the
+//     rollout's Promotions are found by kargo-fleet's labels; of several
+//     for one target, the newest counts (creation time, then the name,
+//     whose ULID orders Promotions created within one second).
+//   - A Promotion can be Succeeded before its Stage shows the Freight; the
+//     target counts as on the Freight only once the Stage's freight history
+//     says so, and a verification counts only for the rollout's Freight.
+//   - A wave Stage Promotion of the rollout's Freight that ended without
+//     succeeding (Errored, Failed, Aborted) means Kargo will never mark the
+//     Freight verified there; one still alive, or one just created, makes
+//     the wave promoted again. Rollback records on wave Stages and
+//     Promotions older than the rollout are not the rollout's.
+//   - A Promotion created a moment ago may not be listed yet: Expected keys
+//     count as in flight until the snapshot shows them.
+func Observe(s Snapshot, now time.Time) (*Observed, error) {
+	ro, fs := s.Rollout, s.FleetStage
+	compiled, err := compilePolicy(ro, fs)
+	if err != nil {
+		return nil, err
+	}
+	o := &Observed{
+		Observation: Observation{
+			Now:            now,
+			Rollout:        ro,
+			FleetStage:     fs.Name,
+			Plan:           s.Plan,
+			Index:          plan.NewScheduleIndex(s.Plan, compiled),
+			OnHalt:         fs.Spec.Policy.OnHalt,
+			RequestedWaves: map[string]bool{},
+			ApprovedWaves:  map[string]bool{},
+			RequestPhases:  map[string]kargo.PromotionPhase{},
+			WavePromoted:   map[string]bool{},
+			WaveGaveUp:     map[string]kargo.PromotionPhase{},
+			Targets:        make(map[string]TargetObservation, s.Plan.Members()),
+		},
+		WaveRequests: fleetrollout.WaveRequests(ro),
+		Mine:         map[string]*kargo.Promotion{},
+	}
+	if ro.Spec.Direction == fleetv1alpha1.DirectionRollback && fs.Spec.Policy.Rollback.MaxConcurrent != nil {
+		o.RollbackMaxConcurrent = ResolvePercent(fs.Spec.Policy.Rollback.MaxConcurrent, s.Plan.Members())
+	}
+	for wave := range o.WaveRequests {
+		o.RequestedWaves[wave] = true
+	}
+	busy := o.observePromotions(s)
+	o.observeTargets(s, busy)
+	o.observeExpected(s.Expected)
+	o.observeApprovals(s)
+	return o, nil
+}
+
+// compilePolicy compiles the FleetStage's policy for the rollout. A
+// rollback is the way out of trouble: change windows do not hold it back
+// (constraints still do, to bound the blast radius of the return).
+func compilePolicy(ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) (*plan.CompiledPolicy, error) {
+	policy := &fs.Spec.Policy
+	if ro.Spec.Direction == fleetv1alpha1.DirectionRollback && len(policy.Windows) > 0 {
+		policy = policy.DeepCopy()
+		policy.Windows = nil
+	}
+	compiled, errs := plan.CompilePolicy(policy, field.NewPath("spec", "policy"))
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("error compiling the policy of FleetStage %q: %w", fs.Name, errs.ToAggregate())
+	}
+	return compiled, nil
+}
+
+// observePromotions sorts the Project's Promotions into the rollout's wave
+// Stage Promotions, its target Promotions, and the others that keep a
+// target Stage busy. It returns the busy Stages.
+func (o *Observed) observePromotions(s Snapshot) map[string]bool {
+	ro, fs := s.Rollout, s.FleetStage
+	waveOfStage := make(map[string]string, len(s.Plan.Waves))
+	for _, w := range s.Plan.Waves {
+		waveOfStage[render.WaveStageName(fs.Name, w.Name)] = w.Name
+	}
+	requestedBy := make(map[string]string, len(o.WaveRequests))
+	for wave, promotion := range o.WaveRequests {
+		requestedBy[promotion] = wave
+	}
+	busy := map[string]bool{}
+	alive := map[string]bool{}
+	for i := range s.Promotions {
+		p := &s.Promotions[i]
+		if wave, ok := waveOfStage[p.Spec.Stage]; ok {
+			o.observeWavePromotion(ro, wave, p, alive)
+			if w, ok := requestedBy[p.Name]; ok {
+				o.RequestPhases[w] = p.Status.Phase
+			}
+		}
+		switch {
+		case p.Labels[fleetv1alpha1.RolloutLabel] == ro.Name:
+			o.observeMine(p)
+		case !p.Status.Phase.IsTerminal():
+			busy[p.Spec.Stage] = true
+			if p.Labels[fleetv1alpha1.FleetStageLabel] == fs.Name && p.Labels[fleetv1alpha1.TargetLabel] != "" {
+				o.OtherInFlight = append(o.OtherInFlight, plan.InFlightTarget{
+					Target:  memberOrID(s.Plan, p.Labels[fleetv1alpha1.TargetLabel]),
+					Rollout: p.Labels[fleetv1alpha1.RolloutLabel],
+				})
+			}
+		}
+	}
+	for wave := range alive {
+		delete(o.WaveGaveUp, wave)
+	}
+	return busy
+}
+
+// observeWavePromotion records a Promotion of a wave Stage: one of the
+// Freight made for this rollout (not one from before it, nor one recording
+// a rollback on the wave Stage) promotes the wave; it gave up when it ended
+// without succeeding, unless another is alive.
+func (o *Observed) observeWavePromotion(ro *fleetv1alpha1.FleetRollout, wave string, p *kargo.Promotion, alive map[string]bool) {
+	if p.Spec.Freight != ro.Spec.Freight.Name || p.Annotations[kargo.RollbackAnnotation] == "true" ||
+		p.CreationTimestamp.Before(&ro.CreationTimestamp) {
+		return
+	}
+	o.WavePromoted[wave] = true
+	if ph := p.Status.Phase; ph.IsTerminal() && ph != kargo.PromotionSucceeded {
+		o.WaveGaveUp[wave] = ph
+	} else {
+		alive[wave] = true
+	}
+}
+
+// observeMine keeps the newest of the rollout's Promotions per target.
+// Kargo names Promotions "<stage>.<ULID>.<freight>": within a second, the
+// name orders a target's Promotions.
+func (o *Observed) observeMine(p *kargo.Promotion) {
+	id := p.Labels[fleetv1alpha1.TargetLabel]
+	if cur := o.Mine[id]; cur == nil || cmp.Or(cur.CreationTimestamp.Compare(p.CreationTimestamp.Time), strings.Compare(cur.Name, p.Name)) < 0 {
+		o.Mine[id] = p
+	}
+}
+
+// observeTargets records what each member's Stage and newest Promotion show.
+func (o *Observed) observeTargets(s Snapshot, busy map[string]bool) {
+	byID := make(map[string]*kargo.Stage, len(s.Stages))
+	for i := range s.Stages {
+		byID[s.Stages[i].Labels[fleetv1alpha1.TargetLabel]] = &s.Stages[i]
+	}
+	for _, w := range s.Plan.Waves {
+		for _, t := range w.Members {
+			obs := observeStage(byID[t.ID], s.Rollout.Spec.Freight.Name, busy[render.TargetStageName(s.FleetStage.Name, t.ID)])
+			p := o.Mine[t.ID]
+			if f, ok := s.Refused[t.ID]; ok && p == nil {
+				obs.RefusedSince, obs.RefusedMessage = f.Since, f.Message
+			}
+			if p != nil {
+				obs.Promotion = observePromotion(p)
+			}
+			o.Targets[t.ID] = obs
+		}
+	}
+}
+
+// observeStage reads a target Stage: gone (or being pruned), busy, its
+// health, whether it runs freight and, when it does, its newest
+// verification.
+func observeStage(st *kargo.Stage, freight string, busy bool) TargetObservation {
+	obs := TargetObservation{}
+	if st == nil || st.Annotations[fleetv1alpha1.PruneAnnotation] != "" {
+		obs.StageGone = true
+	}
+	if st == nil {
+		return obs
+	}
+	obs.StageBusy = busy
+	if st.Status.Health != nil {
+		obs.Health = st.Status.Health.Status
+	}
+	for _, n := range st.CurrentFreightNames() {
+		if n == freight {
+			obs.OnFreight = true
+		}
+	}
+	if v := st.LastVerification(); v != nil && obs.OnFreight {
+		obs.Verification = v.Phase
+	}
+	return obs
+}
+
+func observePromotion(p *kargo.Promotion) *PromotionObservation {
+	obs := &PromotionObservation{
+		Name: p.Name, Phase: p.Status.Phase, Message: p.Status.Message,
+		CreatedAt: p.CreationTimestamp.Time, AbortRequested: p.Annotations[kargo.AbortAnnotation] != "",
+	}
+	if p.Status.FinishedAt != nil {
+		obs.FinishedAt = p.Status.FinishedAt.Time
+	}
+	return obs
+}
+
+// observeExpected splits the expected keys into those the snapshot shows
+// (Seen) and those still expected; a wave Stage Promotion created a moment
+// ago promotes its wave although the cache does not show it yet.
+func (o *Observed) observeExpected(expected map[string]bool) {
+	o.Expected = make(map[string]bool, len(expected))
+	for key := range expected {
+		wave, isWave := strings.CutPrefix(key, WavePromotionKey)
+		if isWave && o.WavePromoted[wave] || !isWave && o.Mine[key] != nil {
+			o.Seen = append(o.Seen, key)
+			continue
+		}
+		o.Expected[key] = true
+	}
+	for key := range o.Expected {
+		if wave, ok := strings.CutPrefix(key, WavePromotionKey); ok {
+			o.WavePromoted[wave] = true
+			delete(o.WaveGaveUp, wave)
+		}
+	}
+}
+
+// observeApprovals records the waves whose wave Stage the forward rollout's
+// Freight is approved for.
+func (o *Observed) observeApprovals(s Snapshot) {
+	if s.Rollout.Spec.Direction != fleetv1alpha1.DirectionForward || s.Freight == nil {
+		return
+	}
+	for _, w := range s.Plan.Waves {
+		if s.Freight.IsApprovedFor(render.WaveStageName(s.FleetStage.Name, w.Name)) {
+			o.ApprovedWaves[w.Name] = true
+		}
+	}
+}
+
+// memberOrID returns the plan's member with that ID (its labels count
+// against constraints), or a target known only by ID.
+func memberOrID(p *plan.WavePlan, id string) plan.Target {
+	for _, w := range p.Waves {
+		for _, t := range w.Members {
+			if t.ID == id {
+				return t
+			}
+		}
+	}
+	return plan.Target{ID: id}
+}
+
+// ResolvePercent resolves a count or percentage against total, rounding a
+// percentage up and never going below 1.
+func ResolvePercent(v *intstr.IntOrString, total int) int {
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, total, true)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
