@@ -92,6 +92,12 @@ func planFleet() []client.Object {
 	return []client.Object{fs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}}
 }
 
+// runningFleet is planFleet's FleetStage with one rollout progressing.
+func runningFleet() []client.Object {
+	return []client.Object{planFleet()[0], rollout("prod-a", fleetv1alpha1.DirectionForward, badFreight,
+		fleetv1alpha1.RolloutProgressing, fleetv1alpha1.IntentRun, time.Minute)}
+}
+
 // targetStage is the target Stage of target id of shop/prod, running
 // freightName.
 func targetStage(id, wave, freightName string) *kargo.Stage {
@@ -145,8 +151,7 @@ func TestGolden(t *testing.T) {
 	withStages := append(planFleet(), targetStage("us-east-1-01", "pilot", badFreight),
 		targetStage("eu-west-1-01", "canary", goodFreight), targetStage("ap-south-1-01", "general", goodFreight),
 		freight(goodFreight, "v1.4.0"), freight(badFreight, "v1.5.0"))
-	withRollouts := append(planFleet()[:1:1], rollout("prod-a", fleetv1alpha1.DirectionForward, badFreight,
-		fleetv1alpha1.RolloutProgressing, fleetv1alpha1.IntentRun, time.Minute))
+	withRollouts := runningFleet()
 	status := func(s genericiooptions.IOStreams, k kubeOptions) *cobra.Command {
 		return newStatusCommand(s, k, clocktesting.NewFakeClock(t0.Add(3*time.Minute)))
 	}
