@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -195,13 +193,5 @@ func TestGolden(t *testing.T) {
 // golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file: run go test ./internal/cli -run TestGolden -update")
-	require.Equal(t, string(want), string(got))
+	testutil.Golden(t, name, got, *update, "go test ./internal/cli -run TestGolden -update")
 }
