@@ -105,7 +105,7 @@ func TestCompletion(t *testing.T) {
 				require.True(t, ok)
 			}
 			got, directive := complete(tt.cmd, tt.args, tt.toComplete)
-			require.Equal(t, tt.want, []string(got))
+			require.Equal(t, tt.want, got)
 			require.Equal(t, tt.wantDirective, directive)
 		})
 	}

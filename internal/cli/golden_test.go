@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +90,12 @@ func planFleet() []client.Object {
 	return []client.Object{fs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}}
 }
 
+// runningFleet is planFleet's FleetStage with one rollout progressing.
+func runningFleet() []client.Object {
+	return []client.Object{planFleet()[0], rollout("prod-a", fleetv1alpha1.DirectionForward, badFreight,
+		fleetv1alpha1.RolloutProgressing, fleetv1alpha1.IntentRun, time.Minute)}
+}
+
 // targetStage is the target Stage of target id of shop/prod, running
 // freightName.
 func targetStage(id, wave, freightName string) *kargo.Stage {
@@ -145,8 +149,7 @@ func TestGolden(t *testing.T) {
 	withStages := append(planFleet(), targetStage("us-east-1-01", "pilot", badFreight),
 		targetStage("eu-west-1-01", "canary", goodFreight), targetStage("ap-south-1-01", "general", goodFreight),
 		freight(goodFreight, "v1.4.0"), freight(badFreight, "v1.5.0"))
-	withRollouts := append(planFleet()[:1:1], rollout("prod-a", fleetv1alpha1.DirectionForward, badFreight,
-		fleetv1alpha1.RolloutProgressing, fleetv1alpha1.IntentRun, time.Minute))
+	withRollouts := runningFleet()
 	status := func(s genericiooptions.IOStreams, k kubeOptions) *cobra.Command {
 		return newStatusCommand(s, k, clocktesting.NewFakeClock(t0.Add(3*time.Minute)))
 	}
@@ -190,13 +193,5 @@ func TestGolden(t *testing.T) {
 // golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file: run go test ./internal/cli -run TestGolden -update")
-	require.Equal(t, string(want), string(got))
+	testutil.Golden(t, name, got, *update, "go test ./internal/cli -run TestGolden -update")
 }

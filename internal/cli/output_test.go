@@ -29,8 +29,7 @@ func TestOutputFormats(t *testing.T) {
 	status := func(s genericiooptions.IOStreams, k kubeOptions) *cobra.Command {
 		return newStatusCommand(s, k, clocktesting.NewFakeClock(t0.Add(3*time.Minute)))
 	}
-	running := append(planFleet()[:1:1], rollout("prod-a", fleetv1alpha1.DirectionForward, badFreight,
-		fleetv1alpha1.RolloutProgressing, fleetv1alpha1.IntentRun, time.Minute))
+	running := runningFleet()
 	tests := []struct {
 		name       string
 		cmd        func(genericiooptions.IOStreams, kubeOptions) *cobra.Command

@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 // update rewrites the golden files: go test ./internal/report -update
@@ -316,15 +315,7 @@ func withRollouts(fs *fleetv1alpha1.FleetStage, current, last string) *fleetv1al
 // golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file: run go test ./internal/report -update")
-	require.Equal(t, string(want), string(got))
+	testutil.Golden(t, name, got, *update, "go test ./internal/report -update")
 }
 
 func TestRelevant(t *testing.T) {
