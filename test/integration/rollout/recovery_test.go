@@ -108,14 +108,10 @@ func (d *demoFleet) waitRollout(what string, pick func(*fleetv1alpha1.FleetRollo
 
 // onFreight counts the targets by the Freight they run.
 func (d *demoFleet) onFreight() map[string]int {
-	list := &kargo.StageList{}
-	require.NoError(d.t, env.Client.List(context.Background(), list, client.InNamespace(demo.Project),
-		client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}))
 	out := map[string]int{}
-	for _, st := range list.Items {
-		names := st.CurrentFreightNames()
-		if len(names) > 0 {
-			out[names[0]]++
+	for _, freight := range targetFreightIn(d.t, demo.Project) {
+		if freight != "" {
+			out[freight]++
 		}
 	}
 	return out
@@ -172,9 +168,7 @@ func TestNoStopLeavesTheFleetOnBadFreight(t *testing.T) {
 
 	// Breach, automatic rollback; abort while the rollback runs.
 	d.promote(d.bad)
-	bad := d.waitRollout("the bad rollout breaches", d.forwardOf(d.bad), func(ro *fleetv1alpha1.FleetRollout) bool {
-		return fleetrollout.IsBreached(ro)
-	})
+	bad := d.waitRollout("the bad rollout breaches", d.forwardOf(d.bad), fleetrollout.IsBreached)
 	d.waitRollout("its automatic rollback runs", rollbackOf(bad.Name), rollingBack)
 	out, err := d.kargoFleet("abort", demo.FleetStageName, "-n", demo.Project)
 	require.NoError(t, err, out)
@@ -215,9 +209,9 @@ func TestNoStopLeavesTheFleetOnBadFreight(t *testing.T) {
 	const marker = "To return every target to the last good Freight v1.4.0 ("
 	i := strings.Index(status, marker)
 	require.GreaterOrEqual(t, i, 0, "status names the command that returns every target:\n%s", status)
-	line := status[i:]
-	line = line[:strings.Index(line, "\n")]
-	command := strings.TrimSpace(line[strings.Index(line, "): ")+3:])
+	line, _, _ := strings.Cut(status[i:], "\n")
+	_, command, ok := strings.Cut(line, "): ")
+	require.True(t, ok, line)
 	require.Equal(t, "kargo-fleet rollback prod -n shop", command)
 
 	out, err = d.kargoFleet(strings.Fields(command)[1:]...)
