@@ -55,6 +55,20 @@ func (s *blockingServer) inRequest() int {
 	return s.waiting
 }
 
+// blockingFleet is a fleet of three targets, two promoted at a time, whose
+// per-target step is an http call to srv: it stays inside its request
+// until srv opens.
+func blockingFleet(t *testing.T, ns string, srv *blockingServer) *fleet {
+	t.Helper()
+	return newFleet(t, ns, fleetSpec{
+		targets: inline("c", 3, nil, nil),
+		waves:   []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(2)}},
+		steps: []kargo.PromotionStep{{Uses: "http", As: "deploy", Config: &apiextensionsv1.JSON{Raw: []byte(`{
+			"method": "POST", "url": "` + srv.URL + `", "timeout": "60s",
+			"successExpression": "response.status == 200 && response.body.state == 'done'"}`)}}},
+	})
+}
+
 // TestAbortedRolloutSettlesWhenPromotionsInsideARequestFinish: Kargo does
 // not stop a step inside its request when a Promotion is aborted, so target
 // Promotions of an aborted rollout may still finish Succeeded. The rollout
@@ -63,13 +77,7 @@ func (s *blockingServer) inRequest() int {
 // aborted it.
 func TestAbortedRolloutSettlesWhenPromotionsInsideARequestFinish(t *testing.T) {
 	srv := newBlockingServer(t)
-	f := newFleet(t, "abort-inside", fleetSpec{
-		targets: inline("c", 3, nil, nil),
-		waves:   []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(2)}},
-		steps: []kargo.PromotionStep{{Uses: "http", As: "deploy", Config: &apiextensionsv1.JSON{Raw: []byte(`{
-			"method": "POST", "url": "` + srv.URL + `", "timeout": "60s",
-			"successExpression": "response.status == 200 && response.body.state == 'done'"}`)}}},
-	})
+	f := blockingFleet(t, "abort-inside", srv)
 	f.ship(f.good)
 	ro := f.rollout(f.good, fleetv1alpha1.RolloutProgressing)
 	require.Eventually(t, func() bool { return srv.inRequest() == 2 }, wait, tick, "two target Promotions are inside their request")
@@ -129,13 +137,7 @@ func TestAbortedRolloutSettlesWhenPromotionsInsideARequestFinish(t *testing.T) {
 // to re-create it on the next poll).
 func TestDeletingARunningRolloutAbortsIt(t *testing.T) {
 	srv := newBlockingServer(t)
-	f := newFleet(t, "delete-running", fleetSpec{
-		targets: inline("c", 3, nil, nil),
-		waves:   []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(2)}},
-		steps: []kargo.PromotionStep{{Uses: "http", As: "deploy", Config: &apiextensionsv1.JSON{Raw: []byte(`{
-			"method": "POST", "url": "` + srv.URL + `", "timeout": "60s",
-			"successExpression": "response.status == 200 && response.body.state == 'done'"}`)}}},
-	})
+	f := blockingFleet(t, "delete-running", srv)
 	ctx := context.Background()
 	f.ship(f.good)
 	ro := f.rollout(f.good, fleetv1alpha1.RolloutProgressing)

@@ -176,8 +176,15 @@ func (f *fleet) findRollout(freight string, dir fleetv1alpha1.RolloutDirection) 
 // targetFreight maps each target id to the Freight its Stage runs now.
 func (f *fleet) targetFreight() map[string]string {
 	f.t.Helper()
+	return targetFreightIn(f.t, f.ns)
+}
+
+// targetFreightIn maps each target id of the Project ns to the Freight its
+// Stage runs now ("" for none).
+func targetFreightIn(t *testing.T, ns string) map[string]string {
+	t.Helper()
 	list := &kargo.StageList{}
-	require.NoError(f.t, env.Client.List(context.Background(), list, client.InNamespace(f.ns),
+	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(ns),
 		client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}))
 	out := map[string]string{}
 	for _, st := range list.Items {

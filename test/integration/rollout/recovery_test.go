@@ -108,14 +108,10 @@ func (d *demoFleet) waitRollout(what string, pick func(*fleetv1alpha1.FleetRollo
 
 // onFreight counts the targets by the Freight they run.
 func (d *demoFleet) onFreight() map[string]int {
-	list := &kargo.StageList{}
-	require.NoError(d.t, env.Client.List(context.Background(), list, client.InNamespace(demo.Project),
-		client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}))
 	out := map[string]int{}
-	for _, st := range list.Items {
-		names := st.CurrentFreightNames()
-		if len(names) > 0 {
-			out[names[0]]++
+	for _, freight := range targetFreightIn(d.t, demo.Project) {
+		if freight != "" {
+			out[freight]++
 		}
 	}
 	return out
@@ -164,17 +160,16 @@ func rollingBack(ro *fleetv1alpha1.FleetRollout) bool {
 //
 // `kargo-fleet abort` then stops the halted rollout but not its rollback,
 // which returns every target to the good Freight. On a second breach the
-// rollback itself is aborted on purpose, half-way: `kargo-fleet status`
-// names the command that returns the rest, and running it does.
+// rollback itself is aborted on purpose, half-way, and on a third it is
+// paused: each time `kargo-fleet status` names the command that returns
+// the rest, and running it does.
 func TestNoStopLeavesTheFleetOnBadFreight(t *testing.T) {
 	d := newDemoFleet(t)
 	d.shipGood()
 
 	// Breach, automatic rollback; abort while the rollback runs.
 	d.promote(d.bad)
-	bad := d.waitRollout("the bad rollout breaches", d.forwardOf(d.bad), func(ro *fleetv1alpha1.FleetRollout) bool {
-		return fleetrollout.IsBreached(ro)
-	})
+	bad := d.waitRollout("the bad rollout breaches", d.forwardOf(d.bad), fleetrollout.IsBreached)
 	d.waitRollout("its automatic rollback runs", rollbackOf(bad.Name), rollingBack)
 	out, err := d.kargoFleet("abort", demo.FleetStageName, "-n", demo.Project)
 	require.NoError(t, err, out)
@@ -210,18 +205,7 @@ func TestNoStopLeavesTheFleetOnBadFreight(t *testing.T) {
 	left := d.onFreight()[d.bad]
 	require.Positive(t, left, "the aborted rollback left targets on the bad Freight (%s)", aborted.Status.Message)
 
-	status, err = d.kargoFleet("status", demo.FleetStageName, "-n", demo.Project)
-	require.NoError(t, err)
-	const marker = "To return every target to the last good Freight v1.4.0 ("
-	i := strings.Index(status, marker)
-	require.GreaterOrEqual(t, i, 0, "status names the command that returns every target:\n%s", status)
-	line := status[i:]
-	line = line[:strings.Index(line, "\n")]
-	command := strings.TrimSpace(line[strings.Index(line, "): ")+3:])
-	require.Equal(t, "kargo-fleet rollback prod -n shop", command)
-
-	out, err = d.kargoFleet(strings.Fields(command)[1:]...)
-	require.NoError(t, err, out)
+	out = d.runNamedCommand()
 	retry := fleetrollout.RollbackAttemptName(again.Name, 2)
 	require.Contains(t, out, "Created FleetRollout "+retry+": Rollback of "+again.Name)
 	done := d.waitRollout("the second attempt finishes", func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Name == retry },
@@ -237,6 +221,46 @@ func TestNoStopLeavesTheFleetOnBadFreight(t *testing.T) {
 	out, err = d.kargoFleet("rollback", demo.FleetStageName, "-n", demo.Project)
 	require.NoError(t, err, "asking again is no refusal: %s", out)
 	require.Contains(t, out, "FleetRollout "+retry+" returned the targets of "+again.Name)
+
+	// A third breach; its rollback is paused half-way.
+	d.promote(d.bad)
+	third := d.waitRollout("the third bad rollout breaches", func(ro *fleetv1alpha1.FleetRollout) bool {
+		return d.forwardOf(d.bad)(ro) && ro.Name != bad.Name && ro.Name != again.Name
+	}, fleetrollout.IsBreached)
+	rb = d.waitRollout("its automatic rollback runs", rollbackOf(third.Name), rollingBack)
+	out, err = d.kargoFleet("pause", demo.FleetStageName, "-n", demo.Project, "--rollout", rb.Name)
+	require.NoError(t, err, out)
+	d.waitRollout("the rollback pauses", rollbackOf(third.Name), func(ro *fleetv1alpha1.FleetRollout) bool {
+		return ro.Status.Phase == fleetv1alpha1.RolloutPaused && !settlingRollout(ro)
+	})
+	require.Positive(t, d.onFreight()[d.bad], "the paused rollback left targets on the bad Freight")
+	out = d.runNamedCommand()
+	require.Contains(t, out, "Resumed FleetRollout "+rb.Name)
+	done = d.waitRollout("the resumed rollback finishes", rollbackOf(third.Name), func(ro *fleetv1alpha1.FleetRollout) bool {
+		return ro.Status.Phase.IsFinal()
+	})
+	require.Equal(t, fleetv1alpha1.RolloutSucceeded, done.Status.Phase, done.Status.Message)
+	require.Equal(t, rb.Name, done.Name, "resumed, not retried")
+	require.Equal(t, map[string]int{d.good: 50}, d.onFreight(), "every target is back on the good Freight")
+}
+
+// runNamedCommand reads the command `kargo-fleet status` names to return
+// every target to the last good Freight, checks it is `kargo-fleet
+// rollback`, runs it and returns its output.
+func (d *demoFleet) runNamedCommand() string {
+	d.t.Helper()
+	status, err := d.kargoFleet("status", demo.FleetStageName, "-n", demo.Project)
+	require.NoError(d.t, err)
+	const marker = "To return every target to the last good Freight v1.4.0 ("
+	i := strings.Index(status, marker)
+	require.GreaterOrEqual(d.t, i, 0, "status names the command that returns every target:\n%s", status)
+	line, _, _ := strings.Cut(status[i:], "\n")
+	_, command, ok := strings.Cut(line, "): ")
+	require.True(d.t, ok, line)
+	require.Equal(d.t, "kargo-fleet rollback prod -n shop", command)
+	out, err := d.kargoFleet(strings.Fields(command)[1:]...)
+	require.NoError(d.t, err, out)
+	return out
 }
 
 // settlingRollout says target Promotions of the rollout are still in
