@@ -23,12 +23,16 @@ type rollbackOptions struct {
 	to         string
 	of         string
 	dryRun     bool
+	output     *outputOptions
 
 	out io.Writer
+	// result is the rollback the command created, found or would create:
+	// what -o prints instead of the sentences.
+	result *fleetv1alpha1.FleetRollout
 }
 
 func newRollbackCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra.Command {
-	o := &rollbackOptions{kube: kube, out: streams.Out}
+	o := &rollbackOptions{kube: kube, out: streams.Out, output: newOutputOptions(false, true)}
 	cmd := &cobra.Command{
 		Use:   "rollback [FLEETSTAGE]",
 		Short: "Return the targets a rollout moved to the last good Freight",
@@ -36,12 +40,15 @@ func newRollbackCommand(streams genericiooptions.IOStreams, kube kubeOptions) *c
 			"(or --to) to exactly the targets the rolled-back rollout moved, in reverse wave order. The rollout " +
 			"rolled back is the FleetStage's current forward rollout, else its last one (or --of). A rollout has " +
 			"one rollback, whoever asks for it (this command, the fleet-rollback step, the automatic policy): " +
-			"running it again reports the existing rollback instead of creating another.",
+			"running it again reports the existing rollback instead of creating another.\n\n" +
+			"-o name, json or yaml prints that FleetRollout (with --dry-run, the one that would be created) " +
+			"instead of the sentences.",
 		Example: "  kargo-fleet rollback prod -n shop\n  kargo-fleet rollback prod -n shop --to v1.4.0\n" +
-			"  kubectl fleet rollback prod -n shop --of prod-9f8e7d6c5b",
+			"  kubectl fleet rollback prod -n shop --of prod-9f8e7d6c5b\n" +
+			"  kargo-fleet rollback prod -n shop --dry-run -o yaml",
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeFleetStages(&o.kube),
-		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
+		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.print(streams.Out)),
 	}
 	o.addFlags(cmd, streams)
 	return cmd
@@ -49,6 +56,7 @@ func newRollbackCommand(streams genericiooptions.IOStreams, kube kubeOptions) *c
 
 func (o *rollbackOptions) addFlags(cmd *cobra.Command, streams genericiooptions.IOStreams) {
 	o.kube.addFlags(cmd.Flags(), streams)
+	o.output.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.to, "to", "", "Freight (name or alias) to return to (default: the FleetStage's last good Freight).")
 	f.StringVar(&o.of, "of", "", "FleetRollout to roll back (default: the current forward rollout, else the last one).")
@@ -60,7 +68,22 @@ func (o *rollbackOptions) validate() error {
 	if strings.TrimSpace(o.to) != o.to || strings.TrimSpace(o.of) != o.of {
 		return fmt.Errorf("--to and --of must not have leading or trailing spaces")
 	}
-	return nil
+	return o.output.validate()
+}
+
+// print runs the command; with -o it prints the rollback as an object
+// instead of the sentences.
+func (o *rollbackOptions) print(out io.Writer) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if o.output.text() {
+			return o.run(ctx)
+		}
+		o.out = io.Discard
+		if err := o.run(ctx); err != nil {
+			return err
+		}
+		return o.output.printObjects(out, o.result)
+	}
 }
 
 func (o *rollbackOptions) run(ctx context.Context) error {
@@ -86,6 +109,7 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	if existing, err := fleetrollout.FindRollbackOf(ctx, c, of.Namespace, of.Name); err != nil {
 		return err
 	} else if existing != nil {
+		o.result = existing
 		_, err := fmt.Fprintf(o.out, "FleetRollout %s already rolls back %s (%s): a rollout has one rollback.\n",
 			existing.Name, of.Name, describeRollout(existing))
 		return err
@@ -101,6 +125,7 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	ro := fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: freight, Actor: whoAmI(ctx, c),
 		Reason: "requested with kargo-fleet rollback"})
 	if o.dryRun {
+		o.result = ro
 		_, err := fmt.Fprintf(o.out, "Would create FleetRollout %s: Rollback of %s to Freight %s, by %s (dry run).\n",
 			ro.Name, of.Name, shortFreight(freight.Name), ro.Spec.Actor)
 		return err
@@ -109,6 +134,7 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	o.result = got
 	if !created {
 		_, err := fmt.Fprintf(o.out, "FleetRollout %s already rolls back %s (%s): a rollout has one rollback.\n",
 			got.Name, of.Name, describeRollout(got))
