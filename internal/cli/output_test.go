@@ -154,6 +154,31 @@ func TestOutputFormats(t *testing.T) {
 			},
 		},
 		{
+			name: "rollback --dry-run -o yaml: the FleetRollout it would create", cmd: newRollbackCommand,
+			objs: append(goldenFleet()[:1:1], rollout("prod-bad", fleetv1alpha1.DirectionForward, badFreight,
+				fleetv1alpha1.RolloutHalted, fleetv1alpha1.IntentRun, time.Minute)),
+			args: []string{"prod", "-n", "shop", "--of", "prod-bad", "--dry-run", "-o", "yaml"},
+			assertions: func(t *testing.T, out string, err error) {
+				require.NoError(t, err)
+				var ro fleetv1alpha1.FleetRollout
+				require.NoError(t, yaml.Unmarshal([]byte(out), &ro))
+				require.Equal(t, "prod-bad-rb", ro.Name)
+				require.Equal(t, fleetv1alpha1.DirectionRollback, ro.Spec.Direction)
+				require.Equal(t, "prod-bad", ro.Spec.RollbackOf)
+				require.Equal(t, goodFreight, ro.Spec.Freight.Name)
+			},
+		},
+		{
+			name: "rollback -o name: the rollback created", cmd: newRollbackCommand,
+			objs: append(goldenFleet()[:1:1], rollout("prod-bad", fleetv1alpha1.DirectionForward, badFreight,
+				fleetv1alpha1.RolloutHalted, fleetv1alpha1.IntentRun, time.Minute)),
+			args: []string{"prod", "-n", "shop", "--of", "prod-bad", "-o", "name"},
+			assertions: func(t *testing.T, out string, err error) {
+				require.NoError(t, err)
+				require.Equal(t, "fleetrollout.fleet.kargo-fleet.io/prod-bad-rb\n", out)
+			},
+		},
+		{
 			name: "resume -o json with no unfinished rollout: an empty List", cmd: newResumeCommand, objs: planFleet(),
 			args: []string{"prod", "-n", "shop", "-o", "json"},
 			assertions: func(t *testing.T, out string, err error) {

@@ -25,12 +25,16 @@ type rollbackOptions struct {
 	of         string
 	dryRun     bool
 	anyFreight bool
+	output     *outputOptions
 
 	out io.Writer
+	// result is the rollback the command created, found or would create:
+	// what -o prints instead of the sentences.
+	result *fleetv1alpha1.FleetRollout
 }
 
 func newRollbackCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra.Command {
-	o := &rollbackOptions{kube: kube, out: streams.Out}
+	o := &rollbackOptions{kube: kube, out: streams.Out, output: newOutputOptions(false, true)}
 	cmd := &cobra.Command{
 		Use:   "rollback [FLEETSTAGE]",
 		Short: "Return the targets a rollout moved to the last good Freight",
@@ -42,12 +46,15 @@ func newRollbackCommand(streams genericiooptions.IOStreams, kube kubeOptions) *c
 			"command again reports it; when it is paused, this command resumes it; when it was aborted or failed, " +
 			"this command starts another attempt, which returns the targets the earlier ones did not. As the step " +
 			"does, it refuses Freight held back after a breach or that has not passed the fleet, unless " +
-			"--any-freight. It is the command `kargo-fleet status` names after an abort, a pause or a failure.",
+			"--any-freight. It is the command `kargo-fleet status` names after an abort, a pause or a failure.\n\n" +
+			"-o name, json or yaml prints that FleetRollout (with --dry-run, the one that would be created) " +
+			"instead of the sentences.",
 		Example: "  kargo-fleet rollback prod -n shop\n  kargo-fleet rollback prod -n shop --to v1.4.0\n" +
-			"  kubectl fleet rollback prod -n shop --of prod-9f8e7d6c5b",
+			"  kubectl fleet rollback prod -n shop --of prod-9f8e7d6c5b\n" +
+			"  kargo-fleet rollback prod -n shop --dry-run -o yaml",
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeFleetStages(&o.kube),
-		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
+		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.print(streams.Out)),
 	}
 	o.addFlags(cmd, streams)
 	return cmd
@@ -55,6 +62,7 @@ func newRollbackCommand(streams genericiooptions.IOStreams, kube kubeOptions) *c
 
 func (o *rollbackOptions) addFlags(cmd *cobra.Command, streams genericiooptions.IOStreams) {
 	o.kube.addFlags(cmd.Flags(), streams)
+	o.output.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.to, "to", "", "Freight (name or alias) to return to (default: the FleetStage's last good Freight).")
 	f.StringVar(&o.of, "of", "", "FleetRollout to roll back (default: the current forward rollout, else the last one).")
@@ -68,7 +76,22 @@ func (o *rollbackOptions) validate() error {
 	if strings.TrimSpace(o.to) != o.to || strings.TrimSpace(o.of) != o.of {
 		return fmt.Errorf("--to and --of must not have leading or trailing spaces")
 	}
-	return nil
+	return o.output.validate()
+}
+
+// print runs the command; with -o it prints the rollback as an object
+// instead of the sentences.
+func (o *rollbackOptions) print(out io.Writer) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if o.output.text() {
+			return o.run(ctx)
+		}
+		o.out = io.Discard
+		if err := o.run(ctx); err != nil {
+			return err
+		}
+		return o.output.printObjects(out, o.result)
+	}
 }
 
 func (o *rollbackOptions) run(ctx context.Context) error {
@@ -125,6 +148,8 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	name := fleetrollout.RollbackAttemptName(of.Name, attempt)
 	actor := whoAmI(ctx, c)
 	if o.dryRun {
+		o.result = fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: freight, Actor: actor,
+			Reason: "requested with kargo-fleet rollback", AnyFreight: o.anyFreight, Attempt: attempt})
 		_, err := fmt.Fprintf(o.out, "Would create FleetRollout %s: Rollback of %s to Freight %s, by %s (dry run).\n",
 			name, of.Name, shortFreight(freight.Name), actor)
 		return err
@@ -144,6 +169,7 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	o.result = got
 	if !created {
 		return o.report(ctx, c, fs, of, got, freight)
 	}
@@ -162,6 +188,7 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 // other Freight is an error: a rollout has one rollback at a time.
 func (o *rollbackOptions) report(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage,
 	of, rb *fleetv1alpha1.FleetRollout, freight fleetv1alpha1.FreightReference) error {
+	o.result = rb
 	if rb.Spec.Freight.Name != freight.Name {
 		return &fleetrollout.ConflictError{Existing: rb, Freight: freight.Name}
 	}

@@ -130,6 +130,11 @@ func (o *statusOptions) run(ctx context.Context) error {
 	ticker := o.clock.NewTicker(o.interval)
 	defer ticker.Stop()
 	for {
+		// A terminal resized while watching gets frames of its new width.
+		if w := terminalWidth(o.streams.Out); w > 0 {
+			o.width = w
+			live.WithWidth(w)
+		}
 		frame, err := o.render(ctx, c, ns)
 		if err != nil {
 			return err
