@@ -93,8 +93,9 @@ func TestRollbackToRefusedFreightEnds(t *testing.T) {
 	// others, whose Stages take Freight from the pilot wave Stage.
 	const orphan = "f9-orphan"
 	f.ensureFreight(orphan)
+	// It has not passed the fleet: the rollback asks for it deliberately.
 	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: good, Freight: fleetv1alpha1.FreightReference{Name: orphan},
-		Actor: "kubernetes:admin"})
+		Actor: "kubernetes:admin", AnyFreight: true})
 	require.NoError(t, env.Client.Create(ctx, rb))
 	waitFor(t, rb, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Phase.IsFinal() })
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb))
