@@ -114,7 +114,10 @@ func unfinishedRollbackOf(t *testing.T, f *fleet, ro *fleetv1alpha1.FleetRollout
 	}, nil)))
 	current := &fleetv1alpha1.FleetRollout{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(ro), current))
-	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: current, Freight: fleetv1alpha1.FreightReference{Name: f.good}, Actor: "kubernetes:admin"})
+	// To Freight other than the rollout's own (a rollback to the same
+	// Freight is refused), chosen deliberately: it never passed the fleet.
+	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: current, Freight: fleetv1alpha1.FreightReference{Name: f.good + "-before"},
+		Actor: "kubernetes:admin", AnyFreight: true})
 	rb.Spec.Intent = fleetv1alpha1.IntentPause
 	require.NoError(t, env.Client.Create(ctx, rb))
 	waitFor(t, rb, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Phase == fleetv1alpha1.RolloutPaused })

@@ -93,8 +93,9 @@ func TestRollbackToRefusedFreightEnds(t *testing.T) {
 	// others, whose Stages take Freight from the pilot wave Stage.
 	const orphan = "f9-orphan"
 	f.ensureFreight(orphan)
+	// It has not passed the fleet: the rollback asks for it deliberately.
 	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: good, Freight: fleetv1alpha1.FreightReference{Name: orphan},
-		Actor: "kubernetes:admin"})
+		Actor: "kubernetes:admin", AnyFreight: true})
 	// As the fleet-rollback step asks for it with anyFreight: true, through
 	// the controller: admission refuses a user's rollback to Freight that
 	// never passed the fleet.
