@@ -44,14 +44,23 @@ type FleetStageValidator struct {
 	reader     client.Reader
 	access     AccessReviewer
 	namespaces inventory.NamespacePolicy
+	kinds      inventory.Kinds
 }
 
 var _ admission.Validator[*fleetv1alpha1.FleetStage] = (*FleetStageValidator)(nil)
 
 // NewFleetStageValidator returns a validator listing FleetStages with r,
-// reviewing access with a and allowing inventory from namespaces.
+// reviewing access with a and allowing inventory of the
+// inventory.DefaultKinds from namespaces.
 func NewFleetStageValidator(r client.Reader, a AccessReviewer, namespaces inventory.NamespacePolicy) *FleetStageValidator {
-	return &FleetStageValidator{reader: r, access: a, namespaces: namespaces}
+	return &FleetStageValidator{reader: r, access: a, namespaces: namespaces, kinds: inventory.DefaultKinds()}
+}
+
+// WithKinds sets the inventory source kinds the validator knows and returns
+// it.
+func (v *FleetStageValidator) WithKinds(ks inventory.Kinds) *FleetStageValidator {
+	v.kinds = ks
+	return v
 }
 
 // ValidateCreate validates a new FleetStage.
@@ -79,7 +88,7 @@ func (*FleetStageValidator) ValidateDelete(context.Context, *fleetv1alpha1.Fleet
 // on create and when what they check changes: a rule added later, or another
 // FleetStage created meanwhile, never blocks unrelated edits.
 func (v *FleetStageValidator) validate(ctx context.Context, old, fs *fleetv1alpha1.FleetStage) (admission.Warnings, error) {
-	errs := validateSpec(fs)
+	errs := validateSpec(fs, v.kinds)
 	if old == nil || !equality.Semantic.DeepEqual(old.Spec.Targets.Sources, fs.Spec.Targets.Sources) {
 		sourceErrs, err := v.checkSources(ctx, fs)
 		if err != nil {
@@ -116,26 +125,24 @@ func (v *FleetStageValidator) checkSources(ctx context.Context, fs *fleetv1alpha
 	}
 	for i := range fs.Spec.Targets.Sources {
 		src := &fs.Spec.Targets.Sources[i]
-		group, resource, ok := sourceResource(src.Kind)
-		if !ok {
+		k, ok := v.kinds.Get(src.Kind)
+		if !ok || !k.ReadsObjects() {
 			continue
 		}
 		p := field.NewPath("spec", "targets", "sources").Index(i).Child("namespace")
-		ns := inventory.SourceNamespace(fs.Namespace, src)
-		if !v.namespaces.Allows(src.Kind, fs.Namespace, ns) {
-			errs = append(errs, field.Forbidden(p, (&inventory.ForbiddenNamespaceError{
-				Source: src.Kind, Namespace: ns, Allowed: v.namespaces.Namespaces(),
-			}).Error()))
+		ns := k.Namespace(fs.Namespace, src)
+		if !v.namespaces.Allows(k, fs.Namespace, ns) {
+			errs = append(errs, field.Forbidden(p, inventory.NewForbiddenNamespaceError(k, ns, v.namespaces).Error()))
 			continue
 		}
-		allowed, err := v.mayRead(ctx, user, ns, group, resource)
+		allowed, err := v.mayRead(ctx, user, ns, k.GVK.Group, k.Resource)
 		if err != nil {
 			return nil, err
 		}
 		if !allowed {
 			errs = append(errs, field.Forbidden(p, fmt.Sprintf(
 				"user %q may not list %s in namespace %q, so a FleetStage of theirs may not read them either",
-				user.Username, qualified(group, resource), ns)))
+				user.Username, qualified(k.GVK.Group, k.Resource), ns)))
 		}
 	}
 	return errs, nil
@@ -175,19 +182,6 @@ func (v *FleetStageValidator) checkAdoption(ctx context.Context, fs *fleetv1alph
 	return nil, nil
 }
 
-// sourceResource returns the API group and resource a source kind lists.
-func sourceResource(kind fleetv1alpha1.TargetSourceKind) (group, resource string, ok bool) {
-	switch kind {
-	case fleetv1alpha1.ArgoCDClusterSource:
-		return "", "secrets", true
-	case fleetv1alpha1.KargoTargetSource:
-		return "kargo.akuity.io", "targets", true
-	case fleetv1alpha1.ClusterProfileSource:
-		return inventory.ClusterProfileGroupVersion.Group, "clusterprofiles", true
-	}
-	return "", "", false
-}
-
 func qualified(group, resource string) string {
 	if group == "" {
 		return resource
@@ -199,12 +193,13 @@ func qualified(group, resource string) string {
 // that the CRD schema cannot see, or nil. It needs no cluster: the CLI, the
 // examples test and the fuzz test call it.
 func Validate(fs *fleetv1alpha1.FleetStage) error {
-	return invalid("FleetStage", fs.Name, validateSpec(fs))
+	return invalid("FleetStage", fs.Name, validateSpec(fs, inventory.DefaultKinds()))
 }
 
-// validateSpec is Validate's error list.
-func validateSpec(fs *fleetv1alpha1.FleetStage) field.ErrorList {
+// validateSpec is Validate's error list for sources of the given kinds.
+func validateSpec(fs *fleetv1alpha1.FleetStage, kinds inventory.Kinds) field.ErrorList {
 	errs := plan.Validate(&fs.Spec)
+	errs = append(errs, kinds.Validate(fs.Spec.Targets.Sources, field.NewPath("spec", "targets", "sources"))...)
 	if fs.Spec.Stage.Inline != nil {
 		if _, err := render.BaseFromInline(fs.Spec.Stage.Inline); err != nil {
 			path, detail, _ := strings.Cut(err.Error(), ": ")

@@ -10,9 +10,9 @@ import (
 // group and version kargo-fleet reads.
 var ClusterProfileGroupVersion = schema.GroupVersion{Group: "multicluster.x-k8s.io", Version: "v1alpha1"}
 
-// AddToScheme registers the ClusterProfile mirror with a scheme. The
-// controller's scheme needs it to read ClusterProfile sources.
-func AddToScheme(s *runtime.Scheme) error {
+// addClusterProfileToScheme registers the ClusterProfile mirror with a
+// scheme.
+func addClusterProfileToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(ClusterProfileGroupVersion, &ClusterProfile{}, &ClusterProfileList{})
 	metav1.AddToGroupVersion(s, ClusterProfileGroupVersion)
 	return nil

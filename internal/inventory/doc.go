@@ -9,4 +9,10 @@
 // FromClusterProfiles, FromInline) that are unit tested without a client.
 // Targets of one source come sorted by ID; deduplication across sources is
 // the planner's job (see plan.ExclusionDuplicateTarget).
+//
+// What differs between kinds (GVK, the resource access is reviewed for,
+// namespaces, required labels, optional watches, the converter) is one entry
+// of a Kinds table (DefaultKinds), which the reader, the admission webhook,
+// the FleetStage controller's watches and the manager's scheme and cache go
+// through.
 package inventory

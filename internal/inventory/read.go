@@ -3,8 +3,9 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -13,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
 
@@ -29,12 +29,19 @@ import (
 type Reader struct {
 	client     client.Reader
 	namespaces NamespacePolicy
+	kinds      Kinds
 }
 
-// NewReader returns a Reader listing through c, allowing
+// NewReader returns a Reader listing through c the DefaultKinds, allowing
 // DefaultNamespacePolicy.
 func NewReader(c client.Reader) *Reader {
-	return &Reader{client: c, namespaces: DefaultNamespacePolicy()}
+	return &Reader{client: c, namespaces: DefaultNamespacePolicy(), kinds: DefaultKinds()}
+}
+
+// WithKinds sets the source kinds the Reader knows and returns it.
+func (r *Reader) WithKinds(ks Kinds) *Reader {
+	r.kinds = ks
+	return r
 }
 
 // WithNamespaces sets the namespaces the Reader may read and returns it.
@@ -90,65 +97,45 @@ func (r *Reader) ReadSources(ctx context.Context, namespace string, sources []fl
 	return snap, nil
 }
 
-// readSource reads one source.
+// readSource reads one source through its kind's table entry.
 func (r *Reader) readSource(ctx context.Context, namespace string, src *fleetv1alpha1.TargetSource) ([]plan.Target, []SkippedObject, error) {
-	ns := SourceNamespace(namespace, src)
-	if src.Kind != fleetv1alpha1.InlineSource && !r.namespaces.Allows(src.Kind, namespace, ns) {
-		return nil, nil, &ForbiddenNamespaceError{Source: src.Kind, Namespace: ns, Allowed: r.namespaces.Namespaces()}
-	}
-	switch src.Kind {
-	case fleetv1alpha1.InlineSource:
-		return FromInline(src.Inline), nil, nil
-	case fleetv1alpha1.ArgoCDClusterSource:
-		sel, err := sourceSelector(src.Selector, ArgoCDSecretTypeLabel, ArgoCDSecretTypeCluster)
-		if err != nil {
-			return nil, nil, fmt.Errorf("error reading ArgoCDCluster source: %w", err)
-		}
-		list := &corev1.SecretList{}
-		if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			return nil, nil, fmt.Errorf("error listing Argo CD cluster Secrets in namespace %q: %w", ns, err)
-		}
-		targets, skipped := FromArgoCDSecrets(list.Items, src.Annotations)
-		return targets, skipped, nil
-	case fleetv1alpha1.KargoTargetSource:
-		sel, err := sourceSelector(src.Selector, "", "")
-		if err != nil {
-			return nil, nil, fmt.Errorf("error reading KargoTarget source: %w", err)
-		}
-		list := &kargo.TargetList{}
-		if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			return nil, nil, notServed("Kargo Targets", ns, err)
-		}
-		return FromKargoTargets(list.Items, src.Annotations), nil, nil
-	case fleetv1alpha1.ClusterProfileSource:
-		sel, err := sourceSelector(src.Selector, "", "")
-		if err != nil {
-			return nil, nil, fmt.Errorf("error reading ClusterProfile source: %w", err)
-		}
-		list := &ClusterProfileList{}
-		if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			return nil, nil, notServed("ClusterProfiles", ns, err)
-		}
-		return FromClusterProfiles(list.Items, src.Annotations), nil, nil
-	default:
+	k, ok := r.kinds.Get(src.Kind)
+	if !ok {
 		return nil, nil, fmt.Errorf("error reading target source: unknown kind %q", src.Kind)
 	}
-}
-
-// notServed explains a failed List of an optional kind: Kargo v1.11 has no
-// Target kind, and ClusterProfiles come from the Cluster Inventory API,
-// which a cluster may not have installed.
-func notServed(kind, ns string, err error) error {
-	if meta.IsNoMatchError(err) {
-		return fmt.Errorf("error listing %s in namespace %q: the cluster does not serve the kind (install its CRD; "+
-			"kargo-fleet starts watching it within a minute): %w", kind, ns, err)
+	if !k.ReadsObjects() {
+		return FromInline(src.Inline), nil, nil
 	}
-	return fmt.Errorf("error listing %s in namespace %q: %w", kind, ns, err)
+	ns := k.Namespace(namespace, src)
+	if !r.namespaces.Allows(k, namespace, ns) {
+		return nil, nil, NewForbiddenNamespaceError(k, ns, r.namespaces)
+	}
+	sel, err := sourceSelector(src.Selector, k.RequiredLabels)
+	if err != nil {
+		return nil, nil, fmt.Errorf("error reading %s source: %w", k.Name, err)
+	}
+	list := k.List.newList()
+	if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, nil, listError(k, ns, err)
+	}
+	targets, skipped := k.List.convert(list, src.Annotations)
+	return targets, skipped, nil
 }
 
-// sourceSelector converts a source's selector and adds key=value when key is
-// set. A nil selector selects everything.
-func sourceSelector(sel *metav1.LabelSelector, key, value string) (labels.Selector, error) {
+// listError explains a failed List. An optional kind the cluster does not
+// serve is named as such: Kargo v1.11 has no Target kind, and ClusterProfiles
+// come from the Cluster Inventory API, which a cluster may not have installed.
+func listError(k *Kind, ns string, err error) error {
+	if k.Optional && meta.IsNoMatchError(err) {
+		return fmt.Errorf("error listing %s in namespace %q: the cluster does not serve the kind (install its CRD; "+
+			"kargo-fleet starts watching it within a minute): %w", k.Description, ns, err)
+	}
+	return fmt.Errorf("error listing %s in namespace %q: %w", k.Description, ns, err)
+}
+
+// sourceSelector converts a source's selector and adds the kind's required
+// labels. A nil selector selects everything.
+func sourceSelector(sel *metav1.LabelSelector, required labels.Set) (labels.Selector, error) {
 	out := labels.Everything()
 	if sel != nil {
 		s, err := metav1.LabelSelectorAsSelector(sel)
@@ -157,10 +144,10 @@ func sourceSelector(sel *metav1.LabelSelector, key, value string) (labels.Select
 		}
 		out = s
 	}
-	if key != "" {
-		req, err := labels.NewRequirement(key, selection.Equals, []string{value})
+	for _, key := range slices.Sorted(maps.Keys(required)) {
+		req, err := labels.NewRequirement(key, selection.Equals, []string{required[key]})
 		if err != nil {
-			return nil, fmt.Errorf("invalid requirement %s=%s: %w", key, value, err)
+			return nil, fmt.Errorf("invalid requirement %s=%s: %w", key, required[key], err)
 		}
 		out = out.Add(*req)
 	}

@@ -55,14 +55,14 @@ func NewNamespacePolicy(namespaces []string) NamespacePolicy {
 // namespace.
 func DefaultNamespacePolicy() NamespacePolicy { return NewNamespacePolicy(DefaultNamespaces) }
 
-// Allows reports whether a source of the given kind of a FleetStage in
-// fleetNamespace may read inventory from namespace. Argo CD cluster Secrets
-// are read only from the listed namespaces, never from the FleetStage's own
-// just because it is its own: Argo CD honours cluster Secrets only in its
-// own namespace, and the controller is granted Secret reads (a Role each)
-// only in the listed ones.
-func (p NamespacePolicy) Allows(kind fleetv1alpha1.TargetSourceKind, fleetNamespace, namespace string) bool {
-	if kind == fleetv1alpha1.ArgoCDClusterSource {
+// Allows reports whether a source of kind k of a FleetStage in
+// fleetNamespace may read inventory from namespace. A kind read from listed
+// namespaces only (Argo CD cluster Secrets) is never read from the
+// FleetStage's own just because it is its own: Argo CD honours cluster
+// Secrets only in its own namespace, and the controller is granted Secret
+// reads (a Role each) only in the listed ones.
+func (p NamespacePolicy) Allows(k *Kind, fleetNamespace, namespace string) bool {
+	if k.ListedNamespacesOnly {
 		return p.allowed[namespace]
 	}
 	return namespace == fleetNamespace || p.allowed[namespace]
@@ -76,15 +76,30 @@ func (p NamespacePolicy) Namespaces() []string {
 // ForbiddenNamespaceError refuses a source reading from a namespace the
 // operator did not allow.
 type ForbiddenNamespaceError struct {
-	Source    fleetv1alpha1.TargetSourceKind
+	// Source is the source's kind.
+	Source fleetv1alpha1.TargetSourceKind
+	// Namespace is the namespace the source would read.
 	Namespace string
-	Allowed   []string
+	// Allowed are the namespaces the operator lists.
+	Allowed []string
+	// ListedOnly says the kind is read from listed namespaces only; Objects
+	// then names its objects (Kind.Description).
+	ListedOnly bool
+	Objects    string
 }
 
+// NewForbiddenNamespaceError returns the error refusing a source of kind k
+// reading namespace under policy p.
+func NewForbiddenNamespaceError(k *Kind, namespace string, p NamespacePolicy) *ForbiddenNamespaceError {
+	return &ForbiddenNamespaceError{Source: k.Name, Namespace: namespace, Allowed: p.Namespaces(),
+		ListedOnly: k.ListedNamespacesOnly, Objects: k.Description}
+}
+
+// Error implements error.
 func (e *ForbiddenNamespaceError) Error() string {
-	if e.Source == fleetv1alpha1.ArgoCDClusterSource {
-		return fmt.Sprintf("%s source may not read namespace %q: Argo CD cluster Secrets are read only from %s "+
-			"(controller flag --inventory-namespaces)", e.Source, e.Namespace, quoteList(e.Allowed))
+	if e.ListedOnly {
+		return fmt.Sprintf("%s source may not read namespace %q: %s are read only from %s "+
+			"(controller flag --inventory-namespaces)", e.Source, e.Namespace, e.Objects, quoteList(e.Allowed))
 	}
 	return fmt.Sprintf("%s source may not read namespace %q: inventory is read only from the FleetStage's own "+
 		"namespace and %s (controller flag --inventory-namespaces)", e.Source, e.Namespace, quoteList(e.Allowed))
@@ -99,22 +114,6 @@ func quoteList(names []string) string {
 		q[i] = fmt.Sprintf("%q", n)
 	}
 	return strings.Join(q, ", ")
-}
-
-// SourceNamespace returns the namespace a source reads: its namespace, else
-// "argocd" for ArgoCDCluster and the FleetStage's namespace for the other
-// kinds. Inline sources read no namespace ("").
-func SourceNamespace(fleetNamespace string, src *fleetv1alpha1.TargetSource) string {
-	switch {
-	case src.Kind == fleetv1alpha1.InlineSource:
-		return ""
-	case src.Namespace != "":
-		return src.Namespace
-	case src.Kind == fleetv1alpha1.ArgoCDClusterSource:
-		return fleetv1alpha1.DefaultArgoCDNamespace
-	default:
-		return fleetNamespace
-	}
 }
 
 // UnsafeValueError refuses inventory data that Kargo would evaluate as an

@@ -30,29 +30,37 @@ func NewScheme() *apiruntime.Scheme {
 	return s
 }
 
-// CacheOptions returns the manager's cache options: Secrets are cached only
-// when they are Argo CD cluster Secrets (the inventory) in secretNamespaces,
-// the only namespaces where the controller may read Secrets, never the
-// cluster's other Secrets; no cached object keeps its managedFields, which
+// CacheOptions returns the manager's cache options. Inventory objects are
+// cached as the inventory kinds table says: only those carrying the kind's
+// required labels, and for a kind read from listed namespaces only, only in
+// listedNamespaces. So Secrets are cached only when they are Argo CD cluster
+// Secrets in the namespaces where the controller may read Secrets, never the
+// cluster's other Secrets. No cached object keeps its managedFields, which
 // nothing here reads and which make up a third to a half of a Stage, a
 // Promotion or a Freight held by thousands of Stages.
-func CacheOptions(secretNamespaces []string) cache.Options {
-	secrets := cache.ByObject{
-		Label:      labels.SelectorFromSet(labels.Set{inventory.ArgoCDSecretTypeLabel: inventory.ArgoCDSecretTypeCluster}),
-		Namespaces: map[string]cache.Config{},
+func CacheOptions(listedNamespaces []string) cache.Options {
+	byObject := map[client.Object]cache.ByObject{
+		&kargo.Promotion{}: {Transform: slimPromotion},
+		&kargo.Stage{}:     {Transform: slimStage},
+		&kargo.Freight{}:   {Transform: slimFreight},
 	}
-	for _, ns := range secretNamespaces {
-		secrets.Namespaces[ns] = cache.Config{}
+	for _, k := range inventory.DefaultKinds() {
+		if !k.ReadsObjects() || (len(k.RequiredLabels) == 0 && !k.ListedNamespacesOnly) {
+			continue
+		}
+		var by cache.ByObject
+		if len(k.RequiredLabels) > 0 {
+			by.Label = labels.SelectorFromSet(k.RequiredLabels)
+		}
+		if k.ListedNamespacesOnly {
+			by.Namespaces = map[string]cache.Config{}
+			for _, ns := range listedNamespaces {
+				by.Namespaces[ns] = cache.Config{}
+			}
+		}
+		byObject[k.Object] = by
 	}
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:   secrets,
-			&kargo.Promotion{}: {Transform: slimPromotion},
-			&kargo.Stage{}:     {Transform: slimStage},
-			&kargo.Freight{}:   {Transform: slimFreight},
-		},
-	}
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: byObject}
 }
 
 // secretCache is a cache of Secrets of one name the manager starts with its

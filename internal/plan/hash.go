@@ -52,6 +52,13 @@ func mix64(h uint64) uint64 {
 // a target's labels or params changing without moving it do not change it,
 // and neither do excluded or unselected candidates. It is a hex SHA-256 (64
 // characters, the PlanSnapshot bound).
+//
+// Fields are written one by one rather than by reflection, so the encoding
+// is versioned ("kargo-fleet/plan/v1"): a field added later writes nothing
+// at its zero value (as ManualPromotion does), and a rollout's recorded
+// hash still matches a preview made by a newer release. The tests in
+// hash_test.go change every field of PlannedWave and WavePlan by reflection
+// and fail when one is missing here.
 func PlanHash(p *WavePlan) string {
 	h := sha256.New()
 	var buf []byte

@@ -109,24 +109,19 @@ func validateStage(s *fleetv1alpha1.StageSource, fldPath *field.Path) field.Erro
 
 // validateSources checks spec.targets.sources. Inline target names must be
 // unique across every inline source, and so must the IDs derived from them.
+// Which kinds exist is the inventory's table to say (inventory.Kinds), not
+// the planner's: every kind but Inline reads objects, which the planner
+// never sees.
 func validateSources(sources []fleetv1alpha1.TargetSource, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(sources) == 0 {
 		return field.ErrorList{field.Required(fldPath, "at least one target source is required")}
-	}
-	kinds := []fleetv1alpha1.TargetSourceKind{
-		fleetv1alpha1.ArgoCDClusterSource, fleetv1alpha1.KargoTargetSource,
-		fleetv1alpha1.ClusterProfileSource, fleetv1alpha1.InlineSource,
 	}
 	inlineIDs := map[string]string{}
 	for i := range sources {
 		src := &sources[i]
 		p := fldPath.Index(i)
 		switch src.Kind {
-		case fleetv1alpha1.ArgoCDClusterSource, fleetv1alpha1.KargoTargetSource, fleetv1alpha1.ClusterProfileSource:
-			if src.Inline != nil {
-				errs = append(errs, field.Forbidden(p.Child("inline"), "inline is only allowed for kind Inline"))
-			}
 		case fleetv1alpha1.InlineSource:
 			if src.Inline == nil {
 				errs = append(errs, field.Required(p.Child("inline"), "inline is required for kind Inline"))
@@ -137,7 +132,9 @@ func validateSources(sources []fleetv1alpha1.TargetSource, fldPath *field.Path) 
 		case "":
 			errs = append(errs, field.Required(p.Child("kind"), "kind is required"))
 		default:
-			errs = append(errs, field.NotSupported(p.Child("kind"), src.Kind, kinds))
+			if src.Inline != nil {
+				errs = append(errs, field.Forbidden(p.Child("inline"), "inline is only allowed for kind Inline"))
+			}
 		}
 		if src.Namespace != "" {
 			for _, msg := range validation.IsDNS1123Label(src.Namespace) {

@@ -93,7 +93,7 @@ func TestValidate(t *testing.T) {
 		{
 			name: "bad sources",
 			mutate: func(s *fleetv1alpha1.FleetStageSpec) {
-				s.Targets.Sources[0].Kind = "Rancher"
+				s.Targets.Sources[0].Kind = ""
 				s.Targets.Sources[1].Namespace = "Not_A_Namespace"
 				s.Targets.Sources[1].Inline = []fleetv1alpha1.InlineTarget{{Name: "x"}}
 				s.Targets.Sources[1].Annotations = []string{"bad key!"}
@@ -103,7 +103,7 @@ func TestValidate(t *testing.T) {
 				s.Targets.Sources[2].Inline = nil
 			},
 			want: []errorKey{
-				{"spec.targets.sources[0].kind", field.ErrorTypeNotSupported},
+				{"spec.targets.sources[0].kind", field.ErrorTypeRequired},
 				{"spec.targets.sources[1].inline", field.ErrorTypeForbidden},
 				{"spec.targets.sources[1].namespace", field.ErrorTypeInvalid},
 				{"spec.targets.sources[1].selector.matchExpressions[0].operator", field.ErrorTypeInvalid},

@@ -20,6 +20,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetplan"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstatus"
+	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
@@ -34,8 +35,6 @@ const Finalizer = "fleet.kargo-fleet.io/fleetstage"
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages/finalizers,verbs=update
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=stages,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=promotions,verbs=get;list;watch
-// +kubebuilder:rbac:groups=kargo.akuity.io,resources=targets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -47,6 +46,7 @@ type FleetStageReconciler struct {
 
 	client    client.Client
 	inventory fleetplan.Inventory
+	kinds     inventory.Kinds // the inventory kinds watched
 	recorder  events.EventRecorder
 	clock     clock.PassiveClock
 }
@@ -56,7 +56,7 @@ var _ reconcile.Reconciler = &FleetStageReconciler{}
 // NewFleetStageReconciler returns a reconciler using c for every read and
 // write.
 func NewFleetStageReconciler(c client.Client, inv fleetplan.Inventory, rec events.EventRecorder, clk clock.PassiveClock) *FleetStageReconciler {
-	return &FleetStageReconciler{client: c, inventory: inv, recorder: rec, clock: clk}
+	return &FleetStageReconciler{client: c, inventory: inv, kinds: inventory.DefaultKinds(), recorder: rec, clock: clk}
 }
 
 // scope carries what one reconcile learns, phase by phase.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
@@ -24,15 +25,16 @@ import (
 // this time, without a restart.
 const optionalKindInterval = 30 * time.Second
 
-// optionalKind is an inventory kind that not every cluster serves: Kargo
-// v1.11 has no Target kind, and ClusterProfile comes from the SIG-Multicluster
-// Cluster Inventory API. A watch on a kind the cluster lacks would stop the
-// manager when its cache fails to sync, so the kind is watched only once the
-// cluster serves it.
-type optionalKind struct {
-	gvk     schema.GroupVersionKind
-	obj     client.Object
-	handler handler.EventHandler
+// inventoryWatch is the watch of one inventory kind. An optional kind (one
+// not every cluster serves: Kargo v1.11 has no Target kind, and
+// ClusterProfile comes from the SIG-Multicluster Cluster Inventory API) is
+// watched only once the cluster serves it: a watch on a kind the cluster
+// lacks would stop the manager when its cache fails to sync.
+type inventoryWatch struct {
+	gvk        schema.GroupVersionKind
+	obj        client.Object
+	handler    handler.EventHandler
+	predicates []predicate.Predicate
 }
 
 // optionalWatches starts watching each optional kind once discovery shows
@@ -42,7 +44,7 @@ type optionalWatches struct {
 	discovery discovery.DiscoveryInterface
 	cache     cache.Cache
 	ctrl      controller.Controller
-	kinds     []optionalKind
+	kinds     []inventoryWatch
 	// fleetStages lists every FleetStage, to queue them when a kind turns up.
 	fleetStages func(ctx context.Context) []client.Object
 	// events feeds those FleetStages to the controller.
@@ -72,7 +74,7 @@ func (w *optionalWatches) Start(ctx context.Context) error {
 				log.V(1).Info("The cluster does not serve an optional inventory kind; looking again later", "kind", k.gvk.String())
 				continue
 			}
-			if err := w.ctrl.Watch(source.Kind(w.cache, k.obj, k.handler)); err != nil {
+			if err := w.ctrl.Watch(source.Kind(w.cache, k.obj, k.handler, k.predicates...)); err != nil {
 				log.Error(err, "Watching an optional kind failed", "kind", k.gvk.String())
 				continue
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,22 +41,20 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		return err
 	}
 	events := make(chan event.GenericEvent)
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	served, optional := r.inventoryWatches(r.kinds)
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&fleetv1alpha1.FleetStage{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&kargo.Stage{}, builder.WithPredicates(stageChangedPredicate())).
 		Watches(&kargo.Stage{}, handler.EnqueueRequestsFromMapFunc(r.adoptersOf)).
 		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(r.ownerOfPromotedStage),
 			builder.WithPredicates(promotionFinishedPredicate())).
 		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.all),
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-				return o.GetLabels()[inventory.ArgoCDSecretTypeLabel] == inventory.ArgoCDSecretTypeCluster
-			}))).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allInNamespaceObject),
-			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
-		WithOptions(opts).
-		Named("fleetstage").
-		Build(r)
+			builder.WithPredicates(predicate.AnnotationChangedPredicate{}))
+	for _, w := range served {
+		b = b.Watches(w.obj, w.handler, builder.WithPredicates(w.predicates...))
+	}
+	c, err := b.WithOptions(opts).Named("fleetstage").Build(r)
 	if err != nil {
 		return err
 	}
@@ -65,14 +64,39 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 	}
 	return mgr.Add(&optionalWatches{
 		discovery: dc, cache: mgr.GetCache(), ctrl: c, events: events, watched: map[schema.GroupVersionKind]bool{},
-		fleetStages: r.allFleetStages,
-		kinds: []optionalKind{
-			{gvk: kargo.GroupVersion.WithKind("Target"), obj: &kargo.Target{},
-				handler: handler.EnqueueRequestsFromMapFunc(r.allInNamespace)},
-			{gvk: inventory.ClusterProfileGroupVersion.WithKind("ClusterProfile"), obj: &inventory.ClusterProfile{},
-				handler: handler.EnqueueRequestsFromMapFunc(r.allInNamespace)},
-		},
+		fleetStages: r.allFleetStages, kinds: optional,
 	})
+}
+
+// inventoryWatches returns the watches of the inventory kinds, from the
+// kinds table: served are the kinds every cluster serves, watched from the
+// start; optional the kinds watched once the cluster serves them. An object
+// of a kind read from listed namespaces only concerns every FleetStage (any
+// Project may read those namespaces); any other, the FleetStages of its
+// namespace.
+func (r *FleetStageReconciler) inventoryWatches(kinds inventory.Kinds) (served, optional []inventoryWatch) {
+	for i := range kinds {
+		k := &kinds[i]
+		if !k.ReadsObjects() {
+			continue
+		}
+		w := inventoryWatch{gvk: k.GVK, obj: k.Object, handler: handler.EnqueueRequestsFromMapFunc(r.allInNamespace)}
+		if k.ListedNamespacesOnly {
+			w.handler = handler.EnqueueRequestsFromMapFunc(r.all)
+		}
+		if len(k.RequiredLabels) > 0 {
+			required := labels.SelectorFromSet(k.RequiredLabels)
+			w.predicates = append(w.predicates, predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return required.Matches(labels.Set(o.GetLabels()))
+			}))
+		}
+		if k.Optional {
+			optional = append(optional, w)
+		} else {
+			served = append(served, w)
+		}
+	}
+	return served, optional
 }
 
 // allFleetStages lists every FleetStage.
@@ -149,8 +173,9 @@ func (r *FleetStageReconciler) allInNamespaceObject(ctx context.Context, o clien
 	return requests(list)
 }
 
-// all maps an Argo CD cluster Secret to every FleetStage: Argo CD keeps its
-// Secrets in its own namespace, which any Project may read through a source.
+// all maps an inventory object of a listed namespace (an Argo CD cluster
+// Secret) to every FleetStage: any Project may read those namespaces through
+// a source.
 func (r *FleetStageReconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
 	list := &fleetv1alpha1.FleetStageList{}
 	if err := r.client.List(ctx, list); err != nil {
