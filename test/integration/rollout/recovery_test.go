@@ -174,7 +174,7 @@ func TestNoStopLeavesTheFleetOnBadFreight(t *testing.T) {
 	out, err := d.kargoFleet("abort", demo.FleetStageName, "-n", demo.Project)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "FleetRollout "+fleetrollout.RollbackName(bad.Name)+" (Rollback to ")
-	require.Contains(t, out, "left as it is: it returns the fleet to its last good Freight")
+	require.Contains(t, strings.Join(strings.Fields(out), " "), "left as it is: it returns the fleet to its last good Freight")
 	rb := d.waitRollout("the rollback finishes", rollbackOf(bad.Name), func(ro *fleetv1alpha1.FleetRollout) bool {
 		return ro.Status.Phase.IsFinal()
 	})
