@@ -194,6 +194,15 @@ func TestPlanRollback(t *testing.T) {
 			wantReason: RollbackRolloutNotFound,
 		},
 		{
+			name: "a rollback attempt that was aborted no longer counts: the next attempt is planned",
+			req: func() RollbackRequest {
+				return newRBFleet().with(rbOf(rbRollout("prod-bad-rb", rb, rbGood, fleetv1alpha1.RolloutAborted, 3*time.Hour), "prod-bad")).
+					request(AskedByCLI, "prod-bad", "")
+			},
+			wantOf:      "prod-bad",
+			wantFreight: rbGood,
+		},
+		{
 			name: "an existing rollback asked for other Freight is refused with its name",
 			req: func() RollbackRequest {
 				return newRBFleet().with(rbOf(rbRollout("prod-bad-rb", rb, rbGood, fleetv1alpha1.RolloutSucceeded, 3*time.Hour), "prod-bad")).
@@ -201,7 +210,7 @@ func TestPlanRollback(t *testing.T) {
 			},
 			wantReason: RollbackAlreadyExists,
 			wantMessage: `FleetRollout "prod-bad-rb" already rolls back "prod-bad" to Freight ` + rbGood + ` (Succeeded); a rollout has ` +
-				`one rollback: to move the fleet to Freight ` + rbOlder + `, promote it through Kargo`,
+				`one rollback at a time: to move the fleet to Freight ` + rbOlder + `, promote it through Kargo`,
 			wantOf: "prod-bad",
 		},
 		{
