@@ -106,9 +106,13 @@ e2e: ## End-to-end suite against a cluster running Kargo and kargo-fleet (E2E_KU
 e2e-local: control-plane ## The end-to-end suite against a local control plane with the Kargo simulator and kargo-fleet.
 	$(GO) run ./hack/e2e-local -args "$(E2E_ARGS)"
 
+BENCHTIME     ?= 200ms
+
 .PHONY: bench
-bench: ## Planner and scheduler benchmarks.
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/plan/...
+bench: ## Every benchmark of the tree (each package holding a Benchmark function), BENCHTIME (default 200ms) each.
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) \
+	  $$(for dir in $$($(GO) list -f '{{.Dir}}' ./...); do \
+	    grep -qs '^func Benchmark' $$dir/*_test.go && echo $$dir; done)
 
 SCALE_TARGETS ?= 10000
 

@@ -12,8 +12,8 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
-// RevertLabel, on a Promotion that promotes the intended Freight back to a
-// drifted target, holds the drift's Key: it makes each drift reverted once,
+// RevertLabel holds, on a Promotion that promotes the intended Freight back
+// to a drifted target, the drift's Key: it makes each drift reverted once,
 // and the target guard lets such Promotions through.
 const RevertLabel = "fleet.kargo-fleet.io/reverts-drift"
 

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// AuthorizedStageAnnotation, on an Argo CD Application, names the Kargo
+// AuthorizedStageAnnotation names, on an Argo CD Application, the Kargo
 // Stages allowed to change it: a comma-separated list of
 // "<project>:<stage>" entries. Kargo's argocd-update step refuses an
 // Application that does not name its Stage.

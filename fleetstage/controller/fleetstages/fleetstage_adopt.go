@@ -14,7 +14,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 )
 
-// RepointedAnnotation, on a Stage downstream of an adopted Stage, records
+// RepointedAnnotation records, on a Stage downstream of an adopted Stage,
 // "<fleetstage>/<adopted stage>": the FleetStage re-pointed the Stage's
 // Freight source from the adopted Stage to its last wave Stage, and restores
 // it when the FleetStage is deleted.

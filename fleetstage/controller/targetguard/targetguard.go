@@ -41,8 +41,8 @@ const (
 	ForeignPromotionRefusedReason = "ForeignPromotionRefused"
 )
 
-// UndoesLabel, on a Promotion the guard created to undo a refused one that
-// succeeded before it could be aborted, holds a hash of the refused
+// UndoesLabel holds, on a Promotion the guard created to undo a refused one
+// that succeeded before it could be aborted, a hash of the refused
 // Promotion's name: it makes the undo happen once.
 const UndoesLabel = "fleet.kargo-fleet.io/undoes"
 
