@@ -45,7 +45,7 @@ generate: ## Regenerate deepcopy code and CRDs.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/... paths=./internal/kargo/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=charts/kargo-fleet/files/crds
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./internal/kargo/... output:crd:artifacts:config=internal/kargo/crds
-	$(CONTROLLER_GEN) rbac:roleName=kargo-fleet-controller paths=./fleetstage/... paths=./steps/... paths=./internal/stepserver/... paths=./internal/steptoken/... paths=./internal/kargo/kargoclient/... paths=./internal/manager/... paths=./internal/inventory/... output:rbac:artifacts:config=charts/kargo-fleet/files/rbac
+	$(CONTROLLER_GEN) rbac:roleName=kargo-fleet-controller paths=./fleetstage/... paths=./steps/... paths=./internal/stepserver/... paths=./internal/steptoken/... paths=./internal/kargoclient/... paths=./internal/manager/... paths=./internal/inventory/... output:rbac:artifacts:config=charts/kargo-fleet/files/rbac
 
 .PHONY: verify
 verify: generate ## Fail when generated files are stale, a tracked file is over 1 MiB, or the pure package list and its lint rule disagree.

@@ -319,7 +319,7 @@ func TestObserve(t *testing.T) {
 		},
 		{
 			name: "a failed verification of other Freight on the Stage does not count",
-			docs: []string{obsMine, strings.Replace(obsStages[:strings.Index(obsStages, "---")], "phase: Successful", "phase: Failed", 1)},
+			docs: []string{obsMine, strings.Replace(firstDoc(obsStages), "phase: Successful", "phase: Failed", 1)},
 			assertions: func(t *testing.T, o *Observed) {
 				require.False(t, o.Targets["eu-1"].OnFreight)
 				require.Empty(t, o.Targets["eu-1"].Verification)
@@ -470,9 +470,9 @@ status: {phase: Pending}
 			name: "wave Stage Promotions from before the rollout, of other Freight, or recording a rollback are not the rollout's",
 			docs: []string{
 				strings.Replace(obsWavePromotion, "09:58:05Z", "09:57:59Z", 1),
-				strings.Replace(strings.Replace(obsWavePromotion, "prod-pilot", "prod-canary", -1),
+				strings.Replace(strings.ReplaceAll(obsWavePromotion, "prod-pilot", "prod-canary"),
 					"freight: 9f8e7d6c5b4a39281706f5e4d3c2b1a098765432", "freight: "+obsOldFreight, 1),
-				strings.Replace(strings.Replace(obsWavePromotion, "prod-pilot", "prod-canary", -1),
+				strings.Replace(strings.ReplaceAll(obsWavePromotion, "prod-pilot", "prod-canary"),
 					`annotations: {kargo.akuity.io/create-actor: "kubernetes:alice"}`, `annotations: {kargo.akuity.io/rollback: "true"}`, 1),
 			},
 			assertions: func(t *testing.T, o *Observed) {
@@ -666,4 +666,10 @@ spec:
 status:
   phase: ` + phase + `
 `
+}
+
+// firstDoc returns the first document of a multi-document YAML string.
+func firstDoc(docs string) string {
+	first, _, _ := strings.Cut(docs, "---")
+	return first
 }
