@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -150,11 +151,16 @@ func TestRollbackAdmission(t *testing.T) {
 	for _, name := range []string{"prod", "staging"} {
 		require.NoError(t, env.Client.Create(ctx, testutil.MakeFleetStage(ns, name).FromStage("app-"+name).Waves(waves...).Obj()))
 	}
-	fs := &fleetv1alpha1.FleetStage{}
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, fs))
 	good := strings.Repeat("11", 20)
-	fs.Status.LastGoodFreight = &fleetv1alpha1.FreightReference{Name: good}
-	require.NoError(t, env.Client.Status().Update(ctx, fs))
+	// The FleetStage controller writes the status too: retry on a conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fs := &fleetv1alpha1.FleetStage{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, fs); err != nil {
+			return err
+		}
+		fs.Status.LastGoodFreight = &fleetv1alpha1.FreightReference{Name: good}
+		return env.Client.Status().Update(ctx, fs)
+	}))
 
 	grant(t, ns, controllerUser, fleetRules...)
 	ctrlClient, _ := userClient(t, controllerUser)

@@ -119,7 +119,12 @@ func unfinishedRollbackOf(t *testing.T, f *fleet, ro *fleetv1alpha1.FleetRollout
 	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: current, Freight: fleetv1alpha1.FreightReference{Name: f.good + "-before"},
 		Actor: "kubernetes:admin", AnyFreight: true})
 	rb.Spec.Intent = fleetv1alpha1.IntentPause
-	require.NoError(t, env.Client.Create(ctx, rb))
+	// Created as the controller does for the fleet-rollback step with
+	// anyFreight: admission refuses a user's rollback to Freight that never
+	// passed the fleet.
+	ctrlClient, err := client.New(env.ControllerConfig(), client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	require.NoError(t, ctrlClient.Create(ctx, rb))
 	waitFor(t, rb, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Phase == fleetv1alpha1.RolloutPaused })
 	return rb
 }
