@@ -254,9 +254,11 @@ func (d *demoFleet) runNamedCommand() string {
 	const marker = "To return every target to the last good Freight v1.4.0 ("
 	i := strings.Index(status, marker)
 	require.GreaterOrEqual(d.t, i, 0, "status names the command that returns every target:\n%s", status)
-	line, _, _ := strings.Cut(status[i:], "\n")
-	_, command, ok := strings.Cut(line, "): ")
-	require.True(d.t, ok, line)
+	// The command stands on the line after the marker's.
+	_, after, ok := strings.Cut(status[i:], "):\n")
+	require.True(d.t, ok, status[i:])
+	command, _, _ := strings.Cut(after, "\n")
+	command = strings.TrimSpace(command)
 	require.Equal(d.t, "kargo-fleet rollback prod -n shop", command)
 	out, err := d.kargoFleet(strings.Fields(command)[1:]...)
 	require.NoError(d.t, err, out)
