@@ -110,11 +110,7 @@ func rollout(name string, dir fleetv1alpha1.RolloutDirection, freight string, ph
 }
 
 func freight(name, alias string) *kargo.Freight {
-	return &kargo.Freight{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
-		Alias:      alias,
-		Origin:     kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "app"},
-	}
+	return testutil.MakeFreight("shop", name).Origin("app").Alias(alias).Obj()
 }
 
 func getRollout(t *testing.T, c client.Client, name string) *fleetv1alpha1.FleetRollout {

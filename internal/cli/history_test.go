@@ -15,6 +15,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 // historyFleet is shop/prod with a deleted rollout summarised on its
@@ -39,14 +40,8 @@ func historyFleet() []client.Object {
 	rb.Status.FinishedAt = &metav1.Time{Time: t0.Add(6 * time.Minute)}
 	bf := freight(badFreight, "v1.5.0")
 	bf.Status.ApprovedFor = map[string]kargo.ApprovedStage{"prod-canary": {ApprovedAt: &metav1.Time{Time: t0.Add(time.Minute)}}}
-	target := &kargo.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "prod-eu-west-1-003", Labels: map[string]string{
-		fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget,
-		fleetv1alpha1.TargetLabel: plan.TargetID("eu-west-1-003")},
-		Annotations: map[string]string{fleetv1alpha1.TargetNameAnnotation: "eu-west-1-003"}},
-		Status: kargo.StageStatus{FreightHistory: []kargo.FreightCollection{
-			{ID: "2", Items: map[string]kargo.FreightReference{"Warehouse/app": {Name: goodFreight}}},
-			{ID: "1", Items: map[string]kargo.FreightReference{"Warehouse/app": {Name: badFreight}}},
-		}}}
+	target := testutil.MakeStage("shop", "prod-eu-west-1-003").Target("prod", "", plan.TargetID("eu-west-1-003")).
+		Annotations(map[string]string{fleetv1alpha1.TargetNameAnnotation: "eu-west-1-003"}).Current(badFreight).Current(goodFreight).Obj()
 	return []client.Object{fs, bad, rb, bf, freight(goodFreight, "v1.4.0"), target}
 }
 

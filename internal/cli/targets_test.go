@@ -33,10 +33,7 @@ func TestTargetsCommand(t *testing.T) {
 			fleetv1alpha1.InlineTarget{Name: "us-1", Labels: map[string]string{"region": "us"}},
 		).Obj()
 	stage := func(id, wave string) *kargo.Stage {
-		return &kargo.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "prod." + id, Labels: map[string]string{
-			fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget,
-			fleetv1alpha1.WaveLabel: wave, fleetv1alpha1.TargetLabel: id,
-		}}}
+		return testutil.MakeStage("shop", "prod."+id).Target("prod", wave, id).Obj()
 	}
 	objs := []client.Object{fs, stage("eu-1", "pilot"), stage("us-1", "rest")}
 

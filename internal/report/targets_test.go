@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -18,15 +17,10 @@ import (
 const targetsFreight = "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d"
 
 // targetStage builds a target Stage the way render.Stages labels it.
-func targetStage(fleet, wave, name string, vars ...kargo.ExpressionVariable) kargo.Stage {
+func targetStage(fleet, wave, name string, vars ...string) kargo.Stage {
 	id := plan.TargetID(name)
-	return kargo.Stage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: render.TargetStageName(fleet, id),
-			Labels: map[string]string{fleetv1alpha1.FleetStageLabel: fleet, fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget,
-				fleetv1alpha1.WaveLabel: wave, fleetv1alpha1.TargetLabel: id},
-			Annotations: map[string]string{fleetv1alpha1.TargetNameAnnotation: name}},
-		Spec: kargo.StageSpec{Vars: vars},
-	}
+	return *testutil.MakeStage("shop", render.TargetStageName(fleet, id)).Target(fleet, wave, id).
+		Annotations(map[string]string{fleetv1alpha1.TargetNameAnnotation: name}).Vars(vars...).Obj()
 }
 
 func targetsInput() TargetsInput {
@@ -37,8 +31,7 @@ func targetsInput() TargetsInput {
 		"Warehouse/app": {Name: targetsFreight}}}}
 	pruned := targetStage("prod", "canary", "gone")
 	pruned.Annotations[fleetv1alpha1.PruneAnnotation] = "true"
-	wave := kargo.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "prod-pilot",
-		Labels: map[string]string{fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleWave}}}
+	wave := *testutil.MakeStage("shop", "prod-pilot").Wave("prod").Obj()
 	return TargetsInput{
 		FleetStage: fs,
 		Stages:     []kargo.Stage{running, wave, pruned, targetStage("prod", "pilot", long), targetStage("prod", "canary", "eu-west-1-a")},

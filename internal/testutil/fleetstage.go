@@ -1,4 +1,8 @@
-// Package testutil holds builders for test objects.
+// Package testutil is the shared test kit: fluent builders of kargo-fleet
+// and Kargo objects (MakeFleetStage, MakeStage, MakeFreight, MakePromotion,
+// each ending in Obj), Create, and Await, which polls an object through a
+// client until a condition holds. Unit tests use it with fake clients,
+// integration suites with the envtest client.
 package testutil
 
 import (

@@ -4,16 +4,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 func TestAppearsOrFinishes(t *testing.T) {
 	t.Parallel()
-	running := &kargo.Promotion{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1"}}
-	running.Status.Phase = kargo.PromotionRunning
+	running := testutil.MakePromotion("shop", "prod", "f1").Phase(kargo.PromotionRunning).Obj()
+	running.ResourceVersion = "1"
 	pending := running.DeepCopy()
 	pending.Status.Phase = kargo.PromotionPending
 	step := running.DeepCopy()

@@ -22,13 +22,7 @@ import (
 )
 
 func targetStage(name, freight string) *kargo.Stage {
-	return &kargo.Stage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "prod-" + name, Labels: map[string]string{
-			fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget,
-			fleetv1alpha1.TargetLabel: name}},
-		Status: kargo.StageStatus{FreightHistory: []kargo.FreightCollection{
-			{ID: freight, Items: map[string]kargo.FreightReference{"Warehouse/apps": {Name: freight}}}}},
-	}
+	return testutil.MakeStage("shop", "prod-"+name).Target("prod", "", name).Current(freight).Obj()
 }
 
 func TestReconcile_drift(t *testing.T) {

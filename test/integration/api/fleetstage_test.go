@@ -20,7 +20,7 @@ import (
 
 func newProject(t *testing.T, name string) {
 	t.Helper()
-	require.NoError(t, env.Client.Create(context.Background(), envtest.ProjectNamespace(name)))
+	testutil.Create(t, env.Client, envtest.ProjectNamespace(name))
 }
 
 func TestFleetStageRoundTrip(t *testing.T) {
@@ -53,20 +53,9 @@ func TestFleetStageRoundTrip(t *testing.T) {
 func TestKargoStageAccepted(t *testing.T) {
 	ctx := context.Background()
 	newProject(t, "kargo-stage")
-	stage := &kargo.Stage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "kargo-stage", Name: "prod"},
-		Spec: kargo.StageSpec{
-			RequestedFreight: []kargo.FreightRequest{{
-				Origin:  kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"},
-				Sources: kargo.FreightSources{Stages: []string{"staging"}, RequiredSoakTime: &metav1.Duration{Duration: time.Hour}},
-			}},
-			Vars: []kargo.ExpressionVariable{{Name: "cluster", Value: "eu-1"}},
-			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{
-				Steps: []kargo.PromotionStep{{Task: &kargo.PromotionTaskRef{Name: "fleet-wave", Kind: kargo.ClusterPromotionTaskKind}, As: "wave"}},
-			}},
-		},
-	}
-	require.NoError(t, env.Client.Create(ctx, stage))
+	stage := testutil.MakeStage("kargo-stage", "prod").Upstream("staging").Soak(time.Hour).Vars("cluster", "eu-1").
+		Steps(kargo.PromotionStep{Task: &kargo.PromotionTaskRef{Name: "fleet-wave", Kind: kargo.ClusterPromotionTaskKind}, As: "wave"}).Obj()
+	testutil.Create(t, env.Client, stage)
 	var got kargo.Stage
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(stage), &got))
 	require.Equal(t, []string{"staging"}, got.Spec.RequestedFreight[0].Sources.Stages)

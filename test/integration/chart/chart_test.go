@@ -23,9 +23,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -162,26 +160,12 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 	// fleet-wave task against the step server at the task's default URL.
 	ns := "chart-project"
 	require.NoError(t, c.Create(ctx, envtest.ProjectNamespace(ns)))
-	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
-	require.NoError(t, c.Create(ctx, &kargo.Stage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
-		Spec: kargo.StageSpec{
-			RequestedFreight: []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
-			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{
-				Uses: "argocd-update", As: "sync",
-				Config: &apiextensionsv1.JSON{Raw: []byte(`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}"}]}`)},
-			}}}},
-		},
-	}))
+	testutil.Create(t, c, testutil.MakeStage(ns, "prod").ArgoCDUpdate("guestbook-${{ vars.fleetTargetId }}").Obj())
 	targets := []fleetv1alpha1.InlineTarget{{Name: "eu-1"}, {Name: "us-1"}}
 	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").InlineTargets(targets...).
 		Waves(fleetv1alpha1.Wave{Name: "all"}).Obj()
-	require.NoError(t, c.Create(ctx, fs))
-	require.Eventually(t, func() bool {
-		got := &fleetv1alpha1.FleetStage{}
-		return c.Get(ctx, client.ObjectKeyFromObject(fs), got) == nil &&
-			meta.IsStatusConditionTrue(got.Status.Conditions, fleetv1alpha1.ReadyCondition)
-	}, wait, tick, "the FleetStage never became Ready")
+	testutil.Create(t, c, fs)
+	testutil.AwaitReady(t, c, fs, wait)
 
 	// The step token was minted under the rendered RBAC, which grants no
 	// Secret of a Project but the token, and reads of Argo CD cluster
@@ -216,17 +200,9 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 		require.Equal(t, tt.want, sar.Status.Allowed, "%s secrets %s/%s", tt.verb, tt.namespace, tt.name)
 	}
 
-	require.NoError(t, c.Create(ctx, &kargo.Freight{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "f1"},
-		Origin:     origin,
-		Images:     []apiextensionsv1.JSON{{Raw: []byte(`{"repoURL":"example.com/guestbook","tag":"f1"}`)}},
-	}))
 	wave := kargo.NewPromotion(ns, render.WaveStageName("fleet", "all"), "f1", nil, nil)
-	require.NoError(t, c.Create(ctx, wave))
-	require.Eventually(t, func() bool {
-		got := &kargo.Promotion{}
-		return c.Get(ctx, client.ObjectKeyFromObject(wave), got) == nil && got.Status.Phase == kargo.PromotionSucceeded
-	}, wait, tick, "the wave Promotion never succeeded")
+	testutil.Create(t, c, testutil.MakeFreight(ns, "f1").Image("example.com/guestbook").Obj(), wave)
+	testutil.Await(t, c, wave, wait, testutil.PromotionPhaseIs(kargo.PromotionSucceeded), "the wave Promotion never succeeded")
 	ros := &fleetv1alpha1.FleetRolloutList{}
 	require.NoError(t, c.List(ctx, ros, client.InNamespace(ns)))
 	require.Len(t, ros.Items, 1)

@@ -16,9 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -176,37 +174,21 @@ func renewLease(t *testing.T, ns string, renew time.Time) {
 func newFleet(t *testing.T, ns string, targets ...fleetv1alpha1.InlineTarget) *fleetv1alpha1.FleetStage {
 	t.Helper()
 	c := env.Client
-	require.NoError(t, c.Create(ctx(), envtest.ProjectNamespace(ns)))
-	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
-	require.NoError(t, c.Create(ctx(), &kargo.Stage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
-		Spec: kargo.StageSpec{
-			RequestedFreight: []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
-			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{
-				Vars: []kargo.ExpressionVariable{{Name: "gitRepo", Value: "https://git.example.com/guestbook.git"}},
-				Steps: []kargo.PromotionStep{
-					{Uses: "git-commit", As: "commit", Config: &apiextensionsv1.JSON{Raw: []byte(`{"path":"./out","message":"promote"}`)}},
-					{
-						Uses: "argocd-update", As: "sync",
-						Config: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}",`+
-							`"namespace":%q,"sources":[{"repoURL":"${{ vars.gitRepo }}","desiredRevision":"${{ outputs.commit.commit }}"}]}]}`,
-							argoNamespace)},
-					},
-				},
-			}},
-		},
-	}))
+	stage := testutil.MakeStage(ns, "prod").Steps(
+		kargo.PromotionStep{Uses: "git-commit", As: "commit", Config: testutil.JSON(`{"path":"./out","message":"promote"}`)},
+		testutil.ArgoCDUpdateStep(fmt.Sprintf(`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}",`+
+			`"namespace":%q,"sources":[{"repoURL":"${{ vars.gitRepo }}","desiredRevision":"${{ outputs.commit.commit }}"}]}]}`,
+			argoNamespace)),
+	).Obj()
+	stage.Spec.PromotionTemplate.Spec.Vars = []kargo.ExpressionVariable{{Name: "gitRepo", Value: "https://git.example.com/guestbook.git"}}
+	testutil.Create(t, c, envtest.ProjectNamespace(ns), stage)
 	one, ten := intstr.FromInt32(1), intstr.FromString("10%")
 	fs := testutil.MakeFleetStage(ns, "prod").FromStage("prod").InlineTargets(targets...).Waves(
 		fleetv1alpha1.Wave{Name: "pilot", Count: &one, MaxFailures: &intstr.IntOrString{}},
 		fleetv1alpha1.Wave{Name: "rest", MaxFailures: &ten},
 	).Obj()
-	require.NoError(t, c.Create(ctx(), fs))
-	require.Eventually(t, func() bool {
-		return c.Get(ctx(), client.ObjectKeyFromObject(fs), fs) == nil &&
-			meta.IsStatusConditionTrue(fs.Status.Conditions, fleetv1alpha1.ReadyCondition)
-	}, wait, tick, "the FleetStage never became Ready")
-	return fs
+	testutil.Create(t, c, fs)
+	return testutil.AwaitReady(t, c, fs, wait)
 }
 
 // targetStages lists the FleetStage's target Stages by target id.

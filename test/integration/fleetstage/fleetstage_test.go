@@ -33,27 +33,17 @@ const (
 
 func newProject(t *testing.T, name string) {
 	t.Helper()
-	require.NoError(t, env.Client.Create(context.Background(), envtest.ProjectNamespace(name)))
+	testutil.Create(t, env.Client, envtest.ProjectNamespace(name))
 }
 
 // newProdStage creates the Stage a FleetStage adopts: it takes Freight from
 // "staging" after an hour of soak and promotes with an argocd-update step.
 func newProdStage(t *testing.T, ns, name string) *kargo.Stage {
 	t.Helper()
-	st := &kargo.Stage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: kargo.StageSpec{
-			RequestedFreight: []kargo.FreightRequest{{
-				Origin:  kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"},
-				Sources: kargo.FreightSources{Stages: []string{"staging"}, RequiredSoakTime: &metav1.Duration{Duration: time.Hour}},
-			}},
-			Vars: []kargo.ExpressionVariable{{Name: "appName", Value: "guestbook"}, {Name: "region", Value: "from-template"}},
-			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{
-				Uses: "argocd-update", As: "sync",
-			}}}},
-		},
-	}
-	require.NoError(t, env.Client.Create(context.Background(), st))
+	st := testutil.MakeStage(ns, name).Upstream("staging").Soak(time.Hour).
+		Vars("appName", "guestbook", "region", "from-template").
+		Steps(kargo.PromotionStep{Uses: "argocd-update", As: "sync"}).Obj()
+	testutil.Create(t, env.Client, st)
 	return st
 }
 
@@ -87,15 +77,7 @@ func listGenerated(t *testing.T, ns, fs string, role string) []kargo.Stage {
 
 func waitReady(t *testing.T, key client.ObjectKey) *fleetv1alpha1.FleetStage {
 	t.Helper()
-	fs := &fleetv1alpha1.FleetStage{}
-	require.Eventually(t, func() bool {
-		if err := env.Client.Get(context.Background(), key, fs); err != nil {
-			return false
-		}
-		return fs.Status.ObservedGeneration == fs.Generation &&
-			meta.IsStatusConditionTrue(fs.Status.Conditions, fleetv1alpha1.ReadyCondition)
-	}, wait, tick, "FleetStage %s never became Ready", key)
-	return fs
+	return testutil.AwaitReady(t, env.Client, testutil.Named[fleetv1alpha1.FleetStage](key.Namespace, key.Name), wait)
 }
 
 func TestExpansionOfAdoptedStage(t *testing.T) {
@@ -162,15 +144,14 @@ func TestExpansionOfAdoptedStage(t *testing.T) {
 
 func waitVersions(t *testing.T, key client.ObjectKey) []fleetv1alpha1.FreightCount {
 	t.Helper()
-	fs := &fleetv1alpha1.FleetStage{}
-	require.Eventually(t, func() bool {
-		require.NoError(t, env.Client.Get(context.Background(), key, fs))
-		n := int32(0)
-		for _, v := range fs.Status.Versions {
-			n += v.Targets
-		}
-		return n == fs.Status.Targets.Selected-fs.Status.Targets.Unassigned
-	}, wait, tick)
+	fs := testutil.Await(t, env.Client, testutil.Named[fleetv1alpha1.FleetStage](key.Namespace, key.Name), wait,
+		func(fs *fleetv1alpha1.FleetStage) bool {
+			n := int32(0)
+			for _, v := range fs.Status.Versions {
+				n += v.Targets
+			}
+			return n == fs.Status.Targets.Selected-fs.Status.Targets.Unassigned
+		}, "the versions of FleetStage %s never counted every target", key)
 	return fs.Status.Versions
 }
 
@@ -297,10 +278,9 @@ func TestPruningWaitsForInFlightPromotion(t *testing.T) {
 	waitReady(t, client.ObjectKeyFromObject(fs))
 
 	// A Promotion of cluster-002 is running.
-	promo := kargo.NewPromotion(ns, "fleet.cluster-002", "f1", nil, nil)
 	// Kargo's webhook copies the Stage's steps; this suite runs without it.
-	promo.Spec.Steps = []kargo.PromotionStep{{Uses: "argocd-update"}}
-	require.NoError(t, env.Client.Create(ctx, promo))
+	promo := testutil.MakePromotion(ns, "fleet.cluster-002", "f1").Steps(kargo.PromotionStep{Uses: "argocd-update"}).Obj()
+	testutil.Create(t, env.Client, promo)
 	promo.Status.Phase = kargo.PromotionRunning
 	require.NoError(t, env.Client.Status().Update(ctx, promo))
 
@@ -335,17 +315,8 @@ func TestAdoptionRepointsDownstreamStages(t *testing.T) {
 	ns := "adopt"
 	newProject(t, ns)
 	newProdStage(t, ns, "prod")
-	dr := &kargo.Stage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-dr"},
-		Spec: kargo.StageSpec{
-			RequestedFreight: []kargo.FreightRequest{{
-				Origin:  kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"},
-				Sources: kargo.FreightSources{Stages: []string{"prod"}},
-			}},
-			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{{Uses: "argocd-update"}}}},
-		},
-	}
-	require.NoError(t, env.Client.Create(ctx, dr))
+	dr := testutil.MakeStage(ns, "prod-dr").Upstream("prod").Steps(kargo.PromotionStep{Uses: "argocd-update"}).Obj()
+	testutil.Create(t, env.Client, dr)
 	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").
 		InlineTargets(targets(4, func(int) map[string]string { return nil })...).Waves(threeWaves()...).Obj()
 	require.NoError(t, env.Client.Create(ctx, fs))

@@ -16,12 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 func TestAdmissionRenamesAndCopiesTemplate(t *testing.T) {
 	ns := newProject(t)
 	newFreight(t, ns, "f0123456789abcdef")
-	newStage(t, ns, "dev", vars("target", "cluster-1", "replicas", "2"), func(s *kargo.Stage) {
+	newStage(t, stage(ns, "dev").Vars("target", "cluster-1", "replicas", "2"), func(s *kargo.Stage) {
 		s.Spec.PromotionTemplate.Spec.Vars = []kargo.ExpressionVariable{{Name: "fromTemplate", Value: "yes"}}
 		s.Spec.PromotionTemplate.Spec.Steps = append(s.Spec.PromotionTemplate.Spec.Steps,
 			kargo.PromotionStep{Uses: "compose-output", Config: cfg(`{"x":"y"}`)})
@@ -50,7 +51,7 @@ func TestAdmissionRenamesAndCopiesTemplate(t *testing.T) {
 	// Names sort in creation order (ULIDs), which is Kargo's queue order.
 	q := mustPromote(t, ns, "dev", "f0123456789abcdef")
 	require.Less(t, p.Name, q.Name)
-	waitPromotion(t, q, 20*time.Second, phaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, q, 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 }
 
 func TestAdmissionExpandsTasks(t *testing.T) {
@@ -70,7 +71,7 @@ func TestAdmissionExpandsTasks(t *testing.T) {
 	require.NoError(t, k8s.Create(ctx, task))
 	call := kargo.PromotionStep{As: "notify", Task: &kargo.PromotionTaskRef{Kind: kargo.ClusterPromotionTaskKind, Name: task.Name},
 		Vars: []kargo.ExpressionVariable{{Name: "endpoint", Value: "http://svc"}}}
-	newStage(t, ns, "dev", steps(call))
+	newStage(t, stage(ns, "dev").Steps(call))
 	p := mustPromote(t, ns, "dev", "f1")
 	require.Len(t, p.Spec.Steps, 2)
 	require.Equal(t, "notify::start", p.Spec.Steps[0].As)
@@ -78,7 +79,7 @@ func TestAdmissionExpandsTasks(t *testing.T) {
 	require.Equal(t, []kargo.ExpressionVariable{{Name: "mode", Value: "fast"}, {Name: "endpoint", Value: "http://svc"}},
 		p.Spec.Steps[0].Vars, "task defaults, then the calling step's vars")
 
-	done := waitPromotion(t, p, 20*time.Second, phaseIs(kargo.PromotionSucceeded, kargo.PromotionFailed, kargo.PromotionErrored))
+	done := testutil.Await(t, k8s, p, 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded, kargo.PromotionFailed, kargo.PromotionErrored))
 	require.Equal(t, kargo.PromotionSucceeded, done.Status.Phase, done.Status.Message)
 	require.JSONEq(t, `{"notify::start":{"endpoint":"http://svc","mode":"fast","alias":"notify::start"},
 		"notify::step-2":{"seen":"http://svc"},
@@ -86,7 +87,7 @@ func TestAdmissionExpandsTasks(t *testing.T) {
 
 	// A task var without a value must be supplied by the calling step.
 	missing := kargo.PromotionStep{Task: &kargo.PromotionTaskRef{Kind: kargo.ClusterPromotionTaskKind, Name: task.Name}}
-	newStage(t, ns, "bad", steps(missing))
+	newStage(t, stage(ns, "bad").Steps(missing))
 	_, err := promote(ctx, k8s, ns, "bad", "f1", nil)
 	require.ErrorContains(t, err, `missing value for variable "endpoint"`)
 }
@@ -98,16 +99,10 @@ func TestStageWebhookRefusesIfOnTaskSteps(t *testing.T) {
 	ctx := context.Background()
 	ns := newProject(t)
 	task := &kargo.PromotionTaskRef{Kind: kargo.ClusterPromotionTaskKind, Name: "fleet-rollback"}
-	s := &kargo.Stage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wave"},
-		Spec: kargo.StageSpec{
-			RequestedFreight: []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
-			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: []kargo.PromotionStep{
-				{Uses: "http", As: "notify", If: "${{ failure() }}", Config: cfg(`{"url":"https://chat.example.com"}`)},
-				{Task: task, As: "rollback", If: "${{ failure() }}"},
-			}}},
-		},
-	}
+	s := testutil.MakeStage(ns, "wave").Steps(
+		kargo.PromotionStep{Uses: "http", As: "notify", If: "${{ failure() }}", Config: cfg(`{"url":"https://chat.example.com"}`)},
+		kargo.PromotionStep{Task: task, As: "rollback", If: "${{ failure() }}"},
+	).Obj()
 	err := k8s.Create(ctx, s)
 	require.True(t, apierrors.IsInvalid(err), "%v", err)
 	require.ErrorContains(t, err, `spec.promotionTemplate.spec.steps[1].if: Forbidden: PromotionTemplate step referencing a task cannot have an 'if' condition`)

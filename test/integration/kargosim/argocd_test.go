@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 // newApplication creates an Argo CD Application (permissive test CRD) with
@@ -75,9 +76,9 @@ func TestArgoCDUpdateAuthorizesApplications(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.stage, func(t *testing.T) {
-			newStage(t, ns, tt.stage, steps(kargo.PromotionStep{Uses: "argocd-update", As: "sync", Config: cfg(tt.config)}))
+			newStage(t, stage(ns, tt.stage).Steps(kargo.PromotionStep{Uses: "argocd-update", As: "sync", Config: cfg(tt.config)}))
 			p := mustPromote(t, ns, tt.stage, "f1")
-			got := waitPromotion(t, p, 20*time.Second, phaseIs(kargo.PromotionSucceeded, kargo.PromotionErrored, kargo.PromotionFailed))
+			got := testutil.Await(t, k8s, p, 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded, kargo.PromotionErrored, kargo.PromotionFailed))
 			require.Equal(t, tt.wantPhase, got.Status.Phase, dump(&got.Status))
 			if tt.wantMsg != "" {
 				require.Contains(t, got.Status.Message, tt.wantMsg)

@@ -9,49 +9,46 @@ import (
 
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 func TestAvailabilityRefusalAndVerifiedInGap(t *testing.T) {
 	ctx := context.Background()
 	ns := newProject(t)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "wave-1")
-	newStage(t, ns, "wave-2", upstream("wave-1"))
+	newStage(t, stage(ns, "wave-1"))
+	newStage(t, stage(ns, "wave-2").Upstream("wave-1"))
 
 	_, err := promote(ctx, k8s, ns, "wave-2", "f1", nil)
 	require.ErrorContains(t, err, `spec.freight: Invalid value: "f1": Freight is not available to this Stage`)
 
 	p := mustPromote(t, ns, "wave-1", "f1")
-	done := waitPromotion(t, p, 20*time.Second, phaseIs(kargo.PromotionSucceeded))
+	done := testutil.Await(t, k8s, p, 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 	// In the gap between Succeeded and verifiedIn the downstream Stage still
 	// refuses the Freight.
 	_, err = promote(ctx, k8s, ns, "wave-2", "f1", nil)
 	require.ErrorContains(t, err, "Freight is not available to this Stage", "created within the verifiedIn gap")
 
-	f := waitFreight(t, ns, "f1", 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("wave-1") })
+	f := testutil.Await(t, k8s, testutil.Named[kargo.Freight](ns, "f1"), 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("wave-1") })
 	gap := f.Status.VerifiedIn["wave-1"].VerifiedAt.Sub(done.Status.FinishedAt.Time)
 	require.GreaterOrEqual(t, gap, time.Duration(0))
 	require.Contains(t, f.Status.CurrentlyIn, "wave-1")
 	q, err := promote(ctx, k8s, ns, "wave-2", "f1", nil)
 	require.NoError(t, err, "available once verified upstream")
-	waitPromotion(t, q, 20*time.Second, phaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, q, 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 }
 
 func TestRequiredSoakTime(t *testing.T) {
 	ctx := context.Background()
 	ns := newProject(t)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "a")
-	newStage(t, ns, "b", func(s *kargo.Stage) {
-		s.Spec.RequestedFreight[0].Sources = kargo.FreightSources{Stages: []string{"a"},
-			RequiredSoakTime: &metav1.Duration{Duration: 2 * time.Second}}
-	})
-	waitPromotion(t, mustPromote(t, ns, "a", "f1"), 20*time.Second, phaseIs(kargo.PromotionSucceeded))
-	waitFreight(t, ns, "f1", 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("a") })
+	newStage(t, stage(ns, "a"))
+	newStage(t, stage(ns, "b").Upstream("a").Soak(2*time.Second))
+	testutil.Await(t, k8s, mustPromote(t, ns, "a", "f1"), 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, testutil.Named[kargo.Freight](ns, "f1"), 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("a") })
 	_, err := promote(ctx, k8s, ns, "b", "f1", nil)
 	require.ErrorContains(t, err, "Freight is not available to this Stage", "not soaked yet")
 	require.Eventually(t, func() bool {
@@ -64,7 +61,7 @@ func TestPromoteVerbIsChecked(t *testing.T) {
 	ctx := context.Background()
 	ns := newProject(t)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "prod")
+	newStage(t, stage(ns, "prod"))
 	promotions := rbacv1.PolicyRule{APIGroups: []string{kargo.GroupVersion.Group}, Resources: []string{"promotions"},
 		Verbs: []string{"create", "get", "patch"}}
 	promoteVerb := rbacv1.PolicyRule{APIGroups: []string{kargo.GroupVersion.Group}, Resources: []string{"stages"},
@@ -100,14 +97,11 @@ func TestPromoteVerbIsChecked(t *testing.T) {
 func TestSoakEndIsNoticedOnlyAtResyncOrRefresh(t *testing.T) {
 	ns := newProject(t)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "a")
-	newStage(t, ns, "b", func(s *kargo.Stage) {
-		s.Spec.RequestedFreight[0].Sources = kargo.FreightSources{Stages: []string{"a"},
-			RequiredSoakTime: &metav1.Duration{Duration: time.Second}}
-	})
+	newStage(t, stage(ns, "a"))
+	newStage(t, stage(ns, "b").Upstream("a").Soak(time.Second))
 	enableAutoPromotion(t, ns, "b")
-	waitPromotion(t, mustPromote(t, ns, "a", "f1"), 20*time.Second, phaseIs(kargo.PromotionSucceeded))
-	waitFreight(t, ns, "f1", 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("a") })
+	testutil.Await(t, k8s, mustPromote(t, ns, "a", "f1"), 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, testutil.Named[kargo.Freight](ns, "f1"), 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("a") })
 
 	time.Sleep(4 * time.Second)
 	require.Empty(t, stagePromotions(t, ns, "b"), "the soak ended 3 s ago, but nothing looked at Stage b again")

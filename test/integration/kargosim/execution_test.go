@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 // stepServer is a step service on 127.0.0.1: it answers 503 (try again)
@@ -91,11 +92,11 @@ func TestHTTPStepPollsAndEvaluatesExpressions(t *testing.T) {
 	srv := newStepServer(t)
 	newSecret(t, ns, "step-token", map[string]string{"token": "s3cret"})
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "dev", vars("replicas", "2"), steps(httpStep(srv.URL, "k1", "")))
+	newStage(t, stage(ns, "dev").Vars("replicas", "2").Steps(httpStep(srv.URL, "k1", "")))
 	p := mustPromote(t, ns, "dev", "f1")
 	annotate(t, p, kargo.RollbackAnnotation, "true")
 
-	running := waitPromotion(t, p, 20*time.Second, func(p *kargo.Promotion) bool {
+	running := testutil.Await(t, k8s, p, 20*time.Second, func(p *kargo.Promotion) bool {
 		return p.Status.Phase == kargo.PromotionRunning && srv.callCount("k1") >= 3
 	})
 	require.Len(t, running.Status.StepExecutionMetadata, 1)
@@ -104,7 +105,7 @@ func TestHTTPStepPollsAndEvaluatesExpressions(t *testing.T) {
 	require.Zero(t, running.Status.StepExecutionMetadata[0].ErrorCount, "503 counts no error")
 
 	srv.release("k1")
-	done := waitPromotion(t, p, 20*time.Second, phaseIs(kargo.PromotionSucceeded, kargo.PromotionFailed, kargo.PromotionErrored))
+	done := testutil.Await(t, k8s, p, 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded, kargo.PromotionFailed, kargo.PromotionErrored))
 	require.Equal(t, kargo.PromotionSucceeded, done.Status.Phase, done.Status.Message)
 	var state map[string]map[string]any
 	require.NoError(t, json.Unmarshal(done.Status.State.Raw, &state))
@@ -134,16 +135,16 @@ func TestHTTPStepPollsAndEvaluatesExpressions(t *testing.T) {
 func TestNumericVarBecomesNumber(t *testing.T) {
 	ns := newProject(t)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "dev", vars("replicas", "2"), steps(kargo.PromotionStep{Uses: "compose-output", As: "out",
+	newStage(t, stage(ns, "dev").Vars("replicas", "2").Steps(kargo.PromotionStep{Uses: "compose-output", As: "out",
 		Config: cfg(`{"n": "${{ vars.replicas }}", "s": "${{ quote(vars.replicas) }}", "l": "${{ [1, 2] }}"}`)}))
-	done := waitPromotion(t, mustPromote(t, ns, "dev", "f1"), 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+	done := testutil.Await(t, k8s, mustPromote(t, ns, "dev", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 	require.JSONEq(t, `{"out":{"n":2,"s":"2","l":[1,2]}}`, string(done.Status.State.Raw),
 		"a whole-expression value keeps its JSON type; a numeric var becomes a number unless quoted")
 
 	// In a string field of the http step, the number fails validation.
-	newStage(t, ns, "bad", vars("replicas", "2"), steps(kargo.PromotionStep{Uses: "http", As: "call",
+	newStage(t, stage(ns, "bad").Vars("replicas", "2").Steps(kargo.PromotionStep{Uses: "http", As: "call",
 		Config: cfg(`{"url": "http://127.0.0.1:1", "body": "${{ vars.replicas }}"}`)}))
-	failed := waitPromotion(t, mustPromote(t, ns, "bad", "f1"), 10*time.Second, phaseIs(kargo.PromotionFailed, kargo.PromotionErrored))
+	failed := testutil.Await(t, k8s, mustPromote(t, ns, "bad", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionFailed, kargo.PromotionErrored))
 	require.Equal(t, kargo.PromotionFailed, failed.Status.Phase)
 	require.Contains(t, failed.Status.StepExecutionMetadata[0].Message, "invalid http config")
 }
@@ -156,23 +157,23 @@ func TestHTTPStepConnectionErrorsUseUpErrorThreshold(t *testing.T) {
 	url := "http://" + l.Addr().String()
 	require.NoError(t, l.Close())
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "one", steps(httpStep(url, "x", "")))
-	newStage(t, ns, "four", steps(func() kargo.PromotionStep {
+	newStage(t, stage(ns, "one").Steps(httpStep(url, "x", "")))
+	newStage(t, stage(ns, "four").Steps(func() kargo.PromotionStep {
 		s := httpStep(url, "x", "")
 		s.Retry = &kargo.PromotionStepRetry{ErrorThreshold: 4}
 		return s
 	}()))
 
 	start := time.Now()
-	p1 := waitPromotion(t, mustPromote(t, ns, "one", "f1"), 10*time.Second, phaseIs(kargo.PromotionErrored))
+	p1 := testutil.Await(t, k8s, mustPromote(t, ns, "one", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionErrored))
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.Equal(t, uint32(1), p1.Status.StepExecutionMetadata[0].ErrorCount)
 	require.Contains(t, p1.Status.StepExecutionMetadata[0].Message, `step "wait" met error threshold of 1`)
 	require.Contains(t, p1.Status.StepExecutionMetadata[0].Message, "connection refused")
 
 	p4 := mustPromote(t, ns, "four", "f1")
-	running := waitPromotion(t, p4, 10*time.Second, phaseIs(kargo.PromotionRunning))
-	done := waitPromotion(t, p4, 10*time.Second, phaseIs(kargo.PromotionErrored))
+	running := testutil.Await(t, k8s, p4, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionRunning))
+	done := testutil.Await(t, k8s, p4, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionErrored))
 	require.Equal(t, uint32(4), done.Status.StepExecutionMetadata[0].ErrorCount)
 	require.Less(t, done.Status.FinishedAt.Sub(running.Status.StartedAt.Time), 3*time.Second,
 		"retries after errors ignore pollInterval")
@@ -186,8 +187,8 @@ func TestHTTPStepNonJSONBodyErrors(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "dev", steps(httpStep(srv.URL, "k", "")))
-	done := waitPromotion(t, mustPromote(t, ns, "dev", "f1"), 10*time.Second, phaseIs(kargo.PromotionErrored))
+	newStage(t, stage(ns, "dev").Steps(httpStep(srv.URL, "k", "")))
+	done := testutil.Await(t, k8s, mustPromote(t, ns, "dev", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionErrored))
 	require.Contains(t, done.Status.StepExecutionMetadata[0].Message, "failed to parse JSON response")
 }
 
@@ -196,40 +197,40 @@ func TestOneAtATimePerStageAndStagesInParallel(t *testing.T) {
 	srv := newStepServer(t)
 	newFreight(t, ns, "f1")
 	newFreight(t, ns, "f2")
-	newStage(t, ns, "a", steps(httpStep(srv.URL, "a", "")))
-	newStage(t, ns, "b", steps(httpStep(srv.URL, "b", "")))
+	newStage(t, stage(ns, "a").Steps(httpStep(srv.URL, "a", "")))
+	newStage(t, stage(ns, "b").Steps(httpStep(srv.URL, "b", "")))
 	a1 := mustPromote(t, ns, "a", "f1")
 	a2 := mustPromote(t, ns, "a", "f2")
 	b1 := mustPromote(t, ns, "b", "f1")
 
-	waitPromotion(t, a1, 10*time.Second, phaseIs(kargo.PromotionRunning))
-	waitPromotion(t, b1, 10*time.Second, phaseIs(kargo.PromotionRunning))
+	testutil.Await(t, k8s, a1, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionRunning))
+	testutil.Await(t, k8s, b1, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionRunning))
 	time.Sleep(500 * time.Millisecond)
-	waitPromotion(t, a2, time.Second, phaseIs(kargo.PromotionPending))
-	st := waitStage(t, ns, "a", time.Second, func(s *kargo.Stage) bool { return s.Status.CurrentPromotion != nil })
+	testutil.Await(t, k8s, a2, time.Second, testutil.PromotionPhaseIs(kargo.PromotionPending))
+	st := testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, "a"), time.Second, func(s *kargo.Stage) bool { return s.Status.CurrentPromotion != nil })
 	require.Equal(t, a1.Name, st.Status.CurrentPromotion.Name)
 
 	srv.release("a")
-	waitPromotion(t, a1, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
-	done := waitPromotion(t, a2, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, a1, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	done := testutil.Await(t, k8s, a2, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 	require.True(t, !done.Status.StartedAt.Before(a1.Status.StartedAt))
-	waitPromotion(t, b1, time.Second, phaseIs(kargo.PromotionRunning))
+	testutil.Await(t, k8s, b1, time.Second, testutil.PromotionPhaseIs(kargo.PromotionRunning))
 	srv.release("b")
-	waitPromotion(t, b1, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, b1, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 }
 
 func TestAbortEndsPromotionAndNextStarts(t *testing.T) {
 	ns := newProject(t)
 	srv := newStepServer(t)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "a", steps(httpStep(srv.URL, "a", "")))
+	newStage(t, stage(ns, "a").Steps(httpStep(srv.URL, "a", "")))
 	p1 := mustPromote(t, ns, "a", "f1")
 	p2 := mustPromote(t, ns, "a", "f1")
-	waitPromotion(t, p1, 10*time.Second, phaseIs(kargo.PromotionRunning))
+	testutil.Await(t, k8s, p1, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionRunning))
 
 	annotate(t, p1, kargo.AbortAnnotation, kargo.AbortTerminate)
 	start := time.Now()
-	aborted := waitPromotion(t, p1, 5*time.Second, phaseIs(kargo.PromotionAborted))
+	aborted := testutil.Await(t, k8s, p1, 5*time.Second, testutil.PromotionPhaseIs(kargo.PromotionAborted))
 	require.Less(t, time.Since(start), 2*time.Second)
 	require.Equal(t, kargo.StepAborted, aborted.Status.StepExecutionMetadata[0].Status)
 	require.Contains(t, aborted.Status.Message, "Promotion terminated by kubernetes:")
@@ -240,15 +241,15 @@ func TestAbortEndsPromotionAndNextStarts(t *testing.T) {
 	require.NotEmpty(t, req["actor"])
 	calls := srv.callCount("a")
 
-	waitPromotion(t, p2, 10*time.Second, phaseIs(kargo.PromotionRunning))
+	testutil.Await(t, k8s, p2, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionRunning))
 	srv.release("a")
-	waitPromotion(t, p2, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, p2, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 	_ = calls
 
 	// A Pending Promotion can be aborted too.
 	p3 := mustPromote(t, ns, "a", "f1")
 	annotate(t, p3, kargo.AbortAnnotation, kargo.AbortTerminate)
-	waitPromotion(t, p3, 5*time.Second, phaseIs(kargo.PromotionAborted, kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, p3, 5*time.Second, testutil.PromotionPhaseIs(kargo.PromotionAborted, kargo.PromotionSucceeded))
 }
 
 func TestRefreshRerunsPollingStep(t *testing.T) {
@@ -259,9 +260,9 @@ func TestRefreshRerunsPollingStep(t *testing.T) {
 	slow.Config = cfg(string(slow.Config.Raw[:len(slow.Config.Raw)-1]) + `, "timeout": "5s"}`)
 	// A long poll interval: only a refresh brings the next request early.
 	slow.Config.Raw = []byte(replaceOnce(string(slow.Config.Raw), `"pollInterval": "100ms"`, `"pollInterval": "1h"`))
-	newStage(t, ns, "dev", steps(slow))
+	newStage(t, stage(ns, "dev").Steps(slow))
 	p := mustPromote(t, ns, "dev", "f1")
-	waitPromotion(t, p, 10*time.Second, func(p *kargo.Promotion) bool {
+	testutil.Await(t, k8s, p, 10*time.Second, func(p *kargo.Promotion) bool {
 		return p.Status.Phase == kargo.PromotionRunning && srv.callCount("r") == 1
 	})
 	time.Sleep(300 * time.Millisecond)
@@ -269,14 +270,14 @@ func TestRefreshRerunsPollingStep(t *testing.T) {
 
 	// A new refresh value re-runs the polling step at once.
 	annotate(t, p, kargo.RefreshAnnotation, "one")
-	running := waitPromotion(t, p, 2*time.Second, func(p *kargo.Promotion) bool {
+	running := testutil.Await(t, k8s, p, 2*time.Second, func(p *kargo.Promotion) bool {
 		return srv.callCount("r") == 2 && p.Status.LastHandledRefresh == "one"
 	})
 	require.Equal(t, kargo.PromotionRunning, running.Status.Phase)
 
 	srv.release("r")
 	annotate(t, p, kargo.RefreshAnnotation, "two")
-	waitPromotion(t, p, 2*time.Second, phaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, p, 2*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 	require.Equal(t, 3, srv.callCount("r"))
 }
 
@@ -317,7 +318,7 @@ func TestAbortInsideHTTPRequestIsIgnored(t *testing.T) {
 		}
 	})
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "a", steps(kargo.PromotionStep{Uses: "http", As: "slow", Config: cfg(`{
+	newStage(t, stage(ns, "a").Steps(kargo.PromotionStep{Uses: "http", As: "slow", Config: cfg(`{
 		"method": "POST", "url": "` + srv.URL + `", "timeout": "30s",
 		"successExpression": "response.status == 200 && response.body.state == 'done'"}`)}))
 	p := mustPromote(t, ns, "a", "f1")
@@ -328,16 +329,16 @@ func TestAbortInsideHTTPRequestIsIgnored(t *testing.T) {
 	}
 	annotate(t, p, kargo.AbortAnnotation, kargo.AbortTerminate)
 	// The abort is recorded (the webhook rewrote it) while the step waits.
-	waitPromotion(t, p, 5*time.Second, func(p *kargo.Promotion) bool {
+	testutil.Await(t, k8s, p, 5*time.Second, func(p *kargo.Promotion) bool {
 		return strings.Contains(p.Annotations[kargo.AbortAnnotation], `"actor"`)
 	})
 	time.Sleep(300 * time.Millisecond)
 	close(release)
-	done := waitPromotion(t, p, 10*time.Second, phaseIs(kargo.PromotionSucceeded, kargo.PromotionAborted,
+	done := testutil.Await(t, k8s, p, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded, kargo.PromotionAborted,
 		kargo.PromotionFailed, kargo.PromotionErrored))
 	require.Equal(t, kargo.PromotionSucceeded, done.Status.Phase, done.Status.Message)
 	require.Equal(t, kargo.StepSucceeded, done.Status.StepExecutionMetadata[0].Status)
 	time.Sleep(500 * time.Millisecond)
-	after := waitPromotion(t, p, time.Second, phaseIs(kargo.PromotionSucceeded, kargo.PromotionAborted))
+	after := testutil.Await(t, k8s, p, time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded, kargo.PromotionAborted))
 	require.Equal(t, kargo.PromotionSucceeded, after.Status.Phase, "a finished Promotion stays finished")
 }

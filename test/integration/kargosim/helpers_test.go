@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -20,9 +19,10 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
-var origin = kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
+var origin = testutil.Warehouse
 
 // newProject creates a Kargo Project namespace named after the test.
 func newProject(t *testing.T) string {
@@ -32,64 +32,36 @@ func newProject(t *testing.T) string {
 		name = name[:50]
 	}
 	name = strings.Trim(name, "-")
-	require.NoError(t, k8s.Create(context.Background(), envtest.ProjectNamespace(name)))
+	testutil.Create(t, k8s, envtest.ProjectNamespace(name))
 	return name
 }
 
 // newFreight creates a Freight from the "apps" Warehouse.
 func newFreight(t *testing.T, ns, name string) *kargo.Freight {
 	t.Helper()
-	f := &kargo.Freight{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Origin:     origin,
-		Images:     []apiextensionsv1.JSON{{Raw: []byte(`{"repoURL":"example.com/app","tag":"` + name + `"}`)}},
-	}
-	require.NoError(t, k8s.Create(context.Background(), f))
+	f := testutil.MakeFreight(ns, name).Obj()
+	testutil.Create(t, k8s, f)
 	return f
 }
 
-// stageOpt changes a Stage before it is created.
-type stageOpt func(*kargo.Stage)
-
-func upstream(stages ...string) stageOpt {
-	return func(s *kargo.Stage) {
-		s.Spec.RequestedFreight[0].Sources = kargo.FreightSources{Stages: stages}
-	}
+// stage builds a Stage taking "apps" Freight directly, with one simulated
+// argocd-update step.
+func stage(ns, name string) *testutil.StageWrapper {
+	return testutil.MakeStage(ns, name).ArgoCDUpdate("app")
 }
 
-func vars(kv ...string) stageOpt {
-	return func(s *kargo.Stage) {
-		for i := 0; i+1 < len(kv); i += 2 {
-			s.Spec.Vars = append(s.Spec.Vars, kargo.ExpressionVariable{Name: kv[i], Value: kv[i+1]})
-		}
-	}
-}
-
-func steps(st ...kargo.PromotionStep) stageOpt {
-	return func(s *kargo.Stage) { s.Spec.PromotionTemplate.Spec.Steps = st }
-}
-
-// newStage creates a Stage taking "apps" Freight directly, with one
-// simulated argocd-update step unless told otherwise.
-func newStage(t *testing.T, ns, name string, opts ...stageOpt) *kargo.Stage {
+// newStage creates the Stage w builds, after the mutations.
+func newStage(t *testing.T, w *testutil.StageWrapper, mutate ...func(*kargo.Stage)) *kargo.Stage {
 	t.Helper()
-	s := &kargo.Stage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: kargo.StageSpec{
-			RequestedFreight: []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
-			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{
-				Steps: []kargo.PromotionStep{{Uses: "argocd-update", As: "sync", Config: cfg(`{"apps":[{"name":"app"}]}`)}},
-			}},
-		},
+	s := w.Obj()
+	for _, m := range mutate {
+		m(s)
 	}
-	for _, o := range opts {
-		o(s)
-	}
-	require.NoError(t, k8s.Create(context.Background(), s))
+	testutil.Create(t, k8s, s)
 	return s
 }
 
-func cfg(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+func cfg(s string) *apiextensionsv1.JSON { return testutil.JSON(s) }
 
 // promote creates a Promotion with the given client and returns it as
 // admitted (renamed).
@@ -104,54 +76,6 @@ func mustPromote(t *testing.T, ns, stage, freight string) *kargo.Promotion {
 	p, err := promote(context.Background(), k8s, ns, stage, freight, nil)
 	require.NoError(t, err)
 	return p
-}
-
-// waitPromotion waits until the Promotion satisfies cond and returns it.
-func waitPromotion(t *testing.T, p *kargo.Promotion, timeout time.Duration, cond func(*kargo.Promotion) bool) *kargo.Promotion {
-	t.Helper()
-	var got kargo.Promotion
-	require.Eventually(t, func() bool {
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p), &got); err != nil {
-			return false
-		}
-		return cond(&got)
-	}, timeout, 10*time.Millisecond, "Promotion %s did not reach the expected state; last status: %s", p.Name, dump(&got.Status))
-	return &got
-}
-
-func phaseIs(phases ...kargo.PromotionPhase) func(*kargo.Promotion) bool {
-	return func(p *kargo.Promotion) bool {
-		for _, ph := range phases {
-			if p.Status.Phase == ph {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-func waitStage(t *testing.T, ns, name string, timeout time.Duration, cond func(*kargo.Stage) bool) *kargo.Stage {
-	t.Helper()
-	var got kargo.Stage
-	require.Eventually(t, func() bool {
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
-			return false
-		}
-		return cond(&got)
-	}, timeout, 10*time.Millisecond, "Stage %s did not reach the expected state; last status: %s", name, dump(&got.Status))
-	return &got
-}
-
-func waitFreight(t *testing.T, ns, name string, timeout time.Duration, cond func(*kargo.Freight) bool) *kargo.Freight {
-	t.Helper()
-	var got kargo.Freight
-	require.Eventually(t, func() bool {
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
-			return false
-		}
-		return cond(&got)
-	}, timeout, 10*time.Millisecond, "Freight %s did not reach the expected state; last status: %s", name, dump(&got.Status))
-	return &got
 }
 
 func dump(v any) string {

@@ -22,6 +22,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 // scenario is an expect.yaml.
@@ -83,14 +84,14 @@ func runScenario(t *testing.T, dir string) {
 			}
 			require.NoError(t, err, "step %d", i)
 			want := kargo.PromotionPhase(step.Expect.Phase)
-			got := waitPromotion(t, p, wait, func(p *kargo.Promotion) bool { return p.Status.Phase.IsTerminal() })
+			got := testutil.Await(t, k8s, p, wait, func(p *kargo.Promotion) bool { return p.Status.Phase.IsTerminal() })
 			require.Equal(t, want, got.Status.Phase, "step %d: %s", i, got.Status.Message)
 		case step.Approve != nil:
 			require.NoError(t, kargosim.Approve(ctx, k8s, client.ObjectKey{Namespace: ns, Name: step.Approve.Freight},
 				step.Approve.Stage), "step %d", i)
 		case step.WaitFreight != nil:
 			w := step.WaitFreight
-			waitFreight(t, ns, w.Name, wait, func(f *kargo.Freight) bool {
+			testutil.Await(t, k8s, testutil.Named[kargo.Freight](ns, w.Name), wait, func(f *kargo.Freight) bool {
 				_, cur := f.Status.CurrentlyIn[w.CurrentlyIn]
 				return (w.VerifiedIn == "" || f.IsVerifiedIn(w.VerifiedIn)) &&
 					(w.CurrentlyIn == "" || cur) &&
@@ -98,7 +99,7 @@ func runScenario(t *testing.T, dir string) {
 			})
 		case step.WaitStage != nil:
 			w := step.WaitStage
-			waitStage(t, ns, w.Name, wait, func(s *kargo.Stage) bool {
+			testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, w.Name), wait, func(s *kargo.Stage) bool {
 				return slices.Contains(s.CurrentFreightNames(), w.CurrentFreight)
 			})
 		default:

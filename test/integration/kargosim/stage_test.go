@@ -14,17 +14,18 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 func TestFreightHistoryKeepsTenNewestFirst(t *testing.T) {
 	ns := newProject(t)
-	newStage(t, ns, "dev")
+	newStage(t, stage(ns, "dev"))
 	for i := range 12 {
 		name := fmt.Sprintf("f%02d", i)
 		newFreight(t, ns, name)
-		waitPromotion(t, mustPromote(t, ns, "dev", name), 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+		testutil.Await(t, k8s, mustPromote(t, ns, "dev", name), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 	}
-	st := waitStage(t, ns, "dev", 10*time.Second, func(s *kargo.Stage) bool {
+	st := testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, "dev"), 10*time.Second, func(s *kargo.Stage) bool {
 		return len(s.Status.FreightHistory) > 0 && s.Status.FreightHistory[0].Items[origin.Key()].Name == "f11" &&
 			s.LastVerification() != nil
 	})
@@ -42,7 +43,7 @@ func TestFreightHistoryKeepsTenNewestFirst(t *testing.T) {
 		}
 	}
 	require.True(t, verified, "Verified condition")
-	old := waitFreight(t, ns, "f10", 5*time.Second, func(f *kargo.Freight) bool { return len(f.Status.CurrentlyIn) == 0 })
+	old := testutil.Await(t, k8s, testutil.Named[kargo.Freight](ns, "f10"), 5*time.Second, func(f *kargo.Freight) bool { return len(f.Status.CurrentlyIn) == 0 })
 	require.Contains(t, old.Status.VerifiedIn, "dev", "verifiedIn stays when Freight leaves")
 }
 
@@ -64,17 +65,17 @@ func currentFreight(s *kargo.Stage) string {
 func TestAutoPromotionHoldsAndMatchUpstream(t *testing.T) {
 	ns := newProject(t)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "a")
-	newStage(t, ns, "newest", upstream("a"))
-	newStage(t, ns, "follow", upstream("a"), func(s *kargo.Stage) {
+	newStage(t, stage(ns, "a"))
+	newStage(t, stage(ns, "newest").Upstream("a"))
+	newStage(t, stage(ns, "follow").Upstream("a"), func(s *kargo.Stage) {
 		s.Spec.RequestedFreight[0].Sources.AutoPromotionOptions = &kargo.AutoPromotionOptions{
 			SelectionPolicy: kargo.SelectionMatchUpstream}
 	})
 	enableAutoPromotion(t, ns, "newest", "follow")
 
-	waitPromotion(t, mustPromote(t, ns, "a", "f1"), 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, mustPromote(t, ns, "a", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 	for _, s := range []string{"newest", "follow"} {
-		waitStage(t, ns, s, 10*time.Second, func(s *kargo.Stage) bool { return currentFreight(s) == "f1" })
+		testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, s), 10*time.Second, func(s *kargo.Stage) bool { return currentFreight(s) == "f1" })
 		ps := stagePromotions(t, ns, s)
 		require.Len(t, ps, 1)
 		require.Empty(t, ps[0].Annotations[kargo.CreateActorAnnotation], "auto-Promotions carry no actor")
@@ -82,20 +83,20 @@ func TestAutoPromotionHoldsAndMatchUpstream(t *testing.T) {
 
 	// f2 goes to a; then a is rolled back to f1.
 	newFreight(t, ns, "f2")
-	waitPromotion(t, mustPromote(t, ns, "a", "f2"), 10*time.Second, phaseIs(kargo.PromotionSucceeded))
-	waitStage(t, ns, "newest", 10*time.Second, func(s *kargo.Stage) bool { return currentFreight(s) == "f2" })
-	waitStage(t, ns, "follow", 10*time.Second, func(s *kargo.Stage) bool { return currentFreight(s) == "f2" })
-	waitPromotion(t, mustPromote(t, ns, "a", "f1"), 10*time.Second, phaseIs(kargo.PromotionSucceeded))
-	waitStage(t, ns, "follow", 10*time.Second, func(s *kargo.Stage) bool { return currentFreight(s) == "f1" })
+	testutil.Await(t, k8s, mustPromote(t, ns, "a", "f2"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, "newest"), 10*time.Second, func(s *kargo.Stage) bool { return currentFreight(s) == "f2" })
+	testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, "follow"), 10*time.Second, func(s *kargo.Stage) bool { return currentFreight(s) == "f2" })
+	testutil.Await(t, k8s, mustPromote(t, ns, "a", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, "follow"), 10*time.Second, func(s *kargo.Stage) bool { return currentFreight(s) == "f1" })
 	time.Sleep(500 * time.Millisecond)
-	st := waitStage(t, ns, "newest", time.Second, func(*kargo.Stage) bool { return true })
+	st := testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, "newest"), time.Second, func(*kargo.Stage) bool { return true })
 	require.Equal(t, "f2", currentFreight(st), "NewestFreight keeps the rolled-back Freight (verifiedIn is not removed)")
 
 	// A manual off-candidate Promotion into an auto-promoting Stage holds it.
 	p := mustPromote(t, ns, "newest", "f1")
 	require.Equal(t, origin.Key(), p.Annotations[kargo.AutoPromotionHoldAnnotation])
-	waitPromotion(t, p, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
-	held := waitStage(t, ns, "newest", 10*time.Second, func(s *kargo.Stage) bool {
+	testutil.Await(t, k8s, p, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	held := testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, "newest"), 10*time.Second, func(s *kargo.Stage) bool {
 		return currentFreight(s) == "f1" && len(s.Status.AutoPromotionHolds) == 1
 	})
 	require.Equal(t, "f1", held.Status.AutoPromotionHolds[origin.Key()].FreightName)
@@ -105,16 +106,16 @@ func TestAutoPromotionHoldsAndMatchUpstream(t *testing.T) {
 	// Promoting the candidate again releases the hold.
 	r := mustPromote(t, ns, "newest", "f2")
 	require.Equal(t, origin.Key(), r.Annotations[kargo.AutoPromotionResumeAnnotation])
-	waitPromotion(t, r, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
-	waitStage(t, ns, "newest", 10*time.Second, func(s *kargo.Stage) bool { return len(s.Status.AutoPromotionHolds) == 0 })
+	testutil.Await(t, k8s, r, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, "newest"), 10*time.Second, func(s *kargo.Stage) bool { return len(s.Status.AutoPromotionHolds) == 0 })
 }
 
 func TestApprovalMakesFreightAvailableAndSkipsWaves(t *testing.T) {
 	ctx := context.Background()
 	ns := newProject(t)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "wave-1")
-	newStage(t, ns, "wave-2", upstream("wave-1"))
+	newStage(t, stage(ns, "wave-1"))
+	newStage(t, stage(ns, "wave-2").Upstream("wave-1"))
 	enableAutoPromotion(t, ns, "wave-2")
 	key := client.ObjectKey{Namespace: ns, Name: "f1"}
 
@@ -122,46 +123,42 @@ func TestApprovalMakesFreightAvailableAndSkipsWaves(t *testing.T) {
 	require.ErrorContains(t, kargosim.Approve(ctx, nobody, key, "wave-2"), "not permitted to promote")
 
 	require.NoError(t, kargosim.Approve(ctx, k8s, key, "wave-2"))
-	f := waitFreight(t, ns, "f1", time.Second, func(f *kargo.Freight) bool { return f.IsApprovedFor("wave-2") })
+	f := testutil.Await(t, k8s, testutil.Named[kargo.Freight](ns, "f1"), time.Second, func(f *kargo.Freight) bool { return f.IsApprovedFor("wave-2") })
 	require.False(t, f.IsVerifiedIn("wave-1"))
 	// The auto-promoting Stage promotes the approved Freight at once,
 	// although wave-1 never had it.
-	st := waitStage(t, ns, "wave-2", 10*time.Second, func(s *kargo.Stage) bool { return currentFreight(s) == "f1" })
+	st := testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, "wave-2"), 10*time.Second, func(s *kargo.Stage) bool { return currentFreight(s) == "f1" })
 	require.Empty(t, st.Status.AutoPromotionHolds)
 }
 
 func TestFaultInjection(t *testing.T) {
 	ns := newProject(t)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "fails", vars(kargosim.FaultVar, kargosim.FaultFail))
-	newStage(t, ns, "errors", vars(kargosim.FaultVar, kargosim.FaultError))
-	newStage(t, ns, "unhealthy", vars(kargosim.FaultVar, kargosim.FaultUnhealthy))
-	newStage(t, ns, "unverified", func(s *kargo.Stage) {
-		s.Labels = map[string]string{kargosim.FaultLabel: kargosim.FaultFailVerification}
-	})
-	newStage(t, ns, "hangs", vars(kargosim.FaultVar, kargosim.FaultHang), func(s *kargo.Stage) {
+	newStage(t, stage(ns, "fails").Vars(kargosim.FaultVar, kargosim.FaultFail))
+	newStage(t, stage(ns, "errors").Vars(kargosim.FaultVar, kargosim.FaultError))
+	newStage(t, stage(ns, "unhealthy").Vars(kargosim.FaultVar, kargosim.FaultUnhealthy))
+	newStage(t, stage(ns, "unverified").Labels(map[string]string{kargosim.FaultLabel: kargosim.FaultFailVerification}))
+	newStage(t, stage(ns, "hangs").Vars(kargosim.FaultVar, kargosim.FaultHang), func(s *kargo.Stage) {
 		s.Spec.PromotionTemplate.Spec.Steps[0].Retry = &kargo.PromotionStepRetry{Timeout: &metav1.Duration{Duration: time.Second}}
 	})
-	newStage(t, ns, "slow", vars(kargosim.DelayVar, "700ms"))
+	newStage(t, stage(ns, "slow").Vars(kargosim.DelayVar, "700ms"))
 
-	require.Equal(t, kargo.PromotionFailed, waitPromotion(t, mustPromote(t, ns, "fails", "f1"), 10*time.Second,
-		phaseIs(kargo.PromotionFailed, kargo.PromotionSucceeded)).Status.Phase)
-	require.Equal(t, kargo.PromotionErrored, waitPromotion(t, mustPromote(t, ns, "errors", "f1"), 10*time.Second,
-		phaseIs(kargo.PromotionErrored, kargo.PromotionSucceeded)).Status.Phase)
-	hung := waitPromotion(t, mustPromote(t, ns, "hangs", "f1"), 10*time.Second, phaseIs(kargo.PromotionErrored, kargo.PromotionSucceeded))
+	require.Equal(t, kargo.PromotionFailed, testutil.Await(t, k8s, mustPromote(t, ns, "fails", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionFailed, kargo.PromotionSucceeded)).Status.Phase)
+	require.Equal(t, kargo.PromotionErrored, testutil.Await(t, k8s, mustPromote(t, ns, "errors", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionErrored, kargo.PromotionSucceeded)).Status.Phase)
+	hung := testutil.Await(t, k8s, mustPromote(t, ns, "hangs", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionErrored, kargo.PromotionSucceeded))
 	require.Contains(t, hung.Status.Message, `step "sync" timed out after 1s`)
-	slow := waitPromotion(t, mustPromote(t, ns, "slow", "f1"), 10*time.Second, phaseIs(kargo.PromotionSucceeded))
+	slow := testutil.Await(t, k8s, mustPromote(t, ns, "slow", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 	require.GreaterOrEqual(t, slow.Status.FinishedAt.Sub(slow.Status.StartedAt.Time), 0*time.Second)
 
-	waitPromotion(t, mustPromote(t, ns, "unhealthy", "f1"), 10*time.Second, phaseIs(kargo.PromotionSucceeded))
-	waitStage(t, ns, "unhealthy", 10*time.Second, func(s *kargo.Stage) bool {
+	testutil.Await(t, k8s, mustPromote(t, ns, "unhealthy", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, "unhealthy"), 10*time.Second, func(s *kargo.Stage) bool {
 		return s.Status.Health != nil && s.Status.Health.Status == kargo.HealthUnhealthy
 	})
-	waitPromotion(t, mustPromote(t, ns, "unverified", "f1"), 10*time.Second, phaseIs(kargo.PromotionSucceeded))
-	st := waitStage(t, ns, "unverified", 10*time.Second, func(s *kargo.Stage) bool { return s.LastVerification() != nil })
+	testutil.Await(t, k8s, mustPromote(t, ns, "unverified", "f1"), 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	st := testutil.Await(t, k8s, testutil.Named[kargo.Stage](ns, "unverified"), 10*time.Second, func(s *kargo.Stage) bool { return s.LastVerification() != nil })
 	require.Equal(t, kargo.VerificationFailed, st.LastVerification().Phase)
 	time.Sleep(300 * time.Millisecond)
-	f := waitFreight(t, ns, "f1", time.Second, func(*kargo.Freight) bool { return true })
+	f := testutil.Await(t, k8s, testutil.Named[kargo.Freight](ns, "f1"), time.Second, func(*kargo.Freight) bool { return true })
 	require.NotContains(t, f.Status.VerifiedIn, "unhealthy")
 	require.NotContains(t, f.Status.VerifiedIn, "unverified")
 	require.Contains(t, f.Status.VerifiedIn, "slow")

@@ -10,9 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -68,29 +66,16 @@ func newFleet(t *testing.T, ns string, spec fleetSpec) *fleet {
 			}}},
 		}))
 	}
-	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
 	steps := spec.steps
 	if steps == nil {
-		steps = []kargo.PromotionStep{{
-			Uses: "argocd-update", As: "sync",
-			Config: &apiextensionsv1.JSON{Raw: []byte(`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}"}]}`)},
-		}}
+		steps = []kargo.PromotionStep{testutil.ArgoCDUpdateStep(`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}"}]}`)}
 	}
-	require.NoError(t, c.Create(ctx, &kargo.Stage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
-		Spec: kargo.StageSpec{
-			RequestedFreight:  []kargo.FreightRequest{{Origin: origin, Sources: kargo.FreightSources{Direct: true}}},
-			PromotionTemplate: &kargo.PromotionTemplate{Spec: kargo.PromotionTemplateSpec{Steps: steps}},
-		},
-	}))
+	testutil.Create(t, c, testutil.MakeStage(ns, "prod").Steps(steps...).Obj())
 	f := &fleet{t: t, ns: ns, good: "f1-good", bad: "f2-bad", fleetKey: client.ObjectKey{Namespace: ns, Name: "fleet"},
 		autoPromote: spec.autoPromote, firstWave: spec.waves[0].Name}
 	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").InlineTargets(spec.targets...).Waves(spec.waves...).Policy(spec.policy).Obj()
-	require.NoError(t, c.Create(ctx, fs))
-	require.Eventually(t, func() bool {
-		got := &fleetv1alpha1.FleetStage{}
-		return c.Get(ctx, f.fleetKey, got) == nil && meta.IsStatusConditionTrue(got.Status.Conditions, fleetv1alpha1.ReadyCondition)
-	}, wait, tick, "the FleetStage never became Ready")
+	testutil.Create(t, c, fs)
+	testutil.AwaitReady(t, c, fs, wait)
 	return f
 }
 
@@ -118,11 +103,7 @@ func (f *fleet) ship(freight string) {
 
 func (f *fleet) ensureFreight(freight string) {
 	f.t.Helper()
-	err := env.Client.Create(context.Background(), &kargo.Freight{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: freight},
-		Origin:     kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"},
-		Images:     []apiextensionsv1.JSON{{Raw: fmt.Appendf(nil, `{"repoURL":"example.com/guestbook","tag":%q}`, freight)}},
-	})
+	err := env.Client.Create(context.Background(), testutil.MakeFreight(f.ns, freight).Image("example.com/guestbook").Obj())
 	if !apierrors.IsAlreadyExists(err) {
 		require.NoError(f.t, err)
 	}
