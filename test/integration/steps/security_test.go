@@ -38,9 +38,8 @@ type securityFixture struct {
 	pilot, finished, target, plain, labelled *kargo.Promotion
 }
 
-//
-// pilotOpts change wave Stage prod-pilot, e.g. to add a fleet-rollback step
-// its Promotion states.
+// newSecurityFixture creates the fixture; pilotOpts change wave Stage
+// prod-pilot, e.g. to add a fleet-rollback step its Promotion states.
 func newSecurityFixture(t *testing.T, pilotOpts ...stageOpt) *securityFixture {
 	t.Helper()
 	ns := newProject(t)

@@ -139,15 +139,15 @@ func TestSecurity_rollbackConfigIsThePromotions(t *testing.T) {
 		{name: "rollbackOf the step does not state", alias: "rollback::wait",
 			config:     map[string]any{"mode": "wait", "freight": "f0", "rollbackOf": forward.Name},
 			wantStatus: http.StatusForbidden, wantReason: stepserver.ReasonConfigNotStated,
-			wantMsg:    "fleet-rollback config field rollbackOf is \"" + forward.Name + "\""},
+			wantMsg: "fleet-rollback config field rollbackOf is \"" + forward.Name + "\""},
 		{name: "an alias the Promotion does not have", alias: "other::start",
 			config:     map[string]any{"mode": "start", "anyFreight": true},
 			wantStatus: http.StatusForbidden, wantReason: stepserver.ReasonConfigNotStated,
-			wantMsg:    `has no step aliased "other::start"`},
+			wantMsg: `has no step aliased "other::start"`},
 		{name: "a reason holding a secret() expression", alias: "rollback::start",
 			config:     map[string]any{"mode": "start", "freight": "f0", "reason": "${{ secret('db').password }}"},
 			wantStatus: http.StatusUnprocessableEntity, wantReason: stepserver.ReasonInvalidConfig,
-			wantMsg:    "reason: must be plain text"},
+			wantMsg: "reason: must be plain text"},
 	}
 	for _, c := range refused {
 		t.Run(c.name, func(t *testing.T) {
