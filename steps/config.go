@@ -95,6 +95,37 @@ func ValidateConfig(step string, raw json.RawMessage) error {
 	return err
 }
 
+// TargetFields returns the config fields of a step that choose what
+// Freight, or which rollout, the step acts on (for fleet-rollback: freight,
+// rollbackOf and anyFreight). The step server accepts them only as the
+// calling Promotion's own step states them. Other steps act only on the
+// calling Promotion's Stage and Freight, and have none.
+func TargetFields(step string) []string {
+	if step == RollbackStepName {
+		return slices.Clone(rollbackTargetFields)
+	}
+	return nil
+}
+
+// NormalizeConfig applies, in place, the rules decodeConfig applies to a
+// step's config before validating it: null and "" are unset (removed), and
+// a string given for a boolean, number, list or object property is parsed.
+// It lets a caller compare two configs as the step reads them.
+func NormalizeConfig(step string, obj map[string]any) error {
+	schemas, err := loadSchemas()
+	if err != nil {
+		return err
+	}
+	cs, ok := schemas[step]
+	if !ok {
+		return &TerminalError{Err: fmt.Errorf("no schema for step %q", step)}
+	}
+	if err := normalize(obj, cs.types); err != nil {
+		return &TerminalError{Err: fmt.Errorf("invalid %s config: %w", step, err)}
+	}
+	return nil
+}
+
 // propertyTypes returns the declared type of each top-level property.
 func propertyTypes(doc any) map[string]string {
 	types := map[string]string{}

@@ -36,6 +36,25 @@ type RollbackConfig struct {
 	Links []Link `json:"links,omitempty"`
 }
 
+// rollbackTargetFields are the fleet-rollback config fields that choose
+// which Freight the fleet returns to and which rollout is undone.
+var rollbackTargetFields = []string{"freight", "rollbackOf", "anyFreight"}
+
+// refuseUnevaluatedReason refuses a reason holding an expression Kargo did
+// not evaluate, or a call of secret(): the reason is stored on the
+// FleetRollout for anyone who may read it, and a text that names a Secret
+// is a request to copy it there, not a reason.
+func refuseUnevaluatedReason(obj map[string]any) error {
+	reason, _ := obj["reason"].(string)
+	for _, bad := range []string{"${{", "secret("} {
+		if strings.Contains(reason, bad) {
+			return fmt.Errorf("reason: must be plain text; it contains %q, an expression Kargo did not evaluate "+
+				"or a secret() call, which is never recorded on a FleetRollout", bad)
+		}
+	}
+	return nil
+}
+
 // applyDefaults fills unset fields that need no cluster state.
 func (c *RollbackConfig) applyDefaults() {
 	if c.Mode == "" {
@@ -68,7 +87,7 @@ func (s *rollbackStep) Run(ctx context.Context, in *Input) (Result, error) {
 // convert validates and decodes the config.
 func (s *rollbackStep) convert(raw json.RawMessage) (RollbackConfig, error) {
 	var cfg RollbackConfig
-	if err := decodeConfig(RollbackStepName, raw, &cfg); err != nil {
+	if err := decodeConfig(RollbackStepName, raw, &cfg, refuseUnevaluatedReason); err != nil {
 		return cfg, err
 	}
 	cfg.applyDefaults()

@@ -37,6 +37,22 @@ func Test_rollbackStep_convert(t *testing.T) {
 			},
 		},
 		{
+			name: "a reason holding an unevaluated expression",
+			raw:  `{"reason": "${{ secret('db').password }}"}`,
+			assertions: func(t *testing.T, _ RollbackConfig, err error) {
+				require.True(t, IsTerminal(err))
+				require.ErrorContains(t, err, `reason: must be plain text; it contains "${{"`)
+			},
+		},
+		{
+			name: "a reason calling secret()",
+			raw:  `{"reason": "see secret('db')"}`,
+			assertions: func(t *testing.T, _ RollbackConfig, err error) {
+				require.True(t, IsTerminal(err))
+				require.ErrorContains(t, err, `reason: must be plain text; it contains "secret("`)
+			},
+		},
+		{
 			name: "invalid rollout name",
 			raw:  `{"rollbackOf": "Prod_1"}`,
 			assertions: func(t *testing.T, _ RollbackConfig, err error) {

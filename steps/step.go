@@ -75,7 +75,10 @@ type StepContext struct {
 	// Alias is the step's alias in the Promotion; inside a task it is
 	// <task alias>::<step alias>.
 	Alias string
-	// Actor is who started the Promotion; empty for auto-promotions.
+	// Actor is who started the Promotion: its kargo.akuity.io/create-actor
+	// annotation, written by Kargo's webhook; empty when Kargo named nobody
+	// (auto-promotions), which the store records as
+	// fleetrollout.UnknownActor.
 	Actor string
 	// Rollback is true when the Promotion is marked as a rollback.
 	Rollback bool

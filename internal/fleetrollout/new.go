@@ -16,6 +16,28 @@ const maxActorLen = 253
 // started.
 const AutomaticRollbackActor = "kargo-fleet: spec.policy.rollback.mode Automatic"
 
+// UnknownActor is the actor of a rollout whose requester has no name: a
+// Kargo Promotion without a kargo.akuity.io/create-actor annotation (Kargo's
+// auto-promotion, or a client Kargo cannot name). The step store writes it,
+// as the controller writes AutomaticRollbackActor for its own rollbacks, so
+// that spec.actor is never empty and every view says who, or that nobody
+// knows.
+const UnknownActor = "unknown"
+
+// ActorOf returns who started the rollout: spec.actor, or UnknownActor when
+// it is empty (a rollout written before actors were always recorded).
+func ActorOf(ro *fleetv1alpha1.FleetRollout) string {
+	return knownActor(ro.Spec.Actor)
+}
+
+// knownActor returns actor, or UnknownActor when it is empty.
+func knownActor(actor string) string {
+	if actor == "" {
+		return UnknownActor
+	}
+	return actor
+}
+
 // Forward describes a forward rollout a wave Stage's Promotion asks for.
 type Forward struct {
 	// Namespace is the Project.
@@ -27,7 +49,7 @@ type Forward struct {
 	// Promotion and Alias are the calling Promotion and step: they name the
 	// rollout and make the call idempotent.
 	Promotion, Alias string
-	// Actor started the Promotion.
+	// Actor started the Promotion; empty records UnknownActor.
 	Actor string
 	// Wave, when set, is recorded as requested by Promotion in the same
 	// write that creates the rollout.
@@ -42,7 +64,7 @@ func NewForward(f Forward) *fleetv1alpha1.FleetRollout {
 		ro.Annotations[WaveRequestAnnotation(f.Wave)] = f.Promotion
 	}
 	ro.Spec.Direction = fleetv1alpha1.DirectionForward
-	ro.Spec.Actor = strutil.Truncate(f.Actor, maxActorLen)
+	ro.Spec.Actor = strutil.Truncate(knownActor(f.Actor), maxActorLen)
 	return ro
 }
 
@@ -52,7 +74,7 @@ type Rollback struct {
 	Of *fleetv1alpha1.FleetRollout
 	// Freight is the Freight they return to.
 	Freight fleetv1alpha1.FreightReference
-	// Actor asked for the rollback.
+	// Actor asked for the rollback; empty records UnknownActor.
 	Actor string
 	// Reason says why, for people.
 	Reason string
@@ -82,7 +104,7 @@ func NewRollback(r Rollback) *fleetv1alpha1.FleetRollout {
 	}
 	ro.Spec.Direction = fleetv1alpha1.DirectionRollback
 	ro.Spec.RollbackOf = r.Of.Name
-	ro.Spec.Actor = strutil.Truncate(r.Actor, maxActorLen)
+	ro.Spec.Actor = strutil.Truncate(knownActor(r.Actor), maxActorLen)
 	return ro
 }
 

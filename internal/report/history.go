@@ -109,7 +109,7 @@ func BuildHistory(in HistoryInput) History {
 			h.Rollouts = slices.DeleteFunc(h.Rollouts, func(e HistoryEntry) bool { return e.Name == ro.Name })
 		}
 		e := HistoryEntry{Name: ro.Name, Direction: ro.Spec.Direction, Freight: freightName(ro.Spec.Freight.Name, in.Aliases),
-			Actor: ro.Spec.Actor, Result: ro.Status.Phase, Intent: ro.Spec.Intent,
+			Actor: fleetrollout.ActorOf(ro), Result: ro.Status.Phase, Intent: ro.Spec.Intent,
 			IntentActor: ro.Annotations[fleetrollout.IntentActorAnnotation]}
 		setTimes(&e, ro.Status.StartedAt, ro.Status.FinishedAt)
 		if c := meta.FindStatusCondition(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition); c != nil &&

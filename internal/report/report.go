@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 )
 
 // Rollout roles: why a rollout is in the report.
@@ -247,7 +248,7 @@ func buildRollout(ro *fleetv1alpha1.FleetRollout, role string, aliases map[strin
 		Freight:    freightName(ro.Spec.Freight.Name, aliases),
 		RollbackOf: ro.Spec.RollbackOf,
 		Intent:     cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun),
-		Actor:      ro.Spec.Actor,
+		Actor:      fleetrollout.ActorOf(ro),
 		Phase:      cmp.Or(ro.Status.Phase, fleetv1alpha1.RolloutPending),
 		Message:    ro.Status.Message,
 		CreatedAt:  ro.CreationTimestamp,

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
 
@@ -32,10 +33,14 @@ type Request struct {
 	// Alias is the step's alias (ctx.meta.step.alias); with Promotion it is
 	// the request's idempotency key.
 	Alias string `json:"alias"`
-	// Actor started the Promotion (ctx.meta.promotion.actor).
+	// Actor is ctx.meta.promotion.actor, as the shipped tasks send it. The
+	// server never reads it: the actor it records is the calling
+	// Promotion's kargo.akuity.io/create-actor annotation, which only Kargo
+	// writes, so a holder of the step token cannot name another actor.
 	Actor string `json:"actor,omitempty"`
-	// Rollback is true for a Promotion marked as a rollback
-	// (ctx.meta.promotion.rollback).
+	// Rollback is ctx.meta.promotion.rollback. Like Actor it is read from
+	// the Promotion itself (annotation kargo.akuity.io/rollback), not from
+	// the body.
 	Rollback bool `json:"rollback,omitempty"`
 	// UIBaseURL is Kargo's UI URL (ctx.uiBaseUrl), used to build links.
 	UIBaseURL string `json:"uiBaseURL,omitempty"`
@@ -87,7 +92,11 @@ const (
 	ReasonNoFleetStage     = "FleetStageNotFound"
 	ReasonNotWaveStage     = "NotAWaveStage"
 	ReasonInvalidConfig    = "InvalidConfig"
-	ReasonUnavailable      = "Unavailable"
+	// ReasonConfigNotStated refuses a call whose config sets a field that
+	// chooses what Freight or rollout the step acts on otherwise than the
+	// calling Promotion's own step states it (403).
+	ReasonConfigNotStated = "ConfigNotStated"
+	ReasonUnavailable     = "Unavailable"
 	// ReasonAmbiguousJSON refuses a body with duplicate keys, or keys that
 	// differ from the field names only in case (422).
 	ReasonAmbiguousJSON = "AmbiguousJSON"
@@ -147,10 +156,15 @@ func (r *Request) Validate() error {
 	return nil
 }
 
-// stepContext returns the request's Kargo context.
-func (r *Request) stepContext() steps.StepContext {
+// stepContext returns the request's Kargo context. Who started the
+// Promotion, and whether it is a rollback, come from the Promotion as Kargo
+// stored it, never from the body.
+func (r *Request) stepContext(promo *kargo.Promotion) steps.StepContext {
 	return steps.StepContext{
 		Project: r.Project, Stage: r.Stage, Promotion: r.Promotion, Freight: r.Freight,
-		Alias: r.Alias, Actor: r.Actor, Rollback: r.Rollback, UIBaseURL: r.UIBaseURL,
+		Alias:     r.Alias,
+		Actor:     promo.Annotations[kargo.CreateActorAnnotation],
+		Rollback:  promo.Annotations[kargo.RollbackAnnotation] == "true",
+		UIBaseURL: r.UIBaseURL,
 	}
 }

@@ -118,7 +118,10 @@ func (s *Server) authorize(ctx context.Context, step string, req *Request, token
 		return nil, refuse(http.StatusForbidden, ReasonNotWaveStage,
 			"%s runs only in wave Stages; Stage %q is not one", step, req.Stage)
 	}
-	return &steps.Input{Context: req.stepContext(), FleetStage: &fs, Stage: &stage, Promotion: &promo, Config: req.Config}, nil
+	if err := checkStated(step, &promo, req); err != nil {
+		return nil, err
+	}
+	return &steps.Input{Context: req.stepContext(&promo), FleetStage: &fs, Stage: &stage, Promotion: &promo, Config: req.Config}, nil
 }
 
 // authenticate checks a Project's token: signed by the current or the

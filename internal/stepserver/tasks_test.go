@@ -47,7 +47,7 @@ type httpStepConfig struct {
 }
 
 // loadTask reads a shipped ClusterPromotionTask.
-func loadTask(t *testing.T, name string) *kargo.ClusterPromotionTask {
+func loadTask(t testing.TB, name string) *kargo.ClusterPromotionTask {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(tasksDir, name+".yaml"))
 	require.NoError(t, err)

@@ -121,6 +121,21 @@ func usesTask(task string, vars ...string) stageOpt {
 	}
 }
 
+// alsoUsesTask adds to the Stage's template a step calling a shipped task,
+// aliased alias, with the task inputs vars (name, value, ...). Behind a
+// step that hangs, Kargo never runs it: the Promotion only states it.
+func alsoUsesTask(task, alias string, vars ...string) stageOpt {
+	return func(s *kargo.Stage) {
+		var v []kargo.ExpressionVariable
+		for i := 0; i+1 < len(vars); i += 2 {
+			v = append(v, kargo.ExpressionVariable{Name: vars[i], Value: vars[i+1]})
+		}
+		s.Spec.PromotionTemplate.Spec.Steps = append(s.Spec.PromotionTemplate.Spec.Steps, kargo.PromotionStep{
+			Task: &kargo.PromotionTaskRef{Kind: kargo.ClusterPromotionTaskKind, Name: task}, As: alias, Vars: v,
+		})
+	}
+}
+
 // hangs makes the Stage's simulated steps never finish: its Promotions stay
 // Running and never call the step server.
 func hangs(s *kargo.Stage) {

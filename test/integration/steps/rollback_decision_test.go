@@ -35,6 +35,10 @@ type rollbackCase struct {
 	lastGood   bool
 	freight    string
 	wantReason rollout.RollbackReason
+	// stated are the inputs of the fleet-rollback task the pilot
+	// Promotion states (name, value, ...): the step server takes a
+	// rollbackOf or freight only as the Promotion's own step states it.
+	stated []string
 }
 
 // TestRollback_sameAnswerWhoeverAsks drives the FleetRollout reconciler,
@@ -74,6 +78,7 @@ func TestRollback_sameAnswerWhoeverAsks(t *testing.T) {
 			lastGood:   true,
 			freight:    "f9",
 			wantReason: rollout.RollbackNotProven,
+			stated:     []string{"freight", "f9"},
 		},
 		{
 			name: "other FleetStage",
@@ -86,6 +91,7 @@ func TestRollback_sameAnswerWhoeverAsks(t *testing.T) {
 			},
 			lastGood:   true,
 			wantReason: rollout.RollbackOtherFleetStage,
+			stated:     []string{"rollbackOf", fleetrollout.ForwardName("staging", "f1", "staging-pilot.01jother.f1")},
 		},
 	}
 
@@ -96,7 +102,7 @@ func TestRollback_sameAnswerWhoeverAsks(t *testing.T) {
 	}
 	fixtures := make([]fixture, len(cases))
 	for i, c := range cases {
-		f := newSecurityFixture(t)
+		f := newSecurityFixture(t, alsoUsesTask("fleet-rollback", "rollback", c.stated...))
 		newFreight(t, f.ns, "f0")
 		// The automatic policy answers a defaulted request; a request that
 		// names a rollout or Freight is a person's, under a Manual policy.

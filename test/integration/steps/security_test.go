@@ -38,12 +38,14 @@ type securityFixture struct {
 	pilot, finished, target, plain, labelled *kargo.Promotion
 }
 
-func newSecurityFixture(t *testing.T) *securityFixture {
+// newSecurityFixture creates the fixture; pilotOpts change wave Stage
+// prod-pilot, e.g. to add a fleet-rollback step its Promotion states.
+func newSecurityFixture(t *testing.T, pilotOpts ...stageOpt) *securityFixture {
 	t.Helper()
 	ns := newProject(t)
 	fs := newFleetStage(t, ns)
 	f := &securityFixture{ns: ns, freight: newFreight(t, ns, "f1").Name, token: projectToken(t, ns)}
-	newStage(t, ns, "prod-pilot", generatedBy(fs, fleetv1alpha1.RoleWave, "pilot"), hangs)
+	newStage(t, ns, "prod-pilot", append([]stageOpt{generatedBy(fs, fleetv1alpha1.RoleWave, "pilot"), hangs}, pilotOpts...)...)
 	newStage(t, ns, "prod-canary", generatedBy(fs, fleetv1alpha1.RoleWave, "canary"))
 	newStage(t, ns, "prod.c1", generatedBy(fs, fleetv1alpha1.RoleTarget, "pilot"), hangs)
 	newStage(t, ns, "plain", hangs)
