@@ -129,10 +129,10 @@ func TestServe_crossSite(t *testing.T) {
 			headers: map[string]string{"Origin": "null"}, want: http.StatusForbidden},
 		{name: "same-origin claim with another Origin", path: "/api" + fleetPage + "/grid",
 			headers: map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://attacker.example"},
-			want: http.StatusForbidden},
+			want:    http.StatusForbidden},
 		{name: "cross-site event stream", path: "/api" + fleetPage + "/events",
 			headers: map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://attacker.example"},
-			want: http.StatusForbidden},
+			want:    http.StatusForbidden},
 		{name: "a link from another site opens the page", path: fleetPage,
 			headers: map[string]string{"Sec-Fetch-Site": "cross-site"}, want: http.StatusOK},
 	}
