@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,20 @@ func TestDashboard_liveFleet(t *testing.T) {
 		`(() => { const e = document.getElementById('groupby'); e.value = 'wave'; return e.dispatchEvent(new Event('change')); })()`))
 	require.NoError(t, err)
 	waitTrue(t, ctx, 5*time.Second, `[...document.querySelectorAll('#grid details.group > summary')].map(s => s.firstChild.textContent.trim()).join(',') === 'pilot,canary,general,critical'`)
+
+	// The page runs under its Content-Security-Policy with nothing blocked:
+	// its script ran (the checks above) and the bars rendered server-side and
+	// pushed live keep their widths.
+	csp, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`fetch(location.href).then(r => r.headers.get('Content-Security-Policy'))`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.Contains(t, csp, "script-src 'self';")
+	widths, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](
+		`[...document.querySelectorAll('#versions span, tr.wave .bar span.s')].map(e => e.getBoundingClientRect().width)`))
+	require.NoError(t, err)
+	require.NotEmpty(t, widths)
+	require.Greater(t, slices.Max(widths), 100.0, "bar widths set by style attributes apply")
+	requireNoCSPViolations(t, ctx)
 }
 
 // pageMetrics is what the browser measured of one page load.
