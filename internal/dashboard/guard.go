@@ -81,7 +81,13 @@ func newHostPolicy(listen net.Addr, allowed []string) hostPolicy {
 func (p hostPolicy) allows(host string) bool {
 	h, port, err := net.SplitHostPort(host)
 	if err != nil {
-		h, port = strings.Trim(host, "[]"), "80"
+		h, port = host, "80"
+		if inner, ok := strings.CutPrefix(h, "["); ok {
+			// Brackets enclose an IPv6 address and nothing else.
+			if h = strings.TrimSuffix(inner, "]"); net.ParseIP(h) == nil || h == inner {
+				return false
+			}
+		}
 	}
 	h = strings.ToLower(h)
 	if h == "" || !validPort(port) {

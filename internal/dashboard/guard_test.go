@@ -90,6 +90,8 @@ func TestServe_host(t *testing.T) {
 		{host: "localhost:1" + port, want: http.StatusForbidden},
 		{host: "localhost", want: http.StatusForbidden},
 		{host: "fleet.example.com.attacker.example", want: http.StatusForbidden},
+		{host: "[fleet.example.com]", want: http.StatusForbidden},
+		{host: "[::1]:" + port, want: http.StatusForbidden},
 	}
 	for _, tt := range tests {
 		for _, path := range []string{"/projects", "/api" + fleetPage + "/grid", "/static/app.js"} {
