@@ -336,6 +336,7 @@ func TestDashboard_breach(t *testing.T) {
 		`(() => { const e = document.getElementById('groupby'); e.value = 'cloud'; return e.dispatchEvent(new Event('change')); })()`))
 	require.NoError(t, err)
 	waitTrue(t, ctx, 5*time.Second, `[...document.querySelectorAll('#grid details.group > summary')].map(s => s.firstChild.textContent.trim()).sort().join(',') === 'aws,azure,gcp'`)
+	requireNoCSPViolations(t, ctx)
 
 	// The Projects page ranks the fleets by what needs a person, and says why.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/projects"),
@@ -348,6 +349,7 @@ func TestDashboard_breach(t *testing.T) {
 		dashtest.Rollout+` halted and is being rolled back: wave "canary" breached its failure threshold`)
 	require.Contains(t, text(t, ctx, `tr.fleet[data-fleet="gate/prod"] .why`), "kargo approve --project gate")
 	require.Contains(t, text(t, ctx, `tr.fleet[data-fleet="steady/prod"] .why`), dashtest.Rollout+": Forward to")
+	requireNoCSPViolations(t, ctx)
 	png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
 	screenshot(t, "dashboard-projects.png", png)
