@@ -23,9 +23,10 @@ const defaultDashboardAddress = "127.0.0.1:3100"
 
 // dashboardOptions configures `kargo-fleet dashboard`.
 type dashboardOptions struct {
-	kube     kubeOptions
-	address  string
-	kargoURL string
+	kube         kubeOptions
+	address      string
+	kargoURL     string
+	allowedHosts []string
 
 	streams genericiooptions.IOStreams
 }
@@ -35,7 +36,8 @@ func newDashboardCommand(streams genericiooptions.IOStreams, kube kubeOptions) *
 	cmd := &cobra.Command{
 		Use:   "dashboard",
 		Short: "Serve a read-only live web view of fleets on this machine",
-		Long: "Serves a read-only web page showing every FleetStage: the Freight each target runs, the " +
+		Long: "Serves a read-only web page showing every FleetStage (with -n, only that Project's: other " +
+			"Projects are not served at all): the Freight each target runs, the " +
 			"current rollout's waves with progress and thresholds, the approval it waits for, failures grouped " +
 			"by reason, and a grid of every target. It reads with your own kubeconfig and RBAC, watches the " +
 			"Projects being viewed, and pushes changes to open pages within a second or two.",
@@ -59,11 +61,20 @@ func (o *dashboardOptions) addFlags(cmd *cobra.Command) {
 	f.Lookup("namespace").Usage = "Show only this Kargo Project (default: every namespace with a FleetStage you may list)."
 	f.StringVar(&o.address, "address", defaultDashboardAddress, "Address to serve the dashboard on.")
 	f.StringVar(&o.kargoURL, "kargo-url", "", "Kargo UI base URL: target details link to their Stage there.")
+	f.StringArrayVar(&o.allowedHosts, "allowed-host", nil, "Also answer this Host header (host or host:port; "+
+		"repeatable), e.g. the name of a proxy in front of the dashboard. The listen address and localhost are "+
+		"always answered; any other Host is refused, so that another site's page cannot read through your "+
+		"browser what your kubeconfig may read.")
 }
 
 func (o *dashboardOptions) validate() error {
 	if _, _, err := net.SplitHostPort(o.address); err != nil {
 		return fmt.Errorf("--address %q: %w", o.address, err)
+	}
+	for _, h := range o.allowedHosts {
+		if err := dashboard.ValidateAllowedHost(h); err != nil {
+			return fmt.Errorf("--allowed-host %w", err)
+		}
 	}
 	if o.kargoURL != "" {
 		if _, ok := link.Base(o.kargoURL); !ok {
@@ -89,7 +100,7 @@ func (o *dashboardOptions) run(ctx context.Context) error {
 		namespaces = []string{ns}
 	}
 	srv, err := dashboard.New(ctx, dashboard.Options{Config: cfg, Scheme: cliScheme(), Namespaces: namespaces,
-		KargoURL: o.kargoURL, Log: ctrl.Log.WithName("dashboard")})
+		KargoURL: o.kargoURL, AllowedHosts: o.allowedHosts, Log: ctrl.Log.WithName("dashboard")})
 	if err != nil {
 		return err
 	}

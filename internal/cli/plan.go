@@ -275,6 +275,12 @@ func (o *planOptions) loadFleetStage(path string) (*fleetv1alpha1.FleetStage, er
 	if err != nil {
 		return nil, err
 	}
+	return decodeFleetStage(raw, path, o.kube.namespaceFlag())
+}
+
+// decodeFleetStage returns the first FleetStage of a YAML stream; namespace
+// is the FleetStage's namespace when it names none.
+func decodeFleetStage(raw []byte, path, namespace string) (*fleetv1alpha1.FleetStage, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
 	for {
 		doc, err := reader.Read()
@@ -301,7 +307,7 @@ func (o *planOptions) loadFleetStage(path string) (*fleetv1alpha1.FleetStage, er
 			return nil, fmt.Errorf("error parsing the FleetStage in %s: %w", path, err)
 		}
 		if fs.Namespace == "" {
-			fs.Namespace = o.kube.namespaceFlag()
+			fs.Namespace = namespace
 		}
 		return fs, nil
 	}
@@ -329,6 +335,12 @@ func (o *planOptions) loadTargets(path string) ([]fleetv1alpha1.InlineTarget, er
 	if err != nil {
 		return nil, err
 	}
+	return decodeTargets(raw, path)
+}
+
+// decodeTargets decodes inline targets: a YAML list, or an object whose
+// `targets` field is the list.
+func decodeTargets(raw []byte, path string) ([]fleetv1alpha1.InlineTarget, error) {
 	var list []fleetv1alpha1.InlineTarget
 	if err := yaml.UnmarshalStrict(raw, &list); err == nil {
 		return list, nil

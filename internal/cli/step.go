@@ -183,6 +183,14 @@ func (o *stepOptions) buildConfig() (json.RawMessage, error) {
 		if err := dec.Decode(&cfg); err != nil {
 			return nil, fmt.Errorf("--config must be a JSON object: %w", err)
 		}
+		// null decodes to no map at all, and text after the object would
+		// be dropped unseen.
+		if cfg == nil {
+			return nil, errors.New("--config must be a JSON object, not null")
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return nil, errors.New("--config must be one JSON object: it has more after the object")
+		}
 	}
 	for _, s := range o.sets {
 		k, v, ok := strings.Cut(s, "=")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -97,6 +98,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming is not supported", http.StatusInternalServerError)
 		return
 	}
+	if !s.streams.take() {
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, fmt.Sprintf("the dashboard serves at most %d live pages at once: close some", cap(s.streams)),
+			http.StatusServiceUnavailable)
+		return
+	}
+	defer s.streams.give()
 	nc, err := s.namespace(r.Context(), ns)
 	if err != nil {
 		s.fail(w, err)
@@ -182,12 +190,12 @@ func (s *Server) render(w http.ResponseWriter, name string, data pageData) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// fail answers an error: 404 for what does not exist, 403 for what the
-// viewer may not read, 500 otherwise.
+// fail answers an error: 404 for what does not exist or is not served, 403
+// for what the viewer may not read, 500 otherwise.
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err), errors.As(err, new(notServedError)):
 		code = http.StatusNotFound
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
 		code = http.StatusForbidden

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,9 +49,16 @@ type Options struct {
 	Reader client.Reader
 	// Scheme knows kargo-fleet's kinds, Kargo's and the core ones.
 	Scheme *runtime.Scheme
-	// Namespaces are the Projects listed; empty lists every namespace with
-	// a FleetStage the viewer may list.
+	// Namespaces are the Projects served; empty serves every namespace with
+	// a FleetStage the viewer may list. When set, it is a boundary: any
+	// other Project's pages and data answer 404.
 	Namespaces []string
+	// AllowedHosts are Host header values answered besides the listen
+	// address and localhost: "host:port", or a host on any port.
+	AllowedHosts []string
+	// MaxStreams is how many event streams are served at once (default
+	// DefaultMaxStreams); beyond it, a new page is answered 503.
+	MaxStreams int
 	// KargoURL is the Kargo UI's base URL: target details link to it.
 	KargoURL string
 	// Coalesce is the shortest time between two pushes to one page
@@ -76,6 +85,8 @@ type Server struct {
 	// inventoryRefresh: the inventory is not watched, and a page update
 	// must not list it every time.
 	labels map[types.UID]inventoryLabels
+	// streams bounds the open event streams.
+	streams streamSlots
 }
 
 // inventoryRefresh is how long a FleetStage's inventory labels are reused
@@ -93,6 +104,7 @@ type inventoryLabels struct {
 // New returns a Server; its informers stop when ctx is done.
 func New(ctx context.Context, o Options) (*Server, error) {
 	o.Coalesce = cmp.Or(o.Coalesce, DefaultCoalesce)
+	o.MaxStreams = cmp.Or(o.MaxStreams, DefaultMaxStreams)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -100,7 +112,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, errors.New("the dashboard needs a scheme")
 	}
 	s := &Server{o: o, plans: map[types.UID]*plan.WavePlan{}, static: map[string]*namespaceCache{},
-		labels: map[types.UID]inventoryLabels{}}
+		labels: map[types.UID]inventoryLabels{}, streams: make(streamSlots, o.MaxStreams)}
 	switch {
 	case o.Config != nil:
 		c, err := client.New(o.Config, client.Options{Scheme: o.Scheme})
@@ -117,8 +129,27 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	return s, nil
 }
 
-// namespace returns the reader and hub of a Project.
+// notServedError is a Project outside Options.Namespaces.
+type notServedError struct {
+	namespace string
+	served    []string
+}
+
+func (e notServedError) Error() string {
+	return fmt.Sprintf("Project %q is not served: this dashboard shows only %s", e.namespace, quoteList(e.served))
+}
+
+// served reports whether the dashboard shows a Project.
+func (s *Server) served(ns string) bool {
+	return len(s.o.Namespaces) == 0 || slices.Contains(s.o.Namespaces, ns)
+}
+
+// namespace returns the reader and hub of a Project; a Project outside
+// Options.Namespaces is not served, whatever the viewer may read.
 func (s *Server) namespace(ctx context.Context, ns string) (*namespaceCache, error) {
+	if !s.served(ns) {
+		return nil, notServedError{namespace: ns, served: s.o.Namespaces}
+	}
 	if s.caches != nil {
 		return s.caches.get(ctx, ns)
 	}
@@ -367,9 +398,11 @@ func (s *Server) projects(ctx context.Context, only string) ([]ProjectView, erro
 	return out, nil
 }
 
-// Handler returns the dashboard's HTTP handler. It answers GET and HEAD
-// only; any other method gets 405.
-func (s *Server) Handler() http.Handler {
+// Handler returns the dashboard's HTTP handler for a server listening on
+// listen. It answers GET and HEAD only (any other method gets 405), Host
+// headers of the listen address, localhost and Options.AllowedHosts only
+// (others get 403), and sets its security headers on every response.
+func (s *Server) Handler(listen net.Addr) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS())))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -381,7 +414,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/projects/{ns}/fleetstages/{name}/grid", s.handleGrid)
 	mux.HandleFunc("GET /api/projects/{ns}/fleetstages/{name}/targets/{id}", s.handleTarget)
 	mux.HandleFunc("GET /api/projects/{ns}/fleetstages/{name}/events", s.handleEvents)
-	return readOnly(gzipped(mux))
+	return guarded(newHostPolicy(listen, s.o.AllowedHosts), readOnly(gzipped(mux)))
 }
 
 // readOnly refuses every method but GET and HEAD: the dashboard never
@@ -399,7 +432,7 @@ func readOnly(next http.Handler) http.Handler {
 
 // Serve serves the dashboard on ln until ctx is done.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: s.Handler(ln.Addr()), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan struct{})
 	go func() {
@@ -420,4 +453,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // URL is the base URL of a dashboard listening on ln.
 func URL(ln net.Listener) string {
 	return "http://" + ln.Addr().String()
+}
+
+// quoteList returns the values quoted and comma-separated.
+func quoteList(values []string) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = strconv.Quote(v)
+	}
+	return strings.Join(quoted, ", ")
 }

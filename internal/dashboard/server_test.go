@@ -44,7 +44,9 @@ func newTestServer(t *testing.T, clk clock.Clock, coalesce time.Duration) (*Serv
 	s, err := New(context.Background(), Options{Reader: c, Scheme: testScheme(), Namespaces: []string{dashtest.Namespace},
 		KargoURL: "https://kargo.example.com", Clock: clk, Coalesce: coalesce, Log: logr.Discard()})
 	require.NoError(t, err)
-	ts := httptest.NewServer(s.Handler())
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config.Handler = s.Handler(ts.Listener.Addr())
+	ts.Start()
 	t.Cleanup(ts.Close)
 	return s, ts
 }

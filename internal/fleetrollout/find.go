@@ -232,10 +232,14 @@ func phaseOf(ro *fleetv1alpha1.FleetRollout) string {
 // the rollout it undoes. Creation times have a one-second grain, so within a
 // second RequestedAtAnnotation decides, and the name breaks remaining ties.
 func Compare(a, b *fleetv1alpha1.FleetRollout) int {
+	// Two rollouts naming each other (admission refuses a rollback of a
+	// rollback) fall back to the time order, so that the order stays one.
+	aUndoesB := a.Spec.RollbackOf != "" && a.Spec.RollbackOf == b.Name
+	bUndoesA := b.Spec.RollbackOf != "" && b.Spec.RollbackOf == a.Name
 	switch {
-	case a.Spec.RollbackOf != "" && a.Spec.RollbackOf == b.Name:
+	case aUndoesB && !bUndoesA:
 		return 1
-	case b.Spec.RollbackOf != "" && b.Spec.RollbackOf == a.Name:
+	case bUndoesA && !aUndoesB:
 		return -1
 	}
 	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), compareRequestedAt(a, b), strings.Compare(a.Name, b.Name))

@@ -88,9 +88,15 @@ func WaveRequests(ro *fleetv1alpha1.FleetRollout) map[string]string {
 func StepKey(promotion, alias string) string { return promotion + "/" + alias }
 
 // ParseStepKey splits a StepKeyAnnotation value into the Promotion and the
-// step alias that created a rollout.
+// step alias that created a rollout. It is not ok unless the value is what
+// StepKey makes of a Promotion's name (a DNS subdomain, so without "/") and
+// a non-empty alias.
 func ParseStepKey(value string) (promotion, alias string, ok bool) {
-	return strings.Cut(value, "/")
+	promotion, alias, ok = strings.Cut(value, "/")
+	if !ok || alias == "" || len(validation.IsDNS1123Subdomain(promotion)) > 0 {
+		return "", "", false
+	}
+	return promotion, alias, true
 }
 
 func hashOf(parts ...string) string {

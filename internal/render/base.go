@@ -3,7 +3,9 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -86,6 +88,10 @@ func strictUnmarshal(raw []byte, into any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err != nil {
 		return fmt.Errorf("invalid Kargo promotion template: %w", err)
+	}
+	// A second document after the first would be dropped unseen.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("invalid Kargo promotion template: data after the JSON object")
 	}
 	return nil
 }

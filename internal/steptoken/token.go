@@ -75,6 +75,28 @@ func (k KeySet) validate() error {
 	return nil
 }
 
+// parseKeyFile reads a signing key file: the current key on its first
+// line and, optionally, the previous one on the next non-blank line.
+// Surrounding spaces and CR line ends are dropped. A third key is an error:
+// it would otherwise be glued to the previous key and verify nothing.
+func parseKeyFile(raw []byte) (KeySet, error) {
+	var lines [][]byte
+	for line := range bytes.SplitSeq(raw, []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			lines = append(lines, line)
+		}
+	}
+	switch len(lines) {
+	case 0:
+		return KeySet{}, nil
+	case 1:
+		return KeySet{Current: lines[0]}, nil
+	case 2:
+		return KeySet{Current: lines[0], Previous: lines[1]}, nil
+	}
+	return KeySet{}, fmt.Errorf("step signing key file has %d keys, want the current one and at most a previous one", len(lines))
+}
+
 // Issue returns a Project's step token issued at the given time:
 // "v2.<issued unix seconds>.<mac>", the mac being the unpadded base64url
 // HMAC-SHA256 of the Project's name and the issue time under the
@@ -236,8 +258,7 @@ func (k *SecretKey) load(ctx context.Context) (KeySet, error) {
 		if err != nil {
 			return KeySet{}, fmt.Errorf("error reading step signing key file: %w", err)
 		}
-		current, previous, _ := bytes.Cut(bytes.TrimSpace(raw), []byte("\n"))
-		return KeySet{Current: bytes.TrimSpace(current), Previous: bytes.TrimSpace(previous)}, nil
+		return parseKeyFile(raw)
 	}
 	for range 2 {
 		var s corev1.Secret

@@ -56,11 +56,12 @@ const (
 // Plan decides whether b is fit to serve dnsNames at now. It is pure.
 func Plan(b Bundle, dnsNames []string, now time.Time) Decision {
 	ca, caErr := parseCert(b[KeyCA])
-	if caErr != nil || len(b[KeyCAKey]) == 0 || due(ca, now) {
+	if caErr != nil || !keyOf(ca, b[KeyCAKey]) || due(ca, now) {
 		return RenewCA
 	}
 	cert, err := parseCert(b[KeyCert])
-	if err != nil || len(b[KeyKey]) == 0 || due(cert, now) || cert.CheckSignatureFrom(ca) != nil {
+	if err != nil || !keyOf(cert, b[KeyKey]) || due(cert, now) || cert.CheckSignatureFrom(ca) != nil ||
+		!holds(b[KeyBundle], ca) {
 		return RenewServing
 	}
 	for _, n := range dnsNames {
@@ -69,6 +70,27 @@ func Plan(b Bundle, dnsNames []string, now time.Time) Decision {
 		}
 	}
 	return Keep
+}
+
+// keyOf reports whether keyPEM is the private key of c: a key that does
+// not match its certificate serves nothing.
+func keyOf(c *x509.Certificate, keyPEM []byte) bool {
+	key, err := parseKey(keyPEM)
+	return err == nil && key.PublicKey.Equal(c.PublicKey)
+}
+
+// holds reports whether the PEM bundle holds c, so that what the webhook
+// configuration trusts verifies what c signs.
+func holds(bundle []byte, c *x509.Certificate) bool {
+	for rest := bundle; ; {
+		var blk *pem.Block
+		if blk, rest = pem.Decode(rest); blk == nil {
+			return false
+		}
+		if bytes.Equal(blk.Bytes, c.Raw) {
+			return true
+		}
+	}
 }
 
 // due reports whether less than a third of c's lifetime is left at now.
@@ -103,8 +125,8 @@ func Apply(b Bundle, d Decision, dnsNames []string, now time.Time) (Bundle, erro
 	if err != nil {
 		return nil, err
 	}
-	if len(out[KeyBundle]) == 0 {
-		out[KeyBundle] = out[KeyCA]
+	if !holds(out[KeyBundle], ca) {
+		out[KeyBundle] = append(append([]byte{}, out[KeyCA]...), stillValid(out[KeyBundle], now)...)
 	}
 	name := "kargo-fleet-webhook"
 	if len(dnsNames) > 0 {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,20 @@ func TestDashboard_liveFleet(t *testing.T) {
 		`(() => { const e = document.getElementById('groupby'); e.value = 'wave'; return e.dispatchEvent(new Event('change')); })()`))
 	require.NoError(t, err)
 	waitTrue(t, ctx, 5*time.Second, `[...document.querySelectorAll('#grid details.group > summary')].map(s => s.firstChild.textContent.trim()).join(',') === 'pilot,canary,general,critical'`)
+
+	// The page runs under its Content-Security-Policy with nothing blocked:
+	// its script ran (the checks above) and the bars rendered server-side and
+	// pushed live keep their widths.
+	csp, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`fetch(location.href).then(r => r.headers.get('Content-Security-Policy'))`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.Contains(t, csp, "script-src 'self';")
+	widths, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](
+		`[...document.querySelectorAll('#versions span, tr.wave .bar span.s')].map(e => e.getBoundingClientRect().width)`))
+	require.NoError(t, err)
+	require.NotEmpty(t, widths)
+	require.Greater(t, slices.Max(widths), 100.0, "bar widths set by style attributes apply")
+	requireNoCSPViolations(t, ctx)
 }
 
 // pageMetrics is what the browser measured of one page load.
@@ -321,6 +336,7 @@ func TestDashboard_breach(t *testing.T) {
 		`(() => { const e = document.getElementById('groupby'); e.value = 'cloud'; return e.dispatchEvent(new Event('change')); })()`))
 	require.NoError(t, err)
 	waitTrue(t, ctx, 5*time.Second, `[...document.querySelectorAll('#grid details.group > summary')].map(s => s.firstChild.textContent.trim()).sort().join(',') === 'aws,azure,gcp'`)
+	requireNoCSPViolations(t, ctx)
 
 	// The Projects page ranks the fleets by what needs a person, and says why.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/projects"),
@@ -333,6 +349,7 @@ func TestDashboard_breach(t *testing.T) {
 		dashtest.Rollout+` halted and is being rolled back: wave "canary" breached its failure threshold`)
 	require.Contains(t, text(t, ctx, `tr.fleet[data-fleet="gate/prod"] .why`), "kargo approve --project gate")
 	require.Contains(t, text(t, ctx, `tr.fleet[data-fleet="steady/prod"] .why`), dashtest.Rollout+": Forward to")
+	requireNoCSPViolations(t, ctx)
 	png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
 	screenshot(t, "dashboard-projects.png", png)

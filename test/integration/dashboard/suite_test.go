@@ -15,7 +15,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -66,7 +68,25 @@ func browser(t *testing.T) context.Context {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("error starting Chromium %s: %v", path, err)
 	}
+	// Record what the page's Content-Security-Policy blocks, from before
+	// any of the page's own scripts run.
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: `window.cspViolations = [];
+document.addEventListener('securitypolicyviolation',
+  e => window.cspViolations.push(e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline') + ' at ' + e.sourceFile + ':' + e.lineNumber));`,
+	}); err != nil {
+		t.Fatalf("error installing the CSP violation listener: %v", err)
+	}
 	return ctx
+}
+
+// requireNoCSPViolations fails when the page's Content-Security-Policy
+// blocked anything since the page loaded: the policy must not break it.
+func requireNoCSPViolations(t *testing.T, ctx context.Context) {
+	t.Helper()
+	violations, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.cspViolations`))
+	require.NoError(t, err)
+	require.Empty(t, violations, "the Content-Security-Policy blocked part of the page")
 }
 
 // screenshot saves a PNG under bin/ at the repository root.
