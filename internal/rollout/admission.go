@@ -30,8 +30,8 @@ const (
 // chart aggregates into Kubernetes' default roles grants it.
 const BreakGlassVerb = "break-glass"
 
-// BreakGlassReasonAnnotation, on a Promotion into a target Stage, asks for a
-// break-glass Promotion and says why; the user creating the Promotion must
+// BreakGlassReasonAnnotation is the annotation that, on a Promotion into a
+// target Stage, asks for a break-glass Promotion and says why; the user creating the Promotion must
 // hold BreakGlassVerb on the FleetStage.
 const BreakGlassReasonAnnotation = "fleet.kargo-fleet.io/break-glass-reason"
 
