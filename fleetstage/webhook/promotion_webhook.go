@@ -121,7 +121,6 @@ func (g *PromotionGuard) observe(ctx context.Context, req admission.Request, p *
 	}
 	in.Role, in.FleetStage = role, fs.Name
 	in.FirstWaveStage = render.WaveStageName(fs.Name, fs.Spec.Waves[0].Name)
-	in.Target = strings.TrimPrefix(p.Spec.Stage, fs.Name+".")
 	rollouts, err := fleetrollout.List(ctx, g.reader, fs.Namespace, fs.Name,
 		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)})
 	if err != nil {

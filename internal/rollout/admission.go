@@ -46,8 +46,6 @@ type PromotionAdmission struct {
 	// FirstWaveStage is the fleet's first wave Stage: promoting Freight
 	// there starts a rollout.
 	FirstWaveStage string
-	// Target is the target id of a target Stage, when known.
-	Target string
 	// User is the Kubernetes user creating the Promotion (the admission
 	// request's): kargo-fleet's controller, a person or tool, or Kargo's
 	// control plane (its API server acting for a UI or CLI user, its

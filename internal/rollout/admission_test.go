@@ -10,7 +10,7 @@ func TestJudgePromotionAdmission(t *testing.T) {
 	t.Parallel()
 	target := func(mod func(*PromotionAdmission)) PromotionAdmission {
 		a := PromotionAdmission{Project: "shop", FleetStage: "prod", Stage: "prod.c1", Freight: "f2",
-			Role: StageTarget, FirstWaveStage: "prod-pilot", Target: "c1", User: "system:serviceaccount:kargo:kargo-api",
+			Role: StageTarget, FirstWaveStage: "prod-pilot", User: "system:serviceaccount:kargo:kargo-api",
 			Actor: "kubernetes:alice"}
 		if mod != nil {
 			mod(&a)
