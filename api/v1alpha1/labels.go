@@ -25,6 +25,22 @@ const (
 	// failure threshold and may nevertheless be promoted to the fleet again:
 	// held-back Freight is refused by the fleet-wave step otherwise.
 	RetryFreightAnnotation = "fleet.kargo-fleet.io/retry-freight"
+	// BreakGlassLabel, on a Promotion into a target Stage, names the
+	// FleetStage whose target a user with the break-glass right promotes
+	// directly; the admission guard admits it only with a reason and the
+	// right, and the fleet then treats the target's Freight as intended.
+	BreakGlassLabel = "fleet.kargo-fleet.io/break-glass"
+	// PromotionGuardLabel, on a Project namespace, selects it for the
+	// admission guard of Kargo Promotions: the controller sets it to
+	// PromotionGuardEnforce in every namespace that holds a FleetStage,
+	// unless an administrator set it to PromotionGuardOff.
+	PromotionGuardLabel = "fleet.kargo-fleet.io/promotion-guard"
+	// PromotionGuardEnforce sends the namespace's Promotion creates to the
+	// admission guard.
+	PromotionGuardEnforce = "enforce"
+	// PromotionGuardOff keeps the namespace's Promotions away from the
+	// admission guard; the post-hoc target guard alone protects the fleet.
+	PromotionGuardOff = "off"
 )
 
 // Generated Stage roles.

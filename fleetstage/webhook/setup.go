@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
@@ -21,8 +23,8 @@ type Options struct {
 	ControllerUsername string
 }
 
-// Setup serves the FleetStage and FleetRollout validating webhooks from the
-// manager's webhook server.
+// Setup serves the FleetStage and FleetRollout validating webhooks and the
+// admission guard for Kargo Promotions from the manager's webhook server.
 func Setup(mgr ctrl.Manager, o Options) error {
 	access := NewSubjectAccessReviewer(mgr.GetClient())
 	fs := NewFleetStageValidator(mgr.GetClient(), access, o.InventoryNamespaces)
@@ -33,5 +35,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &fleetv1alpha1.FleetRollout{}).WithValidator(ro).Complete(); err != nil {
 		return fmt.Errorf("error setting up the FleetRollout webhook: %w", err)
 	}
+	guard := NewPromotionGuard(mgr.GetClient(), access, o.ControllerUsername, admission.NewDecoder(mgr.GetScheme()))
+	mgr.GetWebhookServer().Register(ValidatePromotionPath, &webhook.Admission{Handler: guard})
 	return nil
 }

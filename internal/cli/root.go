@@ -47,6 +47,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newResumeCommand(streams, kubeOptions{}),
 		newAbortCommand(streams, kubeOptions{}),
 		newRollbackCommand(streams, kubeOptions{}),
+		newBreakGlassCommand(streams, kubeOptions{}),
 		newPlanCommand(streams, kubeOptions{}),
 		newTargetsCommand(streams, kubeOptions{}),
 		newHistoryCommand(streams, kubeOptions{}),

@@ -42,6 +42,10 @@ type Intent struct {
 	// targets: each open rollout's Freight and, for an open rollback, the
 	// Freight it rolls back.
 	Explained []string
+	// BreakGlass maps a target Stage to the Freight of its newest
+	// break-glass Promotion (BreakGlassOf): a user with the break-glass
+	// right put it there on purpose, so a target running it is not drifted.
+	BreakGlass map[string]string
 }
 
 // IntentOf returns the intent of a FleetStage from its status (last good
@@ -81,6 +85,23 @@ func IntentOf(st *fleetv1alpha1.FleetStageStatus, rollouts []*fleetv1alpha1.Flee
 	return in
 }
 
+// BreakGlassOf maps each target Stage to the Freight of its newest
+// break-glass Promotion among promos (a FleetStage's, selected by
+// fleetv1alpha1.BreakGlassLabel). Kargo names a Promotion
+// "<stage>.<ulid>.<freight>", so within a Stage the greatest name is the
+// newest.
+func BreakGlassOf(promos []kargo.Promotion) map[string]string {
+	newest := map[string]string{}
+	out := map[string]string{}
+	for i := range promos {
+		p := &promos[i]
+		if p.Name > newest[p.Spec.Stage] {
+			newest[p.Spec.Stage], out[p.Spec.Stage] = p.Name, p.Spec.Freight
+		}
+	}
+	return out
+}
+
 // Drift is one drifted target.
 type Drift struct {
 	// Target and Stage name the target and its Stage.
@@ -109,7 +130,7 @@ func Detect(in Intent, targets []Target) []Drift {
 	var out []Drift
 	for i := range targets {
 		t := &targets[i]
-		if len(t.Freight) == 0 || explained(in, t.Freight) {
+		if len(t.Freight) == 0 || explained(in, t.Freight) || slices.Contains(t.Freight, in.BreakGlass[t.Stage]) {
 			continue
 		}
 		out = append(out, Drift{Target: t.Name, Stage: t.Stage, Freight: strings.Join(t.Freight, "+"), Intended: in.Freight})

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 func rollout(name, freight string, dir fleetv1alpha1.RolloutDirection, phase fleetv1alpha1.RolloutPhase, rollbackOf string) *fleetv1alpha1.FleetRollout {
@@ -89,6 +90,20 @@ func TestDetect(t *testing.T) {
 			}},
 		{name: "one origin of several intended", intent: Intent{Freight: "a"},
 			targets: []Target{{Name: "t1", Stage: "s1", Freight: []string{"z", "a"}}}},
+		{name: "break-glass Freight is intended on its target only",
+			intent: Intent{Freight: "a", BreakGlass: map[string]string{"s1": "hotfix"}},
+			targets: []Target{
+				{Name: "t1", Stage: "s1", Freight: []string{"hotfix"}},
+				{Name: "t2", Stage: "s2", Freight: []string{"hotfix"}},
+				{Name: "t3", Stage: "s3", Freight: []string{"c"}},
+			},
+			want: []Drift{
+				{Target: "t2", Stage: "s2", Freight: "hotfix", Intended: "a"},
+				{Target: "t3", Stage: "s3", Freight: "c", Intended: "a"},
+			}},
+		{name: "an older break-glass Freight is drift again", intent: Intent{Freight: "a", BreakGlass: map[string]string{"s1": "new"}},
+			targets: []Target{{Name: "t1", Stage: "s1", Freight: []string{"old"}}},
+			want:    []Drift{{Target: "t1", Stage: "s1", Freight: "old", Intended: "a"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,4 +215,20 @@ func TestMaxInFlight(t *testing.T) {
 	require.Equal(t, DefaultMaxRevertsInFlight, MaxInFlight(&fleetv1alpha1.FleetPolicy{}))
 	require.Equal(t, 2, MaxInFlight(&fleetv1alpha1.FleetPolicy{Constraints: []fleetv1alpha1.ConcurrencyConstraint{
 		{Name: "a", MaxInFlight: 5}, {Name: "b", MaxInFlight: 2}}}))
+}
+
+func TestBreakGlassOf(t *testing.T) {
+	t.Parallel()
+	promo := func(name, stage, freight string) kargo.Promotion {
+		p := kargo.Promotion{Spec: kargo.PromotionSpec{Stage: stage, Freight: freight}}
+		p.Name = name
+		return p
+	}
+	got := BreakGlassOf([]kargo.Promotion{
+		promo("s1.01j2.new0000", "s1", "new"),
+		promo("s1.01j1.old0000", "s1", "old"),
+		promo("s2.01j1.x000000", "s2", "x"),
+	})
+	require.Equal(t, map[string]string{"s1": "new", "s2": "x"}, got)
+	require.Empty(t, BreakGlassOf(nil))
 }

@@ -107,6 +107,13 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		envtest.ValidatingWebhookFor("fleetrollouts.fleet.kargo-fleet.io",
 			"fleet.kargo-fleet.io", "v1alpha1", "fleetrollouts", fswebhook.ValidateRolloutPath,
 			admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete))
+	guard, err := PromotionGuardWebhooks("kargo-fleet-promotions", nil)
+	if err != nil {
+		return nil, err
+	}
+	// Validating webhooks run after every mutating one: the guard sees the
+	// Promotion as Kargo's defaulting webhook renamed and annotated it.
+	validating = append(validating, guard)
 	base, err := envtest.Start(envtest.WithWebhooks(mutating, validating))
 	if err != nil {
 		return nil, err

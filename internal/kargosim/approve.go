@@ -41,6 +41,12 @@ func approve(ctx context.Context, c client.Client, clk clock.PassiveClock, key c
 	if err := c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: stage}, &st); err != nil {
 		return fmt.Errorf("error getting Stage %q in namespace %q: %w", stage, key.Namespace, err)
 	}
+	return recordApproval(ctx, c, clk, key, stage)
+}
+
+// recordApproval patches approvedFor[stage] into the Freight's status,
+// unless it is there already.
+func recordApproval(ctx context.Context, c client.Client, clk clock.PassiveClock, key client.ObjectKey, stage string) error {
 	var f kargo.Freight
 	if err := c.Get(ctx, key, &f); err != nil {
 		return fmt.Errorf("error getting Freight %q in namespace %q: %w", key.Name, key.Namespace, err)

@@ -23,7 +23,10 @@
 //     FaultVar and FaultLabel);
 //   - Stage and Freight status: freight history, health, verification,
 //     currentlyIn, verifiedIn (written a configurable delay after the
-//     Promotion succeeds), auto-promotion with holds, and approvals (Approve).
+//     Promotion succeeds), auto-promotion with holds, and approvals (Approve);
+//   - the API server's Promote, "Promote to downstream" and manual approval
+//     (APIServer), which create Promotions under the API server's own
+//     identity, naming the person only in the create-actor annotation.
 //
 // Everything it logs carries the logger name "kargo-simulator", so its lines
 // can never be mistaken for real Kargo's.

@@ -193,6 +193,9 @@ func setup(mgr ctrl.Manager, o Options) error {
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the target guard: %w", err)
 		}
+		if err := targetguard.NewNamespaceLabeler(mgr.GetClient()).SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("error setting up the Promotion guard's namespace labels: %w", err)
+		}
 	}
 	if o.Webhooks {
 		if err := fswebhook.Setup(mgr, webhookOptions(o)); err != nil {

@@ -39,6 +39,9 @@ const (
 	// ForeignPromotionRefusedReason: a Promotion into a target Stage was
 	// aborted or undone.
 	ForeignPromotionRefusedReason = "ForeignPromotionRefused"
+	// BreakGlassPromotionReason: a user holding the break-glass right
+	// promoted one target Stage directly, giving a reason.
+	BreakGlassPromotionReason = "BreakGlassPromotion"
 )
 
 // UndoesLabel holds, on a Promotion the guard created to undo a refused one
@@ -57,6 +60,9 @@ type Reconciler struct {
 	// undone remembers refused Promotions already undone: the cache may not
 	// show the undo Promotion when the refused one is looked at again.
 	undone sync.Map
+	// breakGlass remembers the break-glass Promotions (by UID) whose Event
+	// was recorded.
+	breakGlass sync.Map
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -114,6 +120,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	fs := &fleetv1alpha1.FleetStage{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: fsName}, fs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if p.Labels[fleetv1alpha1.BreakGlassLabel] == fs.Name {
+		// Admitted by the admission guard to a user holding the break-glass
+		// right, with a reason: intended, recorded once, never undone.
+		if _, seen := r.breakGlass.LoadOrStore(p.UID, true); !seen {
+			r.recordBreakGlass(fs, p)
+		}
+		return ctrl.Result{}, nil
 	}
 	rollouts, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name,
 		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)})
@@ -195,4 +209,16 @@ func (r *Reconciler) event(fs *fleetv1alpha1.FleetStage, format string, args ...
 		return
 	}
 	r.recorder.Eventf(fs, nil, corev1.EventTypeWarning, ForeignPromotionRefusedReason, "Guard", strutil.Ellipsis(fmt.Sprintf(format, args...), 1024))
+}
+
+// recordBreakGlass records a break-glass Promotion on the FleetStage: who,
+// which Freight, which target and why.
+func (r *Reconciler) recordBreakGlass(fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) {
+	if r.recorder == nil {
+		return
+	}
+	r.recorder.Eventf(fs, nil, corev1.EventTypeWarning, BreakGlassPromotionReason, "BreakGlass", "%s",
+		strutil.Ellipsis(fmt.Sprintf("Break-glass Promotion %s by %s: Freight %s into target Stage %s, intended (not drift): %s",
+			p.Name, p.Annotations[kargo.CreateActorAnnotation], p.Spec.Freight, p.Spec.Stage,
+			p.Annotations[rollout.BreakGlassReasonAnnotation]), 1024))
 }

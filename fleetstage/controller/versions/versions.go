@@ -175,7 +175,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// write.
 	versions := fleetstatus.CountVersions(stages.Items)
 	fleetstatus.ObserveVersions(fs.Namespace, fs.Name, versions)
-	drifts := drift.Detect(drift.IntentOf(&fs.Status, rollouts), drift.TargetsOf(stages.Items))
+	breakGlass := &kargo.PromotionList{}
+	if err := r.client.List(ctx, breakGlass, client.InNamespace(fs.Namespace), client.UnsafeDisableDeepCopy,
+		client.MatchingLabels{fleetv1alpha1.BreakGlassLabel: fs.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("error listing break-glass Promotions of FleetStage %q: %w", fs.Name, err)
+	}
+	intent := drift.IntentOf(&fs.Status, rollouts)
+	intent.BreakGlass = drift.BreakGlassOf(breakGlass.Items)
+	drifts := drift.Detect(intent, drift.TargetsOf(stages.Items))
 	observeDrift(fs.Namespace, fs.Name, len(drifts))
 	fresh, cleared, attempts := r.drift.observe(req.NamespacedName, drifts, r.clock.Now())
 	r.announce(fs, fresh)

@@ -26,6 +26,12 @@ import (
 // ringedFleet has one pilot, three canary and six general targets, chosen by
 // their "ring" label. The canary targets break with the bad Freight only.
 func ringedFleet(t *testing.T, ns string, policy fleetv1alpha1.FleetPolicy) *fleet {
+	return ringedFleetGuarded(t, ns, policy, false)
+}
+
+// ringedFleetGuarded is ringedFleet, in a Project whose admission guard is
+// off when guardOff.
+func ringedFleetGuarded(t *testing.T, ns string, policy fleetv1alpha1.FleetPolicy, guardOff bool) *fleet {
 	breaks := map[string]string{kargosim.FaultVar: kargosim.FaultFail, kargosim.FaultFreightVar: "f2-bad"}
 	targets := append(inline("pilot", 1, map[string]string{"ring": "pilot"}, nil),
 		inline("canary", 3, map[string]string{"ring": "canary"}, breaks)...)
@@ -42,12 +48,16 @@ func ringedFleet(t *testing.T, ns string, policy fleetv1alpha1.FleetPolicy) *fle
 		},
 		policy:      policy,
 		autoPromote: true,
+		guardOff:    guardOff,
 	})
 }
 
 func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 	dumpPromotions(t, "breach-auto")
-	f := ringedFleet(t, "breach-auto", fleetv1alpha1.FleetPolicy{Rollback: fleetv1alpha1.RollbackPolicy{Mode: fleetv1alpha1.RollbackAutomatic}})
+	// The admission guard is off in this Project: auto-Promotions of the
+	// held-back Freight reach Kargo, and the post-hoc target guard (the
+	// backstop) must stop them.
+	f := ringedFleetGuarded(t, "breach-auto", fleetv1alpha1.FleetPolicy{Rollback: fleetv1alpha1.RollbackPolicy{Mode: fleetv1alpha1.RollbackAutomatic}}, true)
 	f.ship(f.good)
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed).Status.Phase)
 	require.Equal(t, f.good, f.lastGood())
@@ -197,16 +207,14 @@ func TestHeldBackFreightIsRefusedUntilRetriedDeliberately(t *testing.T) {
 	require.True(t, meta.IsStatusConditionTrue(bad.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition))
 
 	// Someone promotes the bad Freight to the canary wave Stage again, as
-	// `kargo promote` or Kargo's auto-promotion would: the step refuses it.
-	f.promote(f.bad, "canary")
-	var refused *kargo.Promotion
-	require.Eventually(t, func() bool {
-		refused = f.latestWavePromotion("canary", f.bad)
-		return refused != nil && refused.Status.Phase.IsTerminal()
-	}, wait, tick)
-	require.Equal(t, kargo.PromotionFailed, refused.Status.Phase)
-	require.Contains(t, refused.Status.Message, "held back")
-	require.Contains(t, refused.Status.Message, fleetv1alpha1.RetryFreightAnnotation, "the message says how to retry deliberately")
+	// `kargo promote` or Kargo's auto-promotion would: admission refuses it
+	// before any step runs, and says how to retry deliberately.
+	before := len(promotionsOfFreight(t, f.ns, f.bad))
+	err := env.Client.Create(context.Background(), kargo.NewPromotion(f.ns, "fleet-canary", f.bad, nil, nil))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "held back")
+	require.Contains(t, err.Error(), fleetv1alpha1.RetryFreightAnnotation, "the message says how to retry deliberately")
+	require.Len(t, promotionsOfFreight(t, f.ns, f.bad), before, "no Promotion exists to run a step")
 
 	// Deliberately allowed, it runs again from the first wave (and fails
 	// again on the canary ring): only a Promotion of the first wave Stage
@@ -227,4 +235,18 @@ func TestHeldBackFreightIsRefusedUntilRetriedDeliberately(t *testing.T) {
 		}
 		return n == 2
 	}, wait, tick, "the deliberate retry starts a new rollout")
+}
+
+// promotionsOfFreight lists the Project's Promotions of freight.
+func promotionsOfFreight(t *testing.T, ns, freight string) []kargo.Promotion {
+	t.Helper()
+	list := &kargo.PromotionList{}
+	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(ns)))
+	var out []kargo.Promotion
+	for _, p := range list.Items {
+		if p.Spec.Freight == freight {
+			out = append(out, p)
+		}
+	}
+	return out
 }

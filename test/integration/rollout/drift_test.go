@@ -76,7 +76,9 @@ func rollTwice(t *testing.T, f *fleet) {
 
 // promoteAsUser promotes freight into the target Stage of one target as an
 // operator would with `kargo promote`: a user allowed to, so Kargo records
-// the user as the Promotion's creator and the target guard lets it be.
+// the user as the Promotion's creator and the target guard lets it be. The
+// admission guard refuses it; the drift tests run in Projects where an
+// administrator turned it off, to test what the fleet does after the fact.
 func promoteAsUser(t *testing.T, f *fleet, stage, freight string) *kargo.Promotion {
 	t.Helper()
 	ctx := context.Background()
@@ -138,7 +140,7 @@ func driftEvent(t *testing.T, f *fleet, reason, stage string) bool {
 }
 
 func TestManualPromotionIsReportedAsDrift(t *testing.T) {
-	f := newFleet(t, "drift-report", fleetSpec{targets: inline("d", 4, nil, nil), waves: driftWaves(), autoPromote: true})
+	f := newFleet(t, "drift-report", fleetSpec{targets: inline("d", 4, nil, nil), waves: driftWaves(), autoPromote: true, guardOff: true})
 	rollTwice(t, f)
 
 	stage := firstTargetStage(t, f)
@@ -174,7 +176,7 @@ func TestManualPromotionIsReportedAsDrift(t *testing.T) {
 }
 
 func TestRevertRestoresDriftedTarget(t *testing.T) {
-	f := newFleet(t, "drift-revert", fleetSpec{targets: inline("r", 4, nil, nil), waves: driftWaves(), autoPromote: true,
+	f := newFleet(t, "drift-revert", fleetSpec{targets: inline("r", 4, nil, nil), waves: driftWaves(), autoPromote: true, guardOff: true,
 		policy: fleetv1alpha1.FleetPolicy{Drift: fleetv1alpha1.DriftRevert}})
 	rollTwice(t, f)
 

@@ -47,6 +47,10 @@ type fleetSpec struct {
 	// steps replace the adopted Stage's per-target template (default: one
 	// simulated argocd-update step).
 	steps []kargo.PromotionStep
+	// guardOff labels the Project as an administrator who turned the
+	// admission guard off for it would: only the post-hoc target guard
+	// stands between Kargo's own paths and the targets (the backstop).
+	guardOff bool
 }
 
 // newFleet creates the Project and waits until the FleetStage is Ready.
@@ -54,7 +58,11 @@ func newFleet(t *testing.T, ns string, spec fleetSpec) *fleet {
 	t.Helper()
 	ctx := context.Background()
 	c := env.Client
-	require.NoError(t, c.Create(ctx, envtest.ProjectNamespace(ns)))
+	project := envtest.ProjectNamespace(ns)
+	if spec.guardOff {
+		project.Labels[fleetv1alpha1.PromotionGuardLabel] = fleetv1alpha1.PromotionGuardOff
+	}
+	require.NoError(t, c.Create(ctx, project))
 	if spec.autoPromote {
 		require.NoError(t, c.Create(ctx, &kargo.ProjectConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ns},

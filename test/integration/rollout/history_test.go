@@ -58,6 +58,9 @@ func TestHistoryLimitPrunesOldRollouts(t *testing.T) {
 			continue
 		}
 		waitFor(t, ro, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Snapshot != nil })
+		if i == 2 {
+			promoteOneTargetFor(t, f, ro)
+		}
 		finish(t, ro, fleetv1alpha1.RolloutSucceeded)
 		if i == 2 {
 			rb = unfinishedRollbackOf(t, f, ro)
@@ -100,18 +103,33 @@ func TestHistoryLimitPrunesOldRollouts(t *testing.T) {
 	require.Equal(t, fleetv1alpha1.RolloutFailed, rec.Phase)
 }
 
-// unfinishedRollbackOf creates a paused rollback of ro, with one target
-// Promotion of ro for it to return.
-func unfinishedRollbackOf(t *testing.T, f *fleet, ro *fleetv1alpha1.FleetRollout) *fleetv1alpha1.FleetRollout {
+// promoteOneTargetFor promotes one target for ro while it is open, as the
+// controller does: the admission guard admits target Promotions only from
+// the controller, for an open rollout.
+func promoteOneTargetFor(t *testing.T, f *fleet, ro *fleetv1alpha1.FleetRollout) {
 	t.Helper()
 	ctx := context.Background()
 	targets := &kargo.StageList{}
 	require.NoError(t, env.Client.List(ctx, targets, client.InNamespace(f.ns),
 		client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}))
 	id := targets.Items[0].Labels[fleetv1alpha1.TargetLabel]
-	require.NoError(t, env.Client.Create(ctx, kargo.NewPromotion(f.ns, render.TargetStageName("fleet", id), f.good, map[string]string{
+	require.NoError(t, controllerClient(t).Create(ctx, kargo.NewPromotion(f.ns, render.TargetStageName("fleet", id), f.good, map[string]string{
 		fleetv1alpha1.FleetStageLabel: "fleet", fleetv1alpha1.RolloutLabel: ro.Name, fleetv1alpha1.TargetLabel: id,
 	}, nil)))
+}
+
+func controllerClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(env.ControllerConfig(), client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	return c
+}
+
+// unfinishedRollbackOf creates a paused rollback of ro (after
+// promoteOneTargetFor, a target Promotion of ro for it to return).
+func unfinishedRollbackOf(t *testing.T, f *fleet, ro *fleetv1alpha1.FleetRollout) *fleetv1alpha1.FleetRollout {
+	t.Helper()
+	ctx := context.Background()
 	current := &fleetv1alpha1.FleetRollout{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(ro), current))
 	// To Freight other than the rollout's own (a rollback to the same
@@ -122,9 +140,7 @@ func unfinishedRollbackOf(t *testing.T, f *fleet, ro *fleetv1alpha1.FleetRollout
 	// Created as the controller does for the fleet-rollback step with
 	// anyFreight: admission refuses a user's rollback to Freight that never
 	// passed the fleet.
-	ctrlClient, err := client.New(env.ControllerConfig(), client.Options{Scheme: env.Scheme})
-	require.NoError(t, err)
-	require.NoError(t, ctrlClient.Create(ctx, rb))
+	require.NoError(t, controllerClient(t).Create(ctx, rb))
 	waitFor(t, rb, func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Status.Phase == fleetv1alpha1.RolloutPaused })
 	return rb
 }

@@ -1,0 +1,201 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/targetguard"
+	"github.com/kargo-fleet/kargo-fleet/internal/drift"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	fleetrule "github.com/kargo-fleet/kargo-fleet/internal/rollout"
+)
+
+// ValidatePromotionPath is where the admission guard for Kargo Promotions
+// is served. It differs from Kargo's own Promotion webhook paths, so both
+// can be served from one server (the simulator's environment does).
+const ValidatePromotionPath = "/validate-fleet-kargo-fleet-io-kargo-promotion"
+
+// +kubebuilder:rbac:groups=kargo.akuity.io,resources=stages,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages;fleetrollouts,verbs=get;list;watch
+
+// PromotionGuard is the admission guard for Kargo Promotions in Projects
+// that hold a FleetStage (the webhook configuration selects their
+// namespaces by ProjectLabel). On create it classifies the Promotion's Stage
+// (template, wave or target Stage of a fleet, by name: generated Stage names
+// cannot be taken by another Stage, labels can be written by anyone who may
+// write Stages) and asks fleetrule.JudgePromotionAdmission. It trusts the
+// controller by the admission request's user, never by a field of the
+// Promotion. On update it keeps a Promotion from becoming, or ceasing to
+// be, a break-glass Promotion.
+type PromotionGuard struct {
+	reader     client.Reader
+	access     AccessReviewer
+	controller string
+	decoder    admission.Decoder
+}
+
+var _ admission.Handler = (*PromotionGuard)(nil)
+
+// NewPromotionGuard returns a guard that reads FleetStages, FleetRollouts
+// and Stages with r, reviews break-glass rights with a, and trusts the user
+// named controllerUsername (the controller's ServiceAccount) to carry out
+// the fleet's decisions.
+func NewPromotionGuard(r client.Reader, a AccessReviewer, controllerUsername string, d admission.Decoder) *PromotionGuard {
+	return &PromotionGuard{reader: r, access: a, controller: controllerUsername, decoder: d}
+}
+
+// Handle admits or refuses a Promotion create or update.
+func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admission.Response {
+	p := &kargo.Promotion{}
+	if err := g.decoder.Decode(req, p); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if req.Operation == admissionv1.Update {
+		old := &kargo.Promotion{}
+		if err := g.decoder.DecodeRaw(req.OldObject, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if breakGlassMarks(old) != breakGlassMarks(p) {
+			return admission.Denied(fmt.Sprintf("kargo-fleet: the %s label and %s annotation of Promotion %q are "+
+				"set when it is created and never change", fleetv1alpha1.BreakGlassLabel,
+				fleetrule.BreakGlassReasonAnnotation, p.Name))
+		}
+		return admission.Allowed("")
+	}
+	if req.Operation != admissionv1.Create {
+		return admission.Allowed("")
+	}
+	in, err := g.observe(ctx, req, p)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	v := fleetrule.JudgePromotionAdmission(in)
+	if v.Allowed && !v.BreakGlass && p.Labels[fleetv1alpha1.BreakGlassLabel] != "" {
+		v = fleetrule.AdmissionVerdict{Message: fmt.Sprintf("kargo-fleet: the %s label marks a break-glass Promotion into "+
+			"a target Stage, with the %s annotation; Stage %q is not a target Stage",
+			fleetv1alpha1.BreakGlassLabel, fleetrule.BreakGlassReasonAnnotation, p.Spec.Stage)}
+	}
+	if v.BreakGlass && p.Labels[fleetv1alpha1.BreakGlassLabel] != in.FleetStage {
+		v = fleetrule.AdmissionVerdict{Message: fmt.Sprintf("kargo-fleet: a break-glass Promotion into target Stage %q "+
+			"carries the label %s=%s (kargo-fleet break-glass sets it), so the fleet records it as intended",
+			p.Spec.Stage, fleetv1alpha1.BreakGlassLabel, in.FleetStage)}
+	}
+	if !v.Allowed {
+		log.FromContext(ctx).V(1).Info("Refusing Promotion", "namespace", req.Namespace, "stage", p.Spec.Stage,
+			"freight", p.Spec.Freight, "user", req.UserInfo.Username)
+		return admission.Denied(v.Message)
+	}
+	return admission.Allowed("")
+}
+
+// breakGlassMarks returns a Promotion's break-glass label and reason.
+func breakGlassMarks(p *kargo.Promotion) string {
+	return p.Labels[fleetv1alpha1.BreakGlassLabel] + "\x00" + p.Annotations[fleetrule.BreakGlassReasonAnnotation]
+}
+
+// observe gathers what the judgement needs.
+func (g *PromotionGuard) observe(ctx context.Context, req admission.Request, p *kargo.Promotion) (fleetrule.PromotionAdmission, error) {
+	in := fleetrule.PromotionAdmission{Project: req.Namespace, Stage: p.Spec.Stage, Freight: p.Spec.Freight,
+		User: req.UserInfo.Username, Actor: p.Annotations[kargo.CreateActorAnnotation],
+		FromController:   g.controller != "" && req.UserInfo.Username == g.controller,
+		BreakGlassReason: strings.TrimSpace(p.Annotations[fleetrule.BreakGlassReasonAnnotation])}
+	fleets := &fleetv1alpha1.FleetStageList{}
+	if err := g.reader.List(ctx, fleets, client.InNamespace(req.Namespace)); err != nil {
+		return in, fmt.Errorf("error listing FleetStages in namespace %q: %w", req.Namespace, err)
+	}
+	fs, role := StageRoleIn(fleets.Items, p.Spec.Stage)
+	if fs == nil {
+		return in, nil
+	}
+	in.Role, in.FleetStage = role, fs.Name
+	in.FirstWaveStage = render.WaveStageName(fs.Name, fs.Spec.Waves[0].Name)
+	rollouts, err := fleetrollout.List(ctx, g.reader, fs.Namespace, fs.Name,
+		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)})
+	if err != nil {
+		return in, err
+	}
+	if held := fleetrollout.HeldBack(fs, rollouts, p.Spec.Freight); held != nil {
+		in.HeldBackBy = held.Name
+	}
+	if role != fleetrule.StageTarget {
+		return in, nil
+	}
+	if in.FromController {
+		in.ControllerDecision, in.DecisionOpen, err = g.decision(ctx, fs, p)
+		if err != nil {
+			return in, err
+		}
+	}
+	if in.BreakGlassReason != "" && !in.FromController {
+		in.BreakGlassAllowed, err = g.access.Allowed(ctx, req.UserInfo, authorizationv1.ResourceAttributes{
+			Namespace: fs.Namespace, Group: fleetv1alpha1.GroupVersion.Group, Resource: "fleetstages",
+			Name: fs.Name, Verb: fleetrule.BreakGlassVerb,
+		})
+		if err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+// decision names the kargo-fleet decision a controller's Promotion carries
+// out, from its labels, and whether it still stands.
+func (g *PromotionGuard) decision(ctx context.Context, fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) (string, bool, error) {
+	switch {
+	case p.Labels[fleetv1alpha1.RolloutLabel] != "":
+		name := p.Labels[fleetv1alpha1.RolloutLabel]
+		ro := &fleetv1alpha1.FleetRollout{}
+		err := g.reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, ro)
+		switch {
+		case apierrors.IsNotFound(err):
+			return "FleetRollout " + name, false, nil
+		case err != nil:
+			return "", false, fmt.Errorf("error getting FleetRollout %q: %w", name, err)
+		}
+		open := ro.Spec.FleetStage == fs.Name && !ro.Status.Phase.IsFinal() && ro.DeletionTimestamp == nil
+		return "FleetRollout " + name, open, nil
+	case p.Labels[drift.RevertLabel] != "":
+		return "drift revert", true, nil
+	case p.Labels[targetguard.UndoesLabel] != "":
+		return "undo of a refused Promotion", true, nil
+	}
+	return "", false, nil
+}
+
+// StageRoleIn finds the fleet a Stage belongs to among a Project's
+// FleetStages, and its role there, by the Stage's name: the adopted Stage
+// (spec.stage.fromStage), a wave Stage (render.WaveStageName) or a target
+// Stage (render.TargetStageName starts with "<fleetstage>."). nil when the
+// Stage belongs to none.
+func StageRoleIn(fleets []fleetv1alpha1.FleetStage, stage string) (*fleetv1alpha1.FleetStage, fleetrule.FleetStageRole) {
+	for i := range fleets {
+		fs := &fleets[i]
+		if len(fs.Spec.Waves) == 0 {
+			continue
+		}
+		if fs.Spec.Stage.FromStage == stage {
+			return fs, fleetrule.StageTemplate
+		}
+		if strings.HasPrefix(stage, fs.Name+".") {
+			return fs, fleetrule.StageTarget
+		}
+		for _, w := range fs.Spec.Waves {
+			if render.WaveStageName(fs.Name, w.Name) == stage {
+				return fs, fleetrule.StageWave
+			}
+		}
+	}
+	return nil, fleetrule.StageNotInFleet
+}

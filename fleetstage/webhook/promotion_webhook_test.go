@@ -1,0 +1,46 @@
+package webhook
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	fleetrule "github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+)
+
+func TestStageRoleIn(t *testing.T) {
+	t.Parallel()
+	waves := []fleetv1alpha1.Wave{{Name: "pilot", Count: testutil.Int(1)}, {Name: "rest"}}
+	fleets := []fleetv1alpha1.FleetStage{
+		*testutil.MakeFleetStage("shop", "prod").FromStage("prod-template").Waves(waves...).Obj(),
+		*testutil.MakeFleetStage("shop", "edge").FromStage("edge-template").Waves(waves...).Obj(),
+	}
+	tests := []struct {
+		stage     string
+		wantFleet string
+		wantRole  fleetrule.FleetStageRole
+	}{
+		{stage: "prod-template", wantFleet: "prod", wantRole: fleetrule.StageTemplate},
+		{stage: "prod-pilot", wantFleet: "prod", wantRole: fleetrule.StageWave},
+		{stage: "edge-rest", wantFleet: "edge", wantRole: fleetrule.StageWave},
+		{stage: "prod.eu-west-1-c100", wantFleet: "prod", wantRole: fleetrule.StageTarget},
+		{stage: "edge.t1", wantFleet: "edge", wantRole: fleetrule.StageTarget},
+		{stage: "prod-canary", wantRole: fleetrule.StageNotInFleet},
+		{stage: "production.t1", wantRole: fleetrule.StageNotInFleet},
+		{stage: "staging", wantRole: fleetrule.StageNotInFleet},
+	}
+	for _, tc := range tests {
+		t.Run(tc.stage, func(t *testing.T) {
+			t.Parallel()
+			fs, role := StageRoleIn(fleets, tc.stage)
+			require.Equal(t, tc.wantRole, role)
+			if tc.wantFleet == "" {
+				require.Nil(t, fs)
+				return
+			}
+			require.Equal(t, tc.wantFleet, fs.Name)
+		})
+	}
+}

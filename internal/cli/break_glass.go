@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	rolloutplan "github.com/kargo-fleet/kargo-fleet/internal/rollout"
+)
+
+// breakGlassOptions configures `kargo-fleet break-glass`.
+type breakGlassOptions struct {
+	kube       kubeOptions
+	fleetStage string
+	stage      string
+	target     string
+	freight    string
+	reason     string
+
+	out io.Writer
+}
+
+func newBreakGlassCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra.Command {
+	o := &breakGlassOptions{kube: kube, out: streams.Out}
+	cmd := &cobra.Command{
+		Use:   "break-glass [FLEETSTAGE]",
+		Short: "Promote Freight into one target of a fleet directly, in an incident",
+		Long: "Creates, as you, a Kargo Promotion of --freight into one target Stage of the fleet, marked as a " +
+			"break-glass Promotion with your --reason. kargo-fleet's admission guard otherwise lets only the fleet's " +
+			"rollouts, rollbacks and drift reverts promote target Stages; it admits this one when you hold the verb " +
+			"break-glass on the FleetStage (the chart's ClusterRole kargo-fleet-break-glass, which no default role " +
+			"includes) and Kargo's promote on the Stage. Freight held back after a breach is refused all the same. " +
+			"The fleet records the Promotion in an Event on the FleetStage and treats the target's Freight as " +
+			"intended, not as drift, until the next rollout reaches the target. The Kargo UI cannot do this: it " +
+			"promotes as Kargo's API server, and the guard trusts only the user who makes the request.",
+		Example: "  kargo-fleet break-glass prod -n shop --target eu-west-1-003 \\\n" +
+			"      --freight 3f2a9c1 --reason \"INC-4711: hotfix\"\n" +
+			"  kargo-fleet break-glass prod -n shop --stage prod.eu-west-1-003 \\\n" +
+			"      --freight 3f2a9c1 --reason INC-4711",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeFleetStages(&o.kube),
+		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
+	}
+	o.kube.addFlags(cmd.Flags(), streams)
+	f := cmd.Flags()
+	f.StringVar(&o.stage, "stage", "", "Target Stage to promote (or --target).")
+	f.StringVar(&o.target, "target", "", "Target id whose Stage to promote (or --stage).")
+	f.StringVar(&o.freight, "freight", "", "Freight to promote (its name).")
+	f.StringVar(&o.reason, "reason", "", "Why: recorded on the Promotion and in the FleetStage's Event (required).")
+	return cmd
+}
+
+func (o *breakGlassOptions) validate() error {
+	switch {
+	case (o.stage == "") == (o.target == ""):
+		return fmt.Errorf("exactly one of --stage and --target must be set")
+	case o.freight == "":
+		return fmt.Errorf("--freight must be set")
+	case strings.TrimSpace(o.reason) == "":
+		return fmt.Errorf("--reason must be set: a break-glass Promotion says why")
+	}
+	return nil
+}
+
+func (o *breakGlassOptions) run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, fs, err := o.kube.connectFleetStage(ctx, o.fleetStage)
+	if err != nil {
+		return err
+	}
+	stage := o.stage
+	if stage == "" {
+		stage = render.TargetStageName(fs.Name, o.target)
+	}
+	p := kargo.NewPromotion(fs.Namespace, stage, o.freight,
+		map[string]string{fleetv1alpha1.BreakGlassLabel: fs.Name},
+		map[string]string{rolloutplan.BreakGlassReasonAnnotation: strings.TrimSpace(o.reason)})
+	if err := c.Create(ctx, p); err != nil {
+		return fmt.Errorf("error creating break-glass Promotion of Freight %s into Stage %q: %w", o.freight, stage, err)
+	}
+	_, err = fmt.Fprintf(o.out, "Break-glass Promotion %s created: Freight %s into target Stage %s of FleetStage %s.\n"+
+		"Follow it in the Kargo UI or with: kubectl get promotion %s -n %s\n", p.Name, o.freight, stage, fs.Name, p.Name, fs.Namespace)
+	return err
+}

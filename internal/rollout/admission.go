@@ -1,0 +1,161 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+)
+
+// FleetStageRole says what a Kargo Stage is to a fleet, for the admission of
+// Promotions into it.
+type FleetStageRole string
+
+// Roles of a Stage in a fleet.
+const (
+	// StageNotInFleet: the Stage belongs to no FleetStage; its Promotions are
+	// Kargo's business only.
+	StageNotInFleet FleetStageRole = ""
+	// StageTemplate: the adopted Stage, whose promotion template the
+	// controller copies into every target Stage. It is never promoted.
+	StageTemplate FleetStageRole = "Template"
+	// StageWave: a wave Stage; its fleet-wave step runs the wave.
+	StageWave FleetStageRole = "Wave"
+	// StageTarget: a target Stage, one per target.
+	StageTarget FleetStageRole = "Target"
+)
+
+// BreakGlassVerb is the custom RBAC verb on fleetstages that lets a user
+// promote one target Stage of that fleet directly (break-glass). No role the
+// chart aggregates into Kubernetes' default roles grants it.
+const BreakGlassVerb = "break-glass"
+
+// BreakGlassReasonAnnotation is the annotation that, on a Promotion into a
+// target Stage, asks for a break-glass Promotion and says why; the user creating the Promotion must
+// hold BreakGlassVerb on the FleetStage.
+const BreakGlassReasonAnnotation = "fleet.kargo-fleet.io/break-glass-reason"
+
+// PromotionAdmission is what the admission guard knows of a Promotion being
+// created in a Project that holds a FleetStage.
+type PromotionAdmission struct {
+	// Project, FleetStage, Stage and Freight name the Project, the fleet
+	// the Stage belongs to, the Stage and the Freight.
+	Project, FleetStage, Stage, Freight string
+	// Role is the Stage's role in the fleet.
+	Role FleetStageRole
+	// FirstWaveStage is the fleet's first wave Stage: promoting Freight
+	// there starts a rollout.
+	FirstWaveStage string
+	// User is the Kubernetes user creating the Promotion (the admission
+	// request's): kargo-fleet's controller, a person or tool, or Kargo's
+	// control plane (its API server acting for a UI or CLI user, its
+	// controller auto-promoting).
+	User string
+	// Actor is Kargo's create-actor annotation: the person behind a request
+	// of Kargo's API server; informative only, never trusted.
+	Actor string
+	// FromController says User is kargo-fleet's controller.
+	FromController bool
+	// ControllerDecision names the kargo-fleet decision the Promotion carries
+	// out, from its labels ("FleetRollout x", "drift revert", …); empty when
+	// none.
+	ControllerDecision string
+	// DecisionOpen says the decision still stands (its rollout exists and is
+	// not final).
+	DecisionOpen bool
+	// HeldBackBy names the FleetRollout that breached a failure threshold
+	// with the Freight, when the Freight is held back from the fleet.
+	HeldBackBy string
+	// BreakGlassReason is the Promotion's BreakGlassReasonAnnotation.
+	BreakGlassReason string
+	// BreakGlassAllowed says User holds BreakGlassVerb on the FleetStage.
+	BreakGlassAllowed bool
+}
+
+// AdmissionVerdict is the guard's answer.
+type AdmissionVerdict struct {
+	// Allowed admits the Promotion.
+	Allowed bool
+	// BreakGlass says it was admitted as a break-glass Promotion: intended,
+	// recorded, and not drift.
+	BreakGlass bool
+	// Message says why it was refused, and what works instead; Kargo's UI
+	// shows it in its error toast.
+	Message string
+}
+
+// JudgePromotionAdmission decides whether a Promotion may be created. Only
+// kargo-fleet's controller, carrying out an open rollout, a rollback or a
+// drift revert, promotes target Stages: Kargo's Promote, "Promote to
+// downstream", "Instant promote", `kargo promote` and auto-promotion would
+// otherwise skip the fleet's waves, thresholds, approval gates and
+// concurrency limits. A user holding the break-glass right may promote one
+// target, giving a reason. The adopted template Stage is never promoted.
+// Freight held back after a breach enters no fleet Stage. Wave Stages take
+// any other Promotion: their fleet-wave step enforces wave order and gates.
+func JudgePromotionAdmission(a PromotionAdmission) AdmissionVerdict {
+	switch {
+	case a.Role == StageNotInFleet:
+		return AdmissionVerdict{Allowed: true}
+	case a.Role == StageTemplate:
+		return refuseAdmission(fmt.Sprintf("Stage %q is the template of fleet %q: its promotion template runs on every target "+
+			"Stage with that target's variables, and the Stage itself is never promoted. %s", a.Stage, a.FleetStage, a.startHint()))
+	case a.HeldBackBy != "" && !a.FromController:
+		return refuseAdmission(fmt.Sprintf("Freight %s is held back from fleet %q: FleetRollout %s breached a failure threshold with it. "+
+			"To promote it to the fleet again on purpose: kubectl annotate fleetstage %s -n %s %s=%s --overwrite, then %s",
+			a.Freight, a.FleetStage, a.HeldBackBy, a.FleetStage, a.Project, fleetv1alpha1.RetryFreightAnnotation, a.Freight,
+			a.promoteCommand()))
+	case a.Role == StageWave:
+		return AdmissionVerdict{Allowed: true}
+	case a.FromController && a.ControllerDecision != "" && a.DecisionOpen:
+		return AdmissionVerdict{Allowed: true}
+	case a.FromController:
+		return refuseAdmission(fmt.Sprintf("kargo-fleet promotes target Stage %q of fleet %q only for an open rollout, rollback or "+
+			"drift revert; %s", a.Stage, a.FleetStage, describeDecision(a.ControllerDecision)))
+	case a.BreakGlassReason != "" && a.BreakGlassAllowed:
+		return AdmissionVerdict{Allowed: true, BreakGlass: true}
+	case a.BreakGlassReason != "":
+		return refuseAdmission(fmt.Sprintf("user %q may not break glass on fleet %q: it needs the verb %q on "+
+			"fleetstages.fleet.kargo-fleet.io %q in namespace %q (the chart's ClusterRole kargo-fleet-break-glass, bound "+
+			"in that namespace). %s", a.User, a.FleetStage, BreakGlassVerb, a.FleetStage, a.Project, a.startHint()))
+	}
+	return refuseAdmission(fmt.Sprintf("Stage %q is a target of fleet %q%s: only kargo-fleet promotes its targets, wave by wave, "+
+		"so Promote, Promote to downstream, Instant promote, kargo promote and auto-promotion are refused here. %s "+
+		"A wave waiting for approval goes on with: kargo approve --project %s --freight %s --stage <wave Stage>. "+
+		"Follow it with: kargo-fleet status %s -n %s. In an incident, a user with the break-glass right promotes this "+
+		"one target with: kargo-fleet break-glass %s -n %s --stage %s --freight %s --reason \"…\"",
+		a.Stage, a.FleetStage, a.by(), a.startHint(), a.Project, a.Freight, a.FleetStage, a.Project,
+		a.FleetStage, a.Project, a.Stage, a.Freight))
+}
+
+func refuseAdmission(msg string) AdmissionVerdict {
+	return AdmissionVerdict{Message: "kargo-fleet: " + msg}
+}
+
+// startHint says how Freight enters the fleet.
+func (a PromotionAdmission) startHint() string {
+	return "To promote Freight to the fleet, promote it into its first wave Stage: " + a.promoteCommand() + "."
+}
+
+func (a PromotionAdmission) promoteCommand() string {
+	return fmt.Sprintf("kargo promote --project %s --stage %s --freight %s", a.Project, a.FirstWaveStage, a.Freight)
+}
+
+// by names who asked, as far as the request says: the user, and the actor
+// Kargo's API server recorded for it.
+func (a PromotionAdmission) by() string {
+	switch {
+	case a.Actor != "" && strings.TrimPrefix(a.Actor, "kubernetes:") != a.User:
+		return fmt.Sprintf(" (asked by %s through %s)", a.Actor, a.User)
+	case a.User != "":
+		return fmt.Sprintf(" (asked by %s)", a.User)
+	}
+	return ""
+}
+
+func describeDecision(d string) string {
+	if d == "" {
+		return "this Promotion names none (no rollout, drift revert or undo label)"
+	}
+	return d + " is not open"
+}
