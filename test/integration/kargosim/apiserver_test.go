@@ -14,6 +14,7 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 // apiServer returns the simulated Kargo API server, writing as Kargo's API
@@ -41,16 +42,16 @@ func TestPromoteDownstreamPromotesEveryStageThatTakesFromIt(t *testing.T) {
 	ctx := context.Background()
 	ns := newProject(t)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "wave-1")
+	newStage(t, stage(ns, "wave-1"))
 	// What a fleet looks like to Kargo: the next wave Stage and that wave's
 	// target Stages all take Freight from the wave Stage before.
 	for _, s := range []string{"wave-2", "wave-2.t1", "wave-2.t2", "wave-2.t3"} {
-		newStage(t, ns, s, upstream("wave-1"))
+		newStage(t, stage(ns, s).Upstream("wave-1"))
 	}
-	newStage(t, ns, "elsewhere", upstream("wave-2"))
+	newStage(t, stage(ns, "elsewhere").Upstream("wave-2"))
 	p := mustPromote(t, ns, "wave-1", "f1")
-	waitPromotion(t, p, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
-	waitFreight(t, ns, "f1", 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("wave-1") })
+	testutil.Await(t, k8s, p, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	testutil.Await(t, k8s, testutil.Named[kargo.Freight](ns, "f1"), 10*time.Second, func(f *kargo.Freight) bool { return f.IsVerifiedIn("wave-1") })
 
 	api := apiServer(t)
 	// The promote verb is checked on every downstream Stage before anything
@@ -74,7 +75,7 @@ func TestPromoteDownstreamPromotesEveryStageThatTakesFromIt(t *testing.T) {
 	require.Equal(t, map[string]bool{"wave-2": true, "wave-2.t1": true, "wave-2.t2": true, "wave-2.t3": true}, got,
 		"one Promotion into every Stage that takes Freight from wave-1, none further down")
 	for _, p := range created {
-		waitPromotion(t, p, 20*time.Second, phaseIs(kargo.PromotionSucceeded))
+		testutil.Await(t, k8s, p, 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
 	}
 }
 
@@ -82,8 +83,8 @@ func TestManualApprovalPromotesFreightNoUpstreamVerified(t *testing.T) {
 	ctx := context.Background()
 	ns := newProject(t)
 	newFreight(t, ns, "f1")
-	newStage(t, ns, "wave-1")
-	newStage(t, ns, "wave-2.t1", upstream("wave-1"))
+	newStage(t, stage(ns, "wave-1"))
+	newStage(t, stage(ns, "wave-2.t1").Upstream("wave-1"))
 	api := apiServer(t)
 	alice := promoter(t, ns, "alice-"+ns)
 
@@ -104,7 +105,7 @@ func TestManualApprovalPromotesFreightNoUpstreamVerified(t *testing.T) {
 	p, err := api.ApproveAndPromote(ctx, alice, ns, "wave-2.t1", "f1")
 	require.NoError(t, err)
 	require.Equal(t, "kubernetes:"+alice.Username, p.Annotations[kargo.CreateActorAnnotation])
-	waitPromotion(t, p, 10*time.Second, phaseIs(kargo.PromotionSucceeded))
-	f = waitFreight(t, ns, "f1", time.Second, func(f *kargo.Freight) bool { return f.IsApprovedFor("wave-2.t1") })
+	testutil.Await(t, k8s, p, 10*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	f = testutil.Await(t, k8s, testutil.Named[kargo.Freight](ns, "f1"), time.Second, func(f *kargo.Freight) bool { return f.IsApprovedFor("wave-2.t1") })
 	require.False(t, f.IsVerifiedIn("wave-1"), "wave-1 never had the Freight")
 }
