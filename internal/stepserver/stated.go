@@ -349,12 +349,15 @@ func checkStated(step string, promo *kargo.Promotion, req *Request) error {
 	if len(fields) == 0 {
 		return nil
 	}
+	if steps.ValidateConfig(step, req.Config) != nil {
+		// The step refuses the config itself (422), naming what is wrong.
+		return nil
+	}
 	call := map[string]any{}
 	if len(req.Config) > 0 {
 		dec := json.NewDecoder(strings.NewReader(string(req.Config)))
 		dec.UseNumber()
 		if err := dec.Decode(&call); err != nil || steps.NormalizeConfig(step, call) != nil {
-			// The step refuses the config itself, naming what is wrong.
 			return nil
 		}
 	}
