@@ -56,7 +56,10 @@ const (
 // Plan decides whether b is fit to serve dnsNames at now. It is pure.
 func Plan(b Bundle, dnsNames []string, now time.Time) Decision {
 	ca, caErr := parseCert(b[KeyCA])
-	if caErr != nil || !keyOf(ca, b[KeyCAKey]) || due(ca, now) {
+	// A certificate that may not sign others (a serving certificate put in
+	// the CA's place) is no CA: every serving certificate it signs fails.
+	if caErr != nil || !ca.BasicConstraintsValid || !ca.IsCA ||
+		(ca.KeyUsage != 0 && ca.KeyUsage&x509.KeyUsageCertSign == 0) || !keyOf(ca, b[KeyCAKey]) || due(ca, now) {
 		return RenewCA
 	}
 	cert, err := parseCert(b[KeyCert])
