@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
@@ -234,8 +236,23 @@ func waveProgress(in *Input, ro *fleetv1alpha1.FleetRollout, wp *fleetv1alpha1.W
 // waveFailure describes a failed or halted wave, with the main failure
 // reasons.
 func waveFailure(ro *fleetv1alpha1.FleetRollout, wp *fleetv1alpha1.WaveProgress) string {
-	msg := fmt.Sprintf("wave %q %s: %d of %d targets failed", wp.Name, strings.ToLower(string(wp.Phase)), wp.Failed, wp.Total)
-	msg = withDetail(msg, cmp.Or(wp.Waiting, ro.Status.Message))
+	phase := strings.ToLower(string(wp.Phase))
+	msg := fmt.Sprintf("wave %q %s: %d of %d targets failed", wp.Name, phase, wp.Failed, wp.Total)
+	if breach := meta.FindStatusCondition(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition); breach != nil &&
+		breach.Status == metav1.ConditionTrue {
+		// The breach counts as the wave does (the controller restates it
+		// with today's counts): say the numbers once.
+		if rest, ok := strings.CutPrefix(breach.Message, "wave "+wp.Name+": "); ok {
+			msg = fmt.Sprintf("wave %q %s: %s", wp.Name, phase, rest)
+		} else {
+			msg += "; threshold breached: " + breach.Message
+		}
+		if wp.InFlight > 0 {
+			msg += fmt.Sprintf("; %d target Promotion(s) in flight finish, no new one starts", wp.InFlight)
+		}
+	} else {
+		msg = withDetail(msg, cmp.Or(wp.Waiting, ro.Status.Message))
+	}
 	if reasons := failureSummary(ro.Status.Failures, 3); reasons != "" {
 		msg += " (" + reasons + ")"
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -147,6 +148,20 @@ func Test_waveResult(t *testing.T) {
 			name: "wave halted", mode: ModeWait,
 			ro:        rollout(fleetv1alpha1.RolloutHalted, canary(fleetv1alpha1.WaveHalted)),
 			wantState: StateFailed, wantMessage: `wave "canary" halted: 2 of 4 targets failed: 2 targets failed, maxFailures is 1`,
+		},
+		{
+			name: "wave halted by its threshold counts once", mode: ModeWait,
+			ro: func() *fleetv1alpha1.FleetRollout {
+				ro := rollout(fleetv1alpha1.RolloutHalted, canary(fleetv1alpha1.WaveHalted))
+				ro.Status.Message = "halted: wave canary: 2 of 4 targets failed, more than the 1 allowed by maxFailures; " +
+					"1 target Promotion(s) in flight finish, no new one starts"
+				ro.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ThresholdBreachedCondition, Status: metav1.ConditionTrue,
+					Reason: "WaveThresholdBreached", Message: "wave canary: 2 of 4 targets failed, more than the 1 allowed by maxFailures"}}
+				return ro
+			}(),
+			wantState: StateFailed,
+			wantMessage: `wave "canary" halted: 2 of 4 targets failed, more than the 1 allowed by maxFailures; ` +
+				`1 target Promotion(s) in flight finish, no new one starts`,
 		},
 		{
 			name: "wave failed, even in start mode", mode: ModeStart,
