@@ -13,8 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // Mode says whether a long step starts its work or waits for it.
@@ -58,10 +60,13 @@ func (c *WaveConfig) applyDefaults() {
 // put Freight into any wave Stage).
 type waveStep struct {
 	store Store
+	opts  stepOptions
 }
 
 // NewWaveStep returns the fleet-wave step.
-func NewWaveStep(store Store) Step { return &waveStep{store: store} }
+func NewWaveStep(store Store, opts ...Option) Step {
+	return &waveStep{store: store, opts: optionsOf(opts)}
+}
 
 // Name implements Step.
 func (s *waveStep) Name() string { return WaveStepName }
@@ -134,7 +139,7 @@ func (s *waveStep) run(ctx context.Context, in *Input, cfg WaveConfig) (Result, 
 			return Result{}, err
 		}
 	}
-	return waveResult(in, cfg, ro, wave), nil
+	return waveResult(in, cfg, s.opts, ro, wave), nil
 }
 
 // recordsRollback answers a Promotion kargo-fleet made after a rollback so
@@ -157,7 +162,7 @@ func (s *waveStep) recordsRollback(ctx context.Context, in *Input, wave string) 
 }
 
 // waveResult maps a rollout's status to the wave step's result.
-func waveResult(in *Input, cfg WaveConfig, ro *fleetv1alpha1.FleetRollout, wave string) Result {
+func waveResult(in *Input, cfg WaveConfig, opts stepOptions, ro *fleetv1alpha1.FleetRollout, wave string) Result {
 	plan, total := rolloutSummary(ro)
 	wp := rolloutWave(ro, wave)
 	var counts Counts
@@ -178,7 +183,12 @@ func waveResult(in *Input, cfg WaveConfig, ro *fleetv1alpha1.FleetRollout, wave 
 		"counts":       counts,
 		"plan":         plan,
 		"targets":      rolloutTargets(ro, total),
-		"links":        linkVars{in: in, rollout: ro.Name}.links(cfg.Links),
+		"links":        linkVars{in: in, rollout: ro.Name, dashboard: opts.dashboardURL}.links(cfg.Links),
+		// summary says what the wave Stage's description says (the Kargo
+		// UI shows both): the rollout's phase, the wave's counts and what
+		// it waits for.
+		"summary": rollout.DescribeWave(rollout.WaveView{Rollout: ro, Wave: wave,
+			Dashboard: link.FleetStageURL(opts.dashboardURL, in.Context.Project, in.FleetStage.Name)}).Text,
 	}
 	if wp != nil {
 		switch wp.Phase {

@@ -71,6 +71,10 @@ type Options struct {
 	// StepServerURL, when set, is the step server URL wave Stages pass to
 	// the fleet-wave task (default: the task's in-cluster Service URL).
 	StepServerURL string
+	// DashboardURL is the fleet dashboard's base URL: wave Stage
+	// descriptions and step outputs link to a FleetStage's page there.
+	// Empty: no dashboard link.
+	DashboardURL string
 	// StepServer configures the step server; nil reads it from the
 	// environment (stepserver.OptionsFromEnv).
 	StepServer *stepserver.Options
@@ -184,6 +188,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 	if o.Components&FleetRollouts != 0 {
 		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventoryReader(mgr, o),
 			mgr.GetEventRecorder("kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
+		r.DashboardURL = o.DashboardURL
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
 		}
@@ -243,7 +248,7 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 			FleetStages: mgr.GetClient(),
 			Namespaces:  mgr.GetClient(),
 			Keys:        keys,
-			Steps:       steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}),
+			Steps:       steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}, steps.WithDashboardURL(o.DashboardURL)),
 			Metrics:     metrics.Registry,
 			Clock:       clock.RealClock{},
 		})

@@ -59,6 +59,8 @@ func describeWave(v WaveView, counts bool) string {
 	}
 	wp := waveOf(ro, v.Wave)
 	switch {
+	case wp == nil && ro.Spec.Direction == fleetv1alpha1.DirectionRollback:
+		fmt.Fprintf(&b, " Wave %s: none of its targets moved, none goes back.", v.Wave)
 	case wp == nil:
 		fmt.Fprintf(&b, " Wave %s is not part of this rollout.", v.Wave)
 	default:

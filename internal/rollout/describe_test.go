@@ -115,6 +115,18 @@ func TestDescribeWave(t *testing.T) {
 				"Wave canary: Succeeded, 3 succeeded, 0 failed, 0 in flight of 3. Rolled back 3 target(s) to Freight f2.",
 		},
 		{
+			name: "a wave a rollback does not touch",
+			ro: func() *fleetv1alpha1.FleetRollout {
+				ro := describedRollout(fleetv1alpha1.RolloutRollingBack)
+				ro.Name, ro.Spec.Direction, ro.Spec.RollbackOf = "prod-v3-rollback", fleetv1alpha1.DirectionRollback, "prod-v3"
+				ro.Spec.Freight.Name = "f2"
+				return ro
+			}(),
+			wave: "general",
+			want: "kargo-fleet rollback prod-v3-rollback returns the targets of prod-v3 to Freight f2: RollingBack. " +
+				"Wave general: none of its targets moved, none goes back.",
+		},
+		{
 			name: "a wave the rollout does not have",
 			ro:   describedRollout(fleetv1alpha1.RolloutSucceeded),
 			wave: "critical",

@@ -308,7 +308,13 @@ func (r *FleetRolloutReconciler) afterWrite(ctx context.Context, s *scope) error
 	written := s.ro.DeepCopy()
 	written.Status = *after
 	var errs []error
-	errs = append(errs, r.recordOnFleetStage(ctx, written, s.fs))
+	recorded, err := r.recordOnFleetStage(ctx, written, s.fs)
+	errs = append(errs, err)
+	if err == nil {
+		again, err := r.describeWaves(ctx, written, s.fs, recorded)
+		s.describeAgain = again
+		errs = append(errs, err)
+	}
 	if before.Snapshot == nil && after.Snapshot != nil || !before.Phase.IsFinal() && after.Phase.IsFinal() {
 		errs = append(errs, r.pruneHistory(ctx, s.fs))
 	}
@@ -387,7 +393,9 @@ func (r *FleetRolloutReconciler) markWrite(ro *fleetv1alpha1.FleetRollout) {
 // of an old rollout, a replay after a restart) changes neither. A succeeded
 // forward rollout, and a succeeded rollback, make their Freight the last
 // good one: after a rollback the fleet runs the Freight it returned to.
-func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) error {
+// It returns the status it recorded.
+func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fleetv1alpha1.FleetRollout,
+	fs *fleetv1alpha1.FleetStage) (*fleetv1alpha1.FleetStageStatus, error) {
 	st := fs.Status.DeepCopy()
 	switch {
 	case !ro.Status.Phase.IsFinal():
@@ -402,7 +410,7 @@ func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fle
 		}
 		newer, err := r.newerThanLast(ctx, ro, st.LastRollout)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if newer {
 			st.LastRollout = ro.Name
@@ -412,12 +420,12 @@ func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fle
 		}
 	}
 	if reflect.DeepEqual(st, &fs.Status) {
-		return nil
+		return st, nil
 	}
 	if err := fleetstatus.Patch(ctx, r.client, fs, &fs.Status, st); err != nil {
-		return fmt.Errorf("error recording rollout %q on FleetStage %q: %w", ro.Name, fs.Name, err)
+		return nil, fmt.Errorf("error recording rollout %q on FleetStage %q: %w", ro.Name, fs.Name, err)
 	}
-	return nil
+	return st, nil
 }
 
 // newerThanLast reports whether ro comes after the rollout recorded as the
