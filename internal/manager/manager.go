@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,6 +26,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/versions"
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
 	"github.com/kargo-fleet/kargo-fleet/steps"
@@ -181,13 +183,13 @@ func setup(mgr ctrl.Manager, o Options) error {
 	}
 	if o.Components&Versions != 0 {
 		if err := versions.NewReconciler(mgr.GetClient(), clock.RealClock{},
-			mgr.GetEventRecorder("kargo-fleet-drift")).SetupWithManager(mgr); err != nil {
+			kargoRecorder(mgr, "kargo-fleet-drift")).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("error setting up the version refresh: %w", err)
 		}
 	}
 	if o.Components&FleetRollouts != 0 {
 		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventoryReader(mgr, o),
-			mgr.GetEventRecorder("kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
+			kargoRecorder(mgr, "kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
 		r.DashboardURL = o.DashboardURL
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
@@ -205,6 +207,12 @@ func setup(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	return setupSteps(mgr, o)
+}
+
+// kargoRecorder is the named Event recorder that also shows Events about a
+// Kargo object on Kargo's Events page (kargoevents.Recorder).
+func kargoRecorder(mgr ctrl.Manager, name string) events.EventRecorder {
+	return kargoevents.NewRecorder(mgr.GetEventRecorder(name), mgr.GetClient(), clock.RealClock{}, name)
 }
 
 // refreshPromotion asks Kargo to poll a wave Promotion again at once, so the

@@ -23,6 +23,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstatus"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
@@ -123,7 +124,8 @@ func (r *FleetRolloutReconciler) promoteWave(ctx context.Context, ro *fleetv1alp
 	err := r.client.Create(ctx, p)
 	switch {
 	case err == nil:
-		r.event(ro, corev1.EventTypeNormal, WavePromotedReason, "Promoted Freight %s into wave Stage %s: the previous wave passed and soaked",
+		r.eventAbout(ro, kargoevents.Stage(ro.Namespace, stage), corev1.EventTypeNormal, WavePromotedReason,
+			"Promoted Freight %s into wave Stage %s: the previous wave passed and soaked",
 			ro.Spec.Freight.Name, stage)
 		return false, nil
 	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), notAvailable):
@@ -176,7 +178,8 @@ func (r *FleetRolloutReconciler) recordRollbackOnWaveStages(ctx context.Context,
 			errs = append(errs, fmt.Errorf("error recording Freight %s on wave Stage %q: %w", rb.Spec.Freight.Name, w.Stage, err))
 			continue
 		}
-		r.event(rb, corev1.EventTypeNormal, WavePromotedReason, "Promoted Freight %s into wave Stage %s as a rollback: the wave's targets run it again",
+		r.eventAbout(rb, kargoevents.Stage(rb.Namespace, w.Stage), corev1.EventTypeNormal, WavePromotedReason,
+			"Promoted Freight %s into wave Stage %s as a rollback: the wave's targets run it again",
 			rb.Spec.Freight.Name, w.Stage)
 	}
 	return errors.Join(errs...)

@@ -28,6 +28,7 @@ import (
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=stages,verbs=promote
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=freights,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=events,verbs=create
 
 // statusInterval is the least time between two progress-only status writes
 // of one rollout: at 10,000 targets every Promotion finishing would otherwise

@@ -16,7 +16,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
-func waveStage(name string) *kargo.Stage {
+func describedStage(name string) *kargo.Stage {
 	return &kargo.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}}
 }
 
@@ -32,7 +32,7 @@ func TestDescribeWaves(t *testing.T) {
 			writes.Add(1)
 		}
 		return c.Patch(ctx, obj, patch, opts...)
-	}}, fleetStage(), waveStage("prod-pilot"), waveStage("prod-canary"))
+	}}, fleetStage(), describedStage("prod-pilot"), describedStage("prod-canary"))
 	f.r.DashboardURL = "https://fleet.example.com/"
 	fs := fleetStage()
 	ro := forward("prod-v2", badFreight, fleetv1alpha1.RolloutProgressing, 0)
