@@ -139,11 +139,16 @@ func (r *FleetRolloutReconciler) promoteWave(ctx context.Context, ro *fleetv1alp
 	}
 }
 
-// recordRollbackOnWaveStages makes the wave Stages that show the Freight a
+// recordRollbackOnWaveStages makes the wave Stages that took the Freight a
 // succeeded rollback took back show the Freight it returned to, so the Kargo
 // UI tells the truth: each gets a Promotion of that Freight, marked as a
 // rollback, whose fleet-wave step succeeds at once without running the wave
-// (the Freight passed every wave before). Once per wave Stage.
+// (the Freight passed every wave before). That includes the wave Stage whose
+// Promotion failed when its wave halted: Kargo shows a Stage whose last
+// Promotion failed as "Failed / Unknown" until a Promotion of it succeeds,
+// so without one the halted wave stays red over healthy targets. Once per
+// wave Stage: a Promotion labelled with the rollback records it, so a
+// restarted controller creates only the missing ones.
 func (r *FleetRolloutReconciler) recordRollbackOnWaveStages(ctx context.Context, rb *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) error {
 	of := &fleetv1alpha1.FleetRollout{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: rb.Namespace, Name: rb.Spec.RollbackOf}, of); err != nil {
@@ -165,7 +170,7 @@ func (r *FleetRolloutReconciler) recordRollbackOnWaveStages(ctx context.Context,
 			errs = append(errs, client.IgnoreNotFound(err))
 			continue
 		}
-		if done[w.Stage] || r.expected.isExpected(rb.UID, rollout.WaveKey(w.Name), r.clock.Now()) || !slices.Contains(st.CurrentFreightNames(), of.Spec.Freight.Name) {
+		if done[w.Stage] || r.expected.isExpected(rb.UID, rollout.WaveKey(w.Name), r.clock.Now()) || !tookFreight(st, of.Spec.Freight.Name) {
 			continue
 		}
 		p := kargo.NewPromotion(rb.Namespace, w.Stage, rb.Spec.Freight.Name, map[string]string{
@@ -183,6 +188,19 @@ func (r *FleetRolloutReconciler) recordRollbackOnWaveStages(ctx context.Context,
 			rb.Spec.Freight.Name, w.Stage)
 	}
 	return errors.Join(errs...)
+}
+
+// tookFreight reports whether a wave Stage runs freight, or its last or
+// current Promotion is of freight and did not succeed (yet).
+func tookFreight(st *kargo.Stage, freight string) bool {
+	if slices.Contains(st.CurrentFreightNames(), freight) {
+		return true
+	}
+	if cp := st.Status.CurrentPromotion; cp != nil && cp.Freight != nil && cp.Freight.Name == freight {
+		return true
+	}
+	lp := st.Status.LastPromotion
+	return lp != nil && lp.Freight != nil && lp.Freight.Name == freight && (lp.Status == nil || lp.Status.Phase != kargo.PromotionSucceeded)
 }
 
 // abort asks Kargo to abort the named Promotions.
