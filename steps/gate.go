@@ -43,12 +43,13 @@ type gateStep struct {
 	windows  WindowChecker
 	clock    clock.PassiveClock
 	programs *programCache
+	opts     stepOptions
 }
 
 // NewGateStep returns the fleet-gate step. windows may be nil: a gate on
 // windows then fails with a clear message instead of passing unchecked.
-func NewGateStep(store Store, windows WindowChecker, clk clock.PassiveClock) Step {
-	return &gateStep{store: store, windows: windows, clock: clk, programs: newProgramCache()}
+func NewGateStep(store Store, windows WindowChecker, clk clock.PassiveClock, opts ...Option) Step {
+	return &gateStep{store: store, windows: windows, clock: clk, programs: newProgramCache(), opts: optionsOf(opts)}
 }
 
 // Name implements Step.
@@ -90,7 +91,7 @@ func (s *gateStep) run(ctx context.Context, in *Input, cfg GateConfig) (Result, 
 	outputs := map[string]any{
 		"fleetStage": in.FleetStage.Name,
 		"freight":    c.Freight,
-		"links":      linkVars{in: in}.links(cfg.Links),
+		"links":      linkVars{in: in, dashboard: s.opts.dashboardURL}.links(cfg.Links),
 	}
 	var closed []string
 	if cfg.Approval {

@@ -73,14 +73,22 @@ func rolloutTargets(ro *fleetv1alpha1.FleetRollout, total Counts) int32 {
 type linkVars struct {
 	in      *Input
 	rollout string
+	// dashboard is the fleet dashboard's base URL; "" for none.
+	dashboard string
 }
 
-// links returns the links a step shows: Kargo UI links to the calling Stage
+// links returns the links a step shows: the FleetStage's page of the fleet
+// dashboard (when one is configured), Kargo UI links to the calling Stage
 // and the Freight (when Kargo told its UI's URL), then the configured ones
 // with their placeholders replaced.
 func (v linkVars) links(configured []Link) []Link {
 	c := v.in.Context
-	out := make([]Link, 0, 2+len(configured))
+	out := make([]Link, 0, 3+len(configured))
+	if v.in.FleetStage != nil {
+		if u := link.FleetStageURL(v.dashboard, c.Project, v.in.FleetStage.Name); u != "" {
+			out = append(out, Link{URL: u, Label: "Fleet dashboard: " + v.in.FleetStage.Name})
+		}
+	}
 	if base, ok := link.Base(c.UIBaseURL); ok {
 		project := base + "/project/" + url.PathEscape(c.Project)
 		out = append(out,

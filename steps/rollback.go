@@ -67,10 +67,13 @@ func (c *RollbackConfig) applyDefaults() {
 // the rollback's progress.
 type rollbackStep struct {
 	store Store
+	opts  stepOptions
 }
 
 // NewRollbackStep returns the fleet-rollback step.
-func NewRollbackStep(store Store) Step { return &rollbackStep{store: store} }
+func NewRollbackStep(store Store, opts ...Option) Step {
+	return &rollbackStep{store: store, opts: optionsOf(opts)}
+}
 
 // Name implements Step.
 func (s *rollbackStep) Name() string { return RollbackStepName }
@@ -111,7 +114,7 @@ func (s *rollbackStep) run(ctx context.Context, in *Input, cfg RollbackConfig) (
 	if err != nil {
 		return Result{}, err
 	}
-	return rollbackResult(in, cfg, ro), nil
+	return s.result(in, cfg, ro), nil
 }
 
 // resolve turns the config into a rollback request, as rollout.PlanRollback
@@ -152,7 +155,7 @@ func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfi
 	case p.Refused != nil:
 		return fail(&TerminalError{Err: p.Refused})
 	case p.Existing != nil:
-		res := rollbackResult(in, cfg, p.Existing)
+		res := s.result(in, cfg, p.Existing)
 		return nil, &res, nil
 	case freight == nil:
 		if freight, err = s.freight(ctx, c.Project, p.Freight.Name); err != nil {
@@ -179,8 +182,8 @@ func (s *rollbackStep) freight(ctx context.Context, project, name string) (*karg
 	return f, err
 }
 
-// rollbackResult maps a rollback rollout's status to the step's result.
-func rollbackResult(in *Input, cfg RollbackConfig, ro *fleetv1alpha1.FleetRollout) Result {
+// result maps a rollback rollout's status to the step's result.
+func (s *rollbackStep) result(in *Input, cfg RollbackConfig, ro *fleetv1alpha1.FleetRollout) Result {
 	plan, total := rolloutSummary(ro)
 	phase := ro.Status.Phase
 	if phase == "" {
@@ -195,7 +198,7 @@ func rollbackResult(in *Input, cfg RollbackConfig, ro *fleetv1alpha1.FleetRollou
 		"counts":     total,
 		"plan":       plan,
 		"targets":    rolloutTargets(ro, total),
-		"links":      linkVars{in: in, rollout: ro.Name}.links(cfg.Links),
+		"links":      linkVars{in: in, rollout: ro.Name, dashboard: s.opts.dashboardURL}.links(cfg.Links),
 	}
 	switch phase {
 	case fleetv1alpha1.RolloutSucceeded:

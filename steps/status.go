@@ -24,11 +24,12 @@ type StatusConfig struct {
 type statusStep struct {
 	store    Store
 	programs *programCache
+	opts     stepOptions
 }
 
 // NewStatusStep returns the fleet-status step.
-func NewStatusStep(store Store) Step {
-	return &statusStep{store: store, programs: newProgramCache()}
+func NewStatusStep(store Store, opts ...Option) Step {
+	return &statusStep{store: store, programs: newProgramCache(), opts: optionsOf(opts)}
 }
 
 // Name implements Step.
@@ -117,7 +118,7 @@ func (s *statusStep) run(ctx context.Context, in *Input, cfg StatusConfig) (Resu
 		"freight":          in.Context.Freight,
 		"onFreight":        onFreight,
 		"onFreightPercent": pct,
-		"links":            linkVars{in: in, rollout: roName}.links(cfg.Links),
+		"links":            linkVars{in: in, rollout: roName, dashboard: s.opts.dashboardURL}.links(cfg.Links),
 	}
 	summary := fmt.Sprintf("%d targets, %d on Freight %s (%d%%), %d versions",
 		t.Selected, onFreight, shortName(in.Context.Freight), pct, len(versions))

@@ -150,13 +150,37 @@ func NewRegistry(steps ...Step) Registry {
 }
 
 // DefaultSteps returns every fleet step, backed by store.
-func DefaultSteps(store Store, windows WindowChecker, clk clock.PassiveClock) Registry {
+func DefaultSteps(store Store, windows WindowChecker, clk clock.PassiveClock, opts ...Option) Registry {
 	return NewRegistry(
-		NewWaveStep(store),
-		NewRollbackStep(store),
-		NewGateStep(store, windows, clk),
-		NewStatusStep(store),
+		NewWaveStep(store, opts...),
+		NewRollbackStep(store, opts...),
+		NewGateStep(store, windows, clk, opts...),
+		NewStatusStep(store, opts...),
 	)
+}
+
+// Option configures a step.
+type Option func(*stepOptions)
+
+// stepOptions is what every step may be configured with.
+type stepOptions struct {
+	// dashboardURL is the fleet dashboard's base URL; "" for none.
+	dashboardURL string
+}
+
+// WithDashboardURL makes the steps' outputs link to the FleetStage's page
+// of the fleet dashboard served at base. Without it, or with a base that
+// is not an http(s) URL, they show no dashboard link rather than a dead one.
+func WithDashboardURL(base string) Option {
+	return func(o *stepOptions) { o.dashboardURL = base }
+}
+
+func optionsOf(opts []Option) stepOptions {
+	var o stepOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // Names returns the registered step names, sorted.

@@ -9,10 +9,14 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // Mode says whether a long step starts its work or waits for it.
@@ -56,10 +60,13 @@ func (c *WaveConfig) applyDefaults() {
 // put Freight into any wave Stage).
 type waveStep struct {
 	store Store
+	opts  stepOptions
 }
 
 // NewWaveStep returns the fleet-wave step.
-func NewWaveStep(store Store) Step { return &waveStep{store: store} }
+func NewWaveStep(store Store, opts ...Option) Step {
+	return &waveStep{store: store, opts: optionsOf(opts)}
+}
 
 // Name implements Step.
 func (s *waveStep) Name() string { return WaveStepName }
@@ -132,7 +139,7 @@ func (s *waveStep) run(ctx context.Context, in *Input, cfg WaveConfig) (Result, 
 			return Result{}, err
 		}
 	}
-	return waveResult(in, cfg, ro, wave), nil
+	return waveResult(in, cfg, s.opts, ro, wave), nil
 }
 
 // recordsRollback answers a Promotion kargo-fleet made after a rollback so
@@ -155,7 +162,7 @@ func (s *waveStep) recordsRollback(ctx context.Context, in *Input, wave string) 
 }
 
 // waveResult maps a rollout's status to the wave step's result.
-func waveResult(in *Input, cfg WaveConfig, ro *fleetv1alpha1.FleetRollout, wave string) Result {
+func waveResult(in *Input, cfg WaveConfig, opts stepOptions, ro *fleetv1alpha1.FleetRollout, wave string) Result {
 	plan, total := rolloutSummary(ro)
 	wp := rolloutWave(ro, wave)
 	var counts Counts
@@ -176,7 +183,12 @@ func waveResult(in *Input, cfg WaveConfig, ro *fleetv1alpha1.FleetRollout, wave 
 		"counts":       counts,
 		"plan":         plan,
 		"targets":      rolloutTargets(ro, total),
-		"links":        linkVars{in: in, rollout: ro.Name}.links(cfg.Links),
+		"links":        linkVars{in: in, rollout: ro.Name, dashboard: opts.dashboardURL}.links(cfg.Links),
+		// summary says what the wave Stage's description says (the Kargo
+		// UI shows both): the rollout's phase, the wave's counts and what
+		// it waits for.
+		"summary": rollout.DescribeWave(rollout.WaveView{Rollout: ro, Wave: wave,
+			Dashboard: link.FleetStageURL(opts.dashboardURL, in.Context.Project, in.FleetStage.Name)}).Text,
 	}
 	if wp != nil {
 		switch wp.Phase {
@@ -234,8 +246,23 @@ func waveProgress(in *Input, ro *fleetv1alpha1.FleetRollout, wp *fleetv1alpha1.W
 // waveFailure describes a failed or halted wave, with the main failure
 // reasons.
 func waveFailure(ro *fleetv1alpha1.FleetRollout, wp *fleetv1alpha1.WaveProgress) string {
-	msg := fmt.Sprintf("wave %q %s: %d of %d targets failed", wp.Name, strings.ToLower(string(wp.Phase)), wp.Failed, wp.Total)
-	msg = withDetail(msg, cmp.Or(wp.Waiting, ro.Status.Message))
+	phase := strings.ToLower(string(wp.Phase))
+	msg := fmt.Sprintf("wave %q %s: %d of %d targets failed", wp.Name, phase, wp.Failed, wp.Total)
+	if breach := meta.FindStatusCondition(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition); breach != nil &&
+		breach.Status == metav1.ConditionTrue {
+		// The breach counts as the wave does (the controller restates it
+		// with today's counts): say the numbers once.
+		if rest, ok := strings.CutPrefix(breach.Message, "wave "+wp.Name+": "); ok {
+			msg = fmt.Sprintf("wave %q %s: %s", wp.Name, phase, rest)
+		} else {
+			msg += "; threshold breached: " + breach.Message
+		}
+		if wp.InFlight > 0 {
+			msg += fmt.Sprintf("; %d target Promotion(s) in flight finish, no new one starts", wp.InFlight)
+		}
+	} else {
+		msg = withDetail(msg, cmp.Or(wp.Waiting, ro.Status.Message))
+	}
 	if reasons := failureSummary(ro.Status.Failures, 3); reasons != "" {
 		msg += " (" + reasons + ")"
 	}

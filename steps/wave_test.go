@@ -5,10 +5,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 func Test_waveStep_convert(t *testing.T) {
@@ -149,6 +151,20 @@ func Test_waveResult(t *testing.T) {
 			wantState: StateFailed, wantMessage: `wave "canary" halted: 2 of 4 targets failed: 2 targets failed, maxFailures is 1`,
 		},
 		{
+			name: "wave halted by its threshold counts once", mode: ModeWait,
+			ro: func() *fleetv1alpha1.FleetRollout {
+				ro := rollout(fleetv1alpha1.RolloutHalted, canary(fleetv1alpha1.WaveHalted))
+				ro.Status.Message = "halted: wave canary: 2 of 4 targets failed, more than the 1 allowed by maxFailures; " +
+					"1 target Promotion(s) in flight finish, no new one starts"
+				ro.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ThresholdBreachedCondition, Status: metav1.ConditionTrue,
+					Reason: "WaveThresholdBreached", Message: "wave canary: 2 of 4 targets failed, more than the 1 allowed by maxFailures"}}
+				return ro
+			}(),
+			wantState: StateFailed,
+			wantMessage: `wave "canary" halted: 2 of 4 targets failed, more than the 1 allowed by maxFailures; ` +
+				`1 target Promotion(s) in flight finish, no new one starts`,
+		},
+		{
 			name: "wave failed, even in start mode", mode: ModeStart,
 			ro:        rollout(fleetv1alpha1.RolloutFailed, canary(fleetv1alpha1.WaveFailed)),
 			wantState: StateFailed, wantMessage: `wave "canary" failed`,
@@ -170,7 +186,7 @@ func Test_waveResult(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := waveResult(in, WaveConfig{Mode: tt.mode}, tt.ro, "canary")
+			got := waveResult(in, WaveConfig{Mode: tt.mode}, stepOptions{}, tt.ro, "canary")
 			require.Equal(t, tt.wantState, got.State, got.Message)
 			require.Contains(t, got.Message, tt.wantMessage)
 			require.Equal(t, "prod-abc", got.Outputs["rollout"])
@@ -179,6 +195,34 @@ func Test_waveResult(t *testing.T) {
 				{URL: "https://kargo.example.com/project/shop/freight/" + testFreight, Label: "Freight 0123456"},
 			}, got.Outputs["links"])
 		})
+	}
+}
+
+// Test_waveResult_dashboard: the outputs link to the FleetStage's page of
+// the configured fleet dashboard, and say in "summary" what the wave
+// Stage's description says; with no dashboard URL, or one that is not an
+// http(s) URL, there is no dashboard link.
+func Test_waveResult_dashboard(t *testing.T) {
+	t.Parallel()
+	fs := testFleetStage()
+	in := testInput(fs, testStage("prod-canary", fleetv1alpha1.RoleWave, "canary"), "")
+	ro := &fleetv1alpha1.FleetRollout{}
+	ro.Name, ro.Spec.Freight.Name = "prod-abc", testFreight
+	ro.Status.Phase = fleetv1alpha1.RolloutWaitingForApproval
+	ro.Status.Waves = []fleetv1alpha1.WaveProgress{{Name: "canary", Phase: fleetv1alpha1.WaveWaitingForApproval, Total: 4, Pending: 4,
+		Waiting: "waiting for approval: " + kargo.ApproveCommand("shop", testFreight, "prod-canary")}}
+	dashboard := "https://fleet.example.com/projects/shop/fleetstages/" + fs.Name
+
+	got := waveResult(in, WaveConfig{Mode: ModeWait}, optionsOf([]Option{WithDashboardURL("https://fleet.example.com/")}), ro, "canary")
+	require.Equal(t, []Link{{URL: dashboard, Label: "Fleet dashboard: " + fs.Name}}, got.Outputs["links"])
+	require.Equal(t, "kargo-fleet rollout prod-abc of Freight 0123456: WaitingForApproval. Wave canary: WaitingForApproval, "+
+		"0 succeeded, 0 failed, 0 in flight of 4. Waiting: waiting for approval: "+
+		kargo.ApproveCommand("shop", testFreight, "prod-canary")+". Fleet dashboard: "+dashboard, got.Outputs["summary"])
+
+	for _, base := range []string{"", "fleet.example.com", "ftp://fleet.example.com"} {
+		got = waveResult(in, WaveConfig{Mode: ModeWait}, optionsOf([]Option{WithDashboardURL(base)}), ro, "canary")
+		require.Empty(t, got.Outputs["links"], "dashboard URL %q", base)
+		require.NotContains(t, got.Outputs["summary"], "Fleet dashboard", "dashboard URL %q", base)
 	}
 }
 

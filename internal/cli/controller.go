@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
@@ -40,6 +41,7 @@ type controllerOptions struct {
 	stepCert         stepCertOptions
 	concurrency      int
 	stepServerURL    string
+	dashboardURL     string
 	inventoryNS      []string
 	controllerUser   string
 	qps              float32
@@ -84,6 +86,9 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	o.webhookCert.addFlags(f)
 	o.stepCert.addFlags(f)
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
+	f.StringVar(&o.dashboardURL, "dashboard-url", "",
+		"Base URL of the fleet dashboard (kargo-fleet dashboard): wave Stage descriptions and step outputs link to "+
+			"a FleetStage's page there. Empty: no dashboard link.")
 	f.StringVar(&o.stepServerURL, "step-server-url", "", "URL wave Stages pass to the fleet-wave task to reach the step server (default: the task's in-cluster Service URL).")
 	f.StringSliceVar(&o.inventoryNS, "inventory-namespaces", inventory.DefaultNamespaces,
 		"Comma-separated namespaces FleetStage target sources may read inventory (Argo CD cluster Secrets, Kargo "+
@@ -124,6 +129,9 @@ func (o *controllerOptions) validate() error {
 		}
 		o.webhookHost = host
 	}
+	if _, ok := link.Base(o.dashboardURL); o.dashboardURL != "" && !ok {
+		return fmt.Errorf("--dashboard-url %q: must be an http(s) URL", o.dashboardURL)
+	}
 	return o.webhookCert.validate(o.webhooks, o.webhookCertDir)
 }
 
@@ -140,6 +148,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		WebhookServer:           webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir},
 		MaxConcurrentReconciles: o.concurrency,
 		StepServerURL:           o.stepServerURL,
+		DashboardURL:            o.dashboardURL,
 		MetricsBindAddress:      o.metricsAddr,
 		MetricsSecure:           o.metricsSecure,
 		HealthProbeBindAddress:  o.probeAddr,

@@ -39,6 +39,11 @@ func TestControllerFlags(t *testing.T) {
 		{name: "generated certificates need a folder", args: []string{"--webhook-cert-secret=x"}, wantErr: "--webhook-cert-dir"},
 		{name: "generated certificates", args: []string{"--webhook-cert-secret=x", "--webhook-cert-dir=/tmp/certs"},
 			check: func(t *testing.T, o *controllerOptions) { require.Equal(t, "x", o.webhookCert.secret) }},
+		{name: "dashboard URL", args: []string{"--dashboard-url=https://fleet.example.com"},
+			check: func(t *testing.T, o *controllerOptions) {
+				require.Equal(t, "https://fleet.example.com", o.dashboardURL)
+			}},
+		{name: "dashboard URL must be http(s)", args: []string{"--dashboard-url=fleet.example.com"}, wantErr: "--dashboard-url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

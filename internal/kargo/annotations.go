@@ -38,3 +38,15 @@ const (
 	// create-actor annotation and abort requests.
 	ActorKubernetesPrefix = "kubernetes:"
 )
+
+// Annotations Kargo puts on its own Events (Kargo v1.11.2
+// api/v1alpha1/event.go); kargo-fleet's Events about Kargo objects carry
+// the ones that apply, so tools that read Kargo's Events find them.
+const (
+	// EventProjectAnnotation names the Project an Event is about.
+	EventProjectAnnotation = "event.kargo.akuity.io/project"
+	// EventStageAnnotation names the Stage an Event is about.
+	EventStageAnnotation = "event.kargo.akuity.io/stage-name"
+	// EventFreightAnnotation names the Freight an Event is about.
+	EventFreightAnnotation = "event.kargo.akuity.io/freight-name"
+)

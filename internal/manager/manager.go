@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,6 +26,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/versions"
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
 	"github.com/kargo-fleet/kargo-fleet/steps"
@@ -71,6 +73,10 @@ type Options struct {
 	// StepServerURL, when set, is the step server URL wave Stages pass to
 	// the fleet-wave task (default: the task's in-cluster Service URL).
 	StepServerURL string
+	// DashboardURL is the fleet dashboard's base URL: wave Stage
+	// descriptions and step outputs link to a FleetStage's page there.
+	// Empty: no dashboard link.
+	DashboardURL string
 	// StepServer configures the step server; nil reads it from the
 	// environment (stepserver.OptionsFromEnv).
 	StepServer *stepserver.Options
@@ -177,13 +183,14 @@ func setup(mgr ctrl.Manager, o Options) error {
 	}
 	if o.Components&Versions != 0 {
 		if err := versions.NewReconciler(mgr.GetClient(), clock.RealClock{},
-			mgr.GetEventRecorder("kargo-fleet-drift")).SetupWithManager(mgr); err != nil {
+			kargoRecorder(mgr, "kargo-fleet-drift")).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("error setting up the version refresh: %w", err)
 		}
 	}
 	if o.Components&FleetRollouts != 0 {
 		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventoryReader(mgr, o),
-			mgr.GetEventRecorder("kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
+			kargoRecorder(mgr, "kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
+		r.DashboardURL = o.DashboardURL
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
 		}
@@ -203,6 +210,12 @@ func setup(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	return setupSteps(mgr, o)
+}
+
+// kargoRecorder is the named Event recorder that also shows Events about a
+// Kargo object on Kargo's Events page (kargoevents.Recorder).
+func kargoRecorder(mgr ctrl.Manager, name string) events.EventRecorder {
+	return kargoevents.NewRecorder(mgr.GetEventRecorder(name), mgr.GetClient(), clock.RealClock{}, name)
 }
 
 // refreshPromotion asks Kargo to poll a wave Promotion again at once, so the
@@ -246,7 +259,7 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 			FleetStages: mgr.GetClient(),
 			Namespaces:  mgr.GetClient(),
 			Keys:        keys,
-			Steps:       steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}),
+			Steps:       steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}, steps.WithDashboardURL(o.DashboardURL)),
 			Metrics:     metrics.Registry,
 			Clock:       clock.RealClock{},
 		})

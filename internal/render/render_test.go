@@ -122,15 +122,20 @@ func TestStagesChainWaves(t *testing.T) {
 	require.Equal(t, "argocd-update", base.PromotionTemplate.Spec.Steps[0].Uses)
 }
 
-func TestUpToDateIgnoresFieldsItDoesNotRender(t *testing.T) {
-	t.Parallel()
+// oneTargetFleet renders a FleetStage of one wave with one target.
+func oneTargetFleet() Output {
 	fs := &fleetv1alpha1.FleetStage{ObjectMeta: metav1.ObjectMeta{Namespace: "p", Name: "prod", UID: "uid-1"}}
 	base := BaseStage{
 		RequestedFreight:  []kargo.FreightRequest{{Origin: kargo.FreightOrigin{Kind: "Warehouse", Name: "apps"}, Sources: kargo.FreightSources{Direct: true}}},
 		PromotionTemplate: &kargo.PromotionTemplate{},
 	}
 	p := &plan.WavePlan{Waves: []plan.PlannedWave{{Name: "all", Members: []plan.Target{{ID: "a", Name: "A"}}}}}
-	desired := Stages(Input{FleetStage: fs, Base: base, Plan: p}).Targets[0]
+	return Stages(Input{FleetStage: fs, Base: base, Plan: p})
+}
+
+func TestUpToDateIgnoresFieldsItDoesNotRender(t *testing.T) {
+	t.Parallel()
+	desired := oneTargetFleet().Targets[0]
 
 	existing := desired.DeepCopy()
 	existing.Labels["kargo.akuity.io/something"] = "x"
@@ -144,6 +149,22 @@ func TestUpToDateIgnoresFieldsItDoesNotRender(t *testing.T) {
 	require.True(t, UpToDate(existing, &desired))
 	require.Equal(t, "east", existing.Spec.Shard, "Apply keeps fields it does not render")
 	require.Equal(t, "x", existing.Labels["kargo.akuity.io/something"])
+}
+
+// TestWaveStageDescriptionIsNotRendered: the FleetRollout controller owns a
+// wave Stage's kargo.akuity.io/description; the FleetStage controller's
+// render neither counts it as drift nor removes it.
+func TestWaveStageDescriptionIsNotRendered(t *testing.T) {
+	t.Parallel()
+	desired := oneTargetFleet().Waves[0]
+	require.NotContains(t, desired.Annotations, kargo.DescriptionAnnotation)
+
+	existing := desired.DeepCopy()
+	metav1.SetMetaDataAnnotation(&existing.ObjectMeta, kargo.DescriptionAnnotation, "kargo-fleet rollout prod-v2: Progressing.")
+	require.True(t, UpToDate(existing, &desired))
+	existing.Spec.RequestedFreight = nil
+	Apply(existing, &desired)
+	require.Equal(t, "kargo-fleet rollout prod-v2: Progressing.", existing.Annotations[kargo.DescriptionAnnotation])
 }
 
 func TestBaseFromInline(t *testing.T) {

@@ -378,6 +378,7 @@ func abortedMessage(o Observation, states []*waveState, abortedAt time.Time) str
 // Promotions are in flight (aborting them if the policy says so) and fails
 // when none is left.
 func halt(o Observation, d Decision, states []*waveState, v *plan.ThresholdVerdict) Decision {
+	v = recount(o, states, v)
 	d.Breach = v
 	inFlight := 0
 	for i, ws := range states {
@@ -397,6 +398,25 @@ func halt(o Observation, d Decision, states []*waveState, v *plan.ThresholdVerdi
 	d.Phase = fleetv1alpha1.RolloutFailed
 	d.Message = "halted: " + v.Message
 	return d
+}
+
+// recount restates a breach with today's failure counts. A breach is
+// recorded with the counts of its moment, and targets in flight then may
+// still fail: every message about the halt (the rollout's, its
+// ThresholdBreached condition's, the wave Promotion's) must count as the
+// waves' progress does. A breach no recount confirms (a failed target was
+// retried by hand and succeeded) keeps its recorded message: a halt is never
+// undone.
+func recount(o Observation, states []*waveState, v *plan.ThresholdVerdict) *plan.ThresholdVerdict {
+	cumulative := 0
+	for _, ws := range states {
+		cumulative += ws.failed
+		th, _ := o.Plan.Thresholds(ws.pw.Name)
+		if now := plan.Verdict(th, plan.FailureCounts{Wave: ws.failed, Fleet: cumulative}); now.Halted() && now.Reason == v.Reason {
+			return &now
+		}
+	}
+	return v
 }
 
 // previousBreach returns the breach recorded in the rollout's status, so a

@@ -176,6 +176,24 @@ func TestDecide(t *testing.T) {
 			wantPhase: fleetv1alpha1.RolloutFailed,
 		},
 		{
+			name: "a recorded breach counts the targets that failed after it",
+			obs: observe(fleet(), requested("pilot", "canary"), succeeded("pilot-00"),
+				target("canary-00", kargo.PromotionFailed), target("canary-01", kargo.PromotionFailed),
+				target("canary-02", kargo.PromotionFailed), target("canary-03", kargo.PromotionRunning), func(o *Observation) {
+					o.Rollout.Status.Phase = fleetv1alpha1.RolloutHalted
+					o.Rollout.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ThresholdBreachedCondition,
+						Status: metav1.ConditionTrue, Reason: string(plan.HaltWaveThreshold),
+						Message: "wave canary: 2 of 4 targets failed, more than the 1 allowed by maxFailures"}}
+				}),
+			wantPhase: fleetv1alpha1.RolloutHalted,
+			assertions: func(t *testing.T, d Decision) {
+				require.EqualValues(t, 3, d.Waves[1].Failed)
+				require.Equal(t, "wave canary: 3 of 4 targets failed, more than the 1 allowed by maxFailures", d.Breach.Message)
+				require.Equal(t, "halted: wave canary: 3 of 4 targets failed, more than the 1 allowed by maxFailures; "+
+					"1 target Promotion(s) in flight finish, no new one starts", d.Message)
+			},
+		},
+		{
 			name:      "an approval gate waits for kargo approve and says so",
 			obs:       observe(fleet(), requested("pilot", "canary", "general"), succeeded("pilot-00"), succeeded(canaryDone...)),
 			wantPhase: fleetv1alpha1.RolloutWaitingForApproval,

@@ -23,6 +23,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstatus"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
@@ -123,7 +124,8 @@ func (r *FleetRolloutReconciler) promoteWave(ctx context.Context, ro *fleetv1alp
 	err := r.client.Create(ctx, p)
 	switch {
 	case err == nil:
-		r.event(ro, corev1.EventTypeNormal, WavePromotedReason, "Promoted Freight %s into wave Stage %s: the previous wave passed and soaked",
+		r.eventAbout(ro, kargoevents.Stage(ro.Namespace, stage), corev1.EventTypeNormal, WavePromotedReason,
+			"Promoted Freight %s into wave Stage %s: the previous wave passed and soaked",
 			ro.Spec.Freight.Name, stage)
 		return false, nil
 	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), notAvailable):
@@ -137,11 +139,16 @@ func (r *FleetRolloutReconciler) promoteWave(ctx context.Context, ro *fleetv1alp
 	}
 }
 
-// recordRollbackOnWaveStages makes the wave Stages that show the Freight a
+// recordRollbackOnWaveStages makes the wave Stages that took the Freight a
 // succeeded rollback took back show the Freight it returned to, so the Kargo
 // UI tells the truth: each gets a Promotion of that Freight, marked as a
 // rollback, whose fleet-wave step succeeds at once without running the wave
-// (the Freight passed every wave before). Once per wave Stage.
+// (the Freight passed every wave before). That includes the wave Stage whose
+// Promotion failed when its wave halted: Kargo shows a Stage whose last
+// Promotion failed as "Failed / Unknown" until a Promotion of it succeeds,
+// so without one the halted wave stays red over healthy targets. Once per
+// wave Stage: a Promotion labelled with the rollback records it, so a
+// restarted controller creates only the missing ones.
 func (r *FleetRolloutReconciler) recordRollbackOnWaveStages(ctx context.Context, rb *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) error {
 	of := &fleetv1alpha1.FleetRollout{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: rb.Namespace, Name: rb.Spec.RollbackOf}, of); err != nil {
@@ -163,7 +170,7 @@ func (r *FleetRolloutReconciler) recordRollbackOnWaveStages(ctx context.Context,
 			errs = append(errs, client.IgnoreNotFound(err))
 			continue
 		}
-		if done[w.Stage] || r.expected.isExpected(rb.UID, rollout.WaveKey(w.Name), r.clock.Now()) || !slices.Contains(st.CurrentFreightNames(), of.Spec.Freight.Name) {
+		if done[w.Stage] || r.expected.isExpected(rb.UID, rollout.WaveKey(w.Name), r.clock.Now()) || !tookFreight(st, of.Spec.Freight.Name) {
 			continue
 		}
 		p := kargo.NewPromotion(rb.Namespace, w.Stage, rb.Spec.Freight.Name, map[string]string{
@@ -176,10 +183,24 @@ func (r *FleetRolloutReconciler) recordRollbackOnWaveStages(ctx context.Context,
 			errs = append(errs, fmt.Errorf("error recording Freight %s on wave Stage %q: %w", rb.Spec.Freight.Name, w.Stage, err))
 			continue
 		}
-		r.event(rb, corev1.EventTypeNormal, WavePromotedReason, "Promoted Freight %s into wave Stage %s as a rollback: the wave's targets run it again",
+		r.eventAbout(rb, kargoevents.Stage(rb.Namespace, w.Stage), corev1.EventTypeNormal, WavePromotedReason,
+			"Promoted Freight %s into wave Stage %s as a rollback: the wave's targets run it again",
 			rb.Spec.Freight.Name, w.Stage)
 	}
 	return errors.Join(errs...)
+}
+
+// tookFreight reports whether a wave Stage runs freight, or its last or
+// current Promotion is of freight and did not succeed (yet).
+func tookFreight(st *kargo.Stage, freight string) bool {
+	if slices.Contains(st.CurrentFreightNames(), freight) {
+		return true
+	}
+	if cp := st.Status.CurrentPromotion; cp != nil && cp.Freight != nil && cp.Freight.Name == freight {
+		return true
+	}
+	lp := st.Status.LastPromotion
+	return lp != nil && lp.Freight != nil && lp.Freight.Name == freight && (lp.Status == nil || lp.Status.Phase != kargo.PromotionSucceeded)
 }
 
 // abort asks Kargo to abort the named Promotions.
@@ -308,7 +329,13 @@ func (r *FleetRolloutReconciler) afterWrite(ctx context.Context, s *scope) error
 	written := s.ro.DeepCopy()
 	written.Status = *after
 	var errs []error
-	errs = append(errs, r.recordOnFleetStage(ctx, written, s.fs))
+	recorded, err := r.recordOnFleetStage(ctx, written, s.fs)
+	errs = append(errs, err)
+	if err == nil {
+		again, err := r.describeWaves(ctx, written, s.fs, recorded)
+		s.describeAgain = again
+		errs = append(errs, err)
+	}
 	if before.Snapshot == nil && after.Snapshot != nil || !before.Phase.IsFinal() && after.Phase.IsFinal() {
 		errs = append(errs, r.pruneHistory(ctx, s.fs))
 	}
@@ -387,7 +414,9 @@ func (r *FleetRolloutReconciler) markWrite(ro *fleetv1alpha1.FleetRollout) {
 // of an old rollout, a replay after a restart) changes neither. A succeeded
 // forward rollout, and a succeeded rollback, make their Freight the last
 // good one: after a rollback the fleet runs the Freight it returned to.
-func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) error {
+// It returns the status it recorded.
+func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fleetv1alpha1.FleetRollout,
+	fs *fleetv1alpha1.FleetStage) (*fleetv1alpha1.FleetStageStatus, error) {
 	st := fs.Status.DeepCopy()
 	switch {
 	case !ro.Status.Phase.IsFinal():
@@ -402,7 +431,7 @@ func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fle
 		}
 		newer, err := r.newerThanLast(ctx, ro, st.LastRollout)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if newer {
 			st.LastRollout = ro.Name
@@ -412,12 +441,12 @@ func (r *FleetRolloutReconciler) recordOnFleetStage(ctx context.Context, ro *fle
 		}
 	}
 	if reflect.DeepEqual(st, &fs.Status) {
-		return nil
+		return st, nil
 	}
 	if err := fleetstatus.Patch(ctx, r.client, fs, &fs.Status, st); err != nil {
-		return fmt.Errorf("error recording rollout %q on FleetStage %q: %w", ro.Name, fs.Name, err)
+		return nil, fmt.Errorf("error recording rollout %q on FleetStage %q: %w", ro.Name, fs.Name, err)
 	}
-	return nil
+	return st, nil
 }
 
 // newerThanLast reports whether ro comes after the rollout recorded as the

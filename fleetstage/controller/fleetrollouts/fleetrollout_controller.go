@@ -28,6 +28,7 @@ import (
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=stages,verbs=promote
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=freights,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=events,verbs=create
 
 // statusInterval is the least time between two progress-only status writes
 // of one rollout: at 10,000 targets every Promotion finishing would otherwise
@@ -50,6 +51,9 @@ type FleetRolloutReconciler struct {
 	metrics   *rolloutMetrics
 	// id names this controller process in the Promotion batches it claims.
 	id string
+	// DashboardURL is the fleet dashboard's base URL; the wave Stages'
+	// descriptions link to it. Empty: no link.
+	DashboardURL string
 
 	// In-memory state, rebuilt from the API server after a restart and
 	// dropped when a rollout is deleted.
@@ -59,6 +63,7 @@ type FleetRolloutReconciler struct {
 	mu        sync.Mutex
 	lastWrite map[types.UID]time.Time
 	uids      map[types.NamespacedName]types.UID
+	described map[types.NamespacedName]described
 }
 
 var _ reconcile.Reconciler = &FleetRolloutReconciler{}
@@ -68,7 +73,8 @@ var _ reconcile.Reconciler = &FleetRolloutReconciler{}
 func NewFleetRolloutReconciler(c client.Client, reader client.Reader, inv fleetplan.Inventory, rec events.EventRecorder,
 	clk clock.Clock, refresh RefreshFunc) *FleetRolloutReconciler {
 	return &FleetRolloutReconciler{client: c, reader: reader, inventory: inv, recorder: rec, clock: clk, refresh: refresh,
-		metrics: defaultRolloutMetrics, id: newControllerID(), lastWrite: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{}}
+		metrics: defaultRolloutMetrics, id: newControllerID(), lastWrite: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{},
+		described: map[types.NamespacedName]described{}}
 }
 
 // scope carries what one reconcile learns and decides. status is the
@@ -82,6 +88,9 @@ type scope struct {
 	decision *rollout.Decision
 	// waiting is true while the rollout waits for its turn.
 	waiting bool
+	// describeAgain is how soon a wave Stage description held back to
+	// coalesce count changes is due.
+	describeAgain time.Duration
 }
 
 // Reconcile moves one FleetRollout forward. Its phases compute the new
@@ -122,6 +131,7 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			return
 		}
 		retErr = errors.Join(retErr, r.afterWrite(ctx, s))
+		res.RequeueAfter = minPositive(res.RequeueAfter, s.describeAgain)
 		r.metrics.observe(s.ro)
 	}()
 

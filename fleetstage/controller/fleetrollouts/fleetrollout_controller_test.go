@@ -599,7 +599,8 @@ func TestRecordOnFleetStage(t *testing.T) {
 			f := newFixture(t, nil, append(tt.objs, fs)...)
 			cached := &fleetv1alpha1.FleetStage{}
 			require.NoError(t, f.c.Get(t.Context(), client.ObjectKeyFromObject(fs), cached))
-			require.NoError(t, f.r.recordOnFleetStage(t.Context(), tt.ro, cached))
+			_, err := f.r.recordOnFleetStage(t.Context(), tt.ro, cached)
+			require.NoError(t, err)
 			got := &fleetv1alpha1.FleetStage{}
 			require.NoError(t, f.c.Get(t.Context(), client.ObjectKeyFromObject(fs), got))
 			require.Equal(t, tt.wantCurrent, got.Status.CurrentRollout)

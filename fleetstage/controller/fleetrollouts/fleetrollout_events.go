@@ -10,6 +10,8 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
@@ -47,7 +49,7 @@ func (r *FleetRolloutReconciler) recordTransitions(ctx context.Context, s *scope
 	ro.Status = *s.status
 	t := transitionsOf(before, ro, s.obs, s.decision)
 	for _, e := range t.events {
-		r.event(ro, e.eventType, e.reason, "%s", e.message)
+		r.eventAbout(ro, e.related, e.eventType, e.reason, "%s", e.message)
 	}
 	if t.breach != "" {
 		r.metrics.breaches.WithLabelValues(ro.Namespace, ro.Spec.FleetStage, t.breach).Inc()
@@ -71,11 +73,45 @@ type transitions struct {
 	breach string
 }
 
-// notice is one Event.
-type notice struct{ eventType, reason, message string }
+// notice is one Event about the rollout. related is the Kargo object the
+// decision is about, on which the Kargo UI's Events page shows it too: the
+// wave Stage of the wave it concerns, or the Freight it holds back.
+type notice struct {
+	eventType, reason, message string
+	related                    *corev1.ObjectReference
+}
 
-func (t *transitions) add(eventType, reason, format string, args ...any) {
-	t.events = append(t.events, notice{eventType: eventType, reason: reason, message: fmt.Sprintf(format, args...)})
+func (t *transitions) add(related *corev1.ObjectReference, eventType, reason, format string, args ...any) {
+	t.events = append(t.events, notice{eventType: eventType, reason: reason, message: fmt.Sprintf(format, args...), related: related})
+}
+
+// waveStage references the wave Stage of a wave of the rollout.
+func waveStage(ro *fleetv1alpha1.FleetRollout, wave string) *corev1.ObjectReference {
+	if wave == "" {
+		return nil
+	}
+	return kargoevents.Stage(ro.Namespace, render.WaveStageName(ro.Spec.FleetStage, wave))
+}
+
+// focusStage references the wave Stage where the rollout stands: the first
+// wave that halted, failed, runs or waits for approval, else the last one
+// that passed, else the first one. A decision about the whole rollout is
+// shown there in the Kargo UI.
+func focusStage(ro *fleetv1alpha1.FleetRollout) *corev1.ObjectReference {
+	waves := ro.Status.Waves
+	if len(waves) == 0 {
+		return nil
+	}
+	last := waves[0].Name
+	for _, w := range waves {
+		switch w.Phase {
+		case fleetv1alpha1.WaveHalted, fleetv1alpha1.WaveFailed, fleetv1alpha1.WaveProgressing, fleetv1alpha1.WaveWaitingForApproval:
+			return waveStage(ro, w.Name)
+		case fleetv1alpha1.WaveSucceeded:
+			last = w.Name
+		}
+	}
+	return waveStage(ro, last)
 }
 
 // transitionsOf compares the status before with the rollout's new status:
@@ -92,7 +128,7 @@ func transitionsOf(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv1alpha1.F
 			if ro.Status.Phase == fleetv1alpha1.RolloutSuperseded {
 				reason, eventType = RolloutSupersededReason, corev1.EventTypeNormal
 			}
-			t.add(eventType, reason, "%s", ro.Status.Message)
+			t.add(focusStage(ro), eventType, reason, "%s", ro.Status.Message)
 			t.refreshAll = true
 		}
 		return t
@@ -122,16 +158,16 @@ func (t *transitions) waves(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv
 		switch w.Phase {
 		case fleetv1alpha1.WaveProgressing:
 			if prev != fleetv1alpha1.WaveWaitingForApproval || w.StartedAt != nil {
-				t.add(corev1.EventTypeNormal, WaveStartedReason, "Wave %s started: %d target(s), at most %d at once (%s)",
+				t.add(waveStage(ro, w.Name), corev1.EventTypeNormal, WaveStartedReason, "Wave %s started: %d target(s), at most %d at once (%s)",
 					w.Name, w.Total, maxConcurrentOf(obs, w.Name), actorOf(ro))
 			}
 			continue
 		case fleetv1alpha1.WaveWaitingForApproval:
-			t.add(corev1.EventTypeNormal, GateWaitingReason, "Wave %s %s", w.Name, w.Waiting)
+			t.add(waveStage(ro, w.Name), corev1.EventTypeNormal, GateWaitingReason, "Wave %s %s", w.Name, w.Waiting)
 		case fleetv1alpha1.WaveSucceeded:
-			t.add(corev1.EventTypeNormal, WavePassedReason, "Wave %s passed: %d succeeded, %d failed of %d", w.Name, w.Succeeded, w.Failed, w.Total)
+			t.add(waveStage(ro, w.Name), corev1.EventTypeNormal, WavePassedReason, "Wave %s passed: %d succeeded, %d failed of %d", w.Name, w.Succeeded, w.Failed, w.Total)
 		case fleetv1alpha1.WaveHalted, fleetv1alpha1.WaveFailed:
-			t.add(corev1.EventTypeWarning, WaveFailedReason, "Wave %s failed: %d of %d target(s) failed", w.Name, w.Failed, w.Total)
+			t.add(waveStage(ro, w.Name), corev1.EventTypeWarning, WaveFailedReason, "Wave %s failed: %d of %d target(s) failed", w.Name, w.Failed, w.Total)
 		default:
 			continue
 		}
@@ -151,27 +187,27 @@ func (t *transitions) phase(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv
 	case fleetv1alpha1.RolloutHalted, fleetv1alpha1.RolloutFailed:
 		if d != nil && d.Breach != nil && before.Phase != fleetv1alpha1.RolloutHalted {
 			t.breach = string(d.Breach.Reason)
-			t.add(corev1.EventTypeWarning, ThresholdBreachedReason, "Threshold breached (%s): %s", d.Breach.Reason, d.Breach.Message)
-			t.add(corev1.EventTypeWarning, HaltedReason, "Halted: no new target Promotion starts and Freight %s is held back from FleetStage %s",
+			t.add(focusStage(ro), corev1.EventTypeWarning, ThresholdBreachedReason, "Threshold breached (%s): %s", d.Breach.Reason, d.Breach.Message)
+			t.add(kargoevents.Freight(ro.Namespace, ro.Spec.Freight.Name), corev1.EventTypeWarning, HaltedReason, "Halted: no new target Promotion starts and Freight %s is held back from FleetStage %s",
 				ro.Spec.Freight.Name, ro.Spec.FleetStage)
 		}
 		if ro.Status.Phase == fleetv1alpha1.RolloutFailed {
-			t.add(corev1.EventTypeWarning, failed, "%s", ro.Status.Message)
+			t.add(focusStage(ro), corev1.EventTypeWarning, failed, "%s", ro.Status.Message)
 		}
 	case fleetv1alpha1.RolloutSucceeded:
-		t.add(corev1.EventTypeNormal, finished, "%s", ro.Status.Message)
+		t.add(focusStage(ro), corev1.EventTypeNormal, finished, "%s", ro.Status.Message)
 	case fleetv1alpha1.RolloutAborted:
-		t.add(corev1.EventTypeWarning, RolloutAbortedReason, "Aborted on request (spec.intent Abort) by %s: %s", intentActor(ro), ro.Status.Message)
+		t.add(focusStage(ro), corev1.EventTypeWarning, RolloutAbortedReason, "Aborted on request (spec.intent Abort) by %s: %s", intentActor(ro), ro.Status.Message)
 	case fleetv1alpha1.RolloutPaused:
-		t.add(corev1.EventTypeNormal, RolloutPausedReason, "Paused on request (spec.intent Pause) by %s", intentActor(ro))
+		t.add(focusStage(ro), corev1.EventTypeNormal, RolloutPausedReason, "Paused on request (spec.intent Pause) by %s", intentActor(ro))
 	case fleetv1alpha1.RolloutRollingBack:
 		if before.Phase == "" || before.Phase == fleetv1alpha1.RolloutPending {
-			t.add(corev1.EventTypeWarning, RollbackStartedReason, "Rolling back %d target(s) of FleetRollout %s to Freight %s (%s)",
+			t.add(focusStage(ro), corev1.EventTypeWarning, RollbackStartedReason, "Rolling back %d target(s) of FleetRollout %s to Freight %s (%s)",
 				obs.Plan.Members(), ro.Spec.RollbackOf, ro.Spec.Freight.Name, actorOf(ro))
 		}
 	}
 	if before.Phase == fleetv1alpha1.RolloutPaused && ro.Status.Phase != fleetv1alpha1.RolloutPaused {
-		t.add(corev1.EventTypeNormal, RolloutResumedReason, "Resumed (spec.intent %s) by %s", ro.Spec.Intent, intentActor(ro))
+		t.add(focusStage(ro), corev1.EventTypeNormal, RolloutResumedReason, "Resumed (spec.intent %s) by %s", ro.Spec.Intent, intentActor(ro))
 	}
 }
 
@@ -187,9 +223,9 @@ func (t *transitions) rollbackCondition(before *fleetv1alpha1.FleetRolloutStatus
 	}
 	switch now.Reason {
 	case fleetv1alpha1.RollbackCreatedReason:
-		t.add(corev1.EventTypeWarning, RollbackStartedReason, "Rolling back, as spec.policy.rollback.mode Automatic says: %s", now.Message)
+		t.add(focusStage(ro), corev1.EventTypeWarning, RollbackStartedReason, "Rolling back, as spec.policy.rollback.mode Automatic says: %s", now.Message)
 	default:
-		t.add(corev1.EventTypeWarning, RollbackImpossibleReason, "%s", now.Message)
+		t.add(focusStage(ro), corev1.EventTypeWarning, RollbackImpossibleReason, "%s", now.Message)
 	}
 }
 
@@ -218,8 +254,18 @@ func maxConcurrentOf(obs *rollout.Observed, wave string) int {
 }
 
 func (r *FleetRolloutReconciler) event(obj runtime.Object, eventType, reason, format string, args ...any) {
+	r.eventAbout(obj, nil, eventType, reason, format, args...)
+}
+
+// eventAbout records an Event about obj; related, when set, is the Kargo
+// object the Kargo UI's Events page shows it on (kargoevents.Recorder).
+func (r *FleetRolloutReconciler) eventAbout(obj runtime.Object, related *corev1.ObjectReference, eventType, reason, format string, args ...any) {
 	if r.recorder == nil {
 		return
 	}
-	r.recorder.Eventf(obj, nil, eventType, reason, "Reconcile", strutil.Ellipsis(fmt.Sprintf(format, args...), 1024))
+	var rel runtime.Object
+	if related != nil {
+		rel = related
+	}
+	r.recorder.Eventf(obj, rel, eventType, reason, "Reconcile", strutil.Ellipsis(fmt.Sprintf(format, args...), 1024))
 }

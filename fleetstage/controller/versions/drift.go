@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
@@ -120,8 +122,8 @@ func (m *driftMemory) forget(key types.NamespacedName) {
 // maxDriftEvents, and one summing up the rest.
 func (r *Reconciler) announce(fs *fleetv1alpha1.FleetStage, fresh []drift.Drift) {
 	for _, d := range fresh[:min(len(fresh), maxDriftEvents)] {
-		r.event(fs, corev1.EventTypeWarning, TargetDriftedReason, "Target %s (Stage %s) runs Freight %s, not the intended %s",
-			d.Target, d.Stage, d.Freight, d.Intended)
+		r.eventAbout(fs, kargoevents.Stage(fs.Namespace, d.Stage), corev1.EventTypeWarning, TargetDriftedReason,
+			"Target %s (Stage %s) runs Freight %s, not the intended %s", d.Target, d.Stage, d.Freight, d.Intended)
 	}
 	if rest := len(fresh) - maxDriftEvents; rest > 0 {
 		r.event(fs, corev1.EventTypeWarning, TargetDriftedReason, "%d more targets drifted from Freight %s (status.drift counts them)",
@@ -130,10 +132,16 @@ func (r *Reconciler) announce(fs *fleetv1alpha1.FleetStage, fresh []drift.Drift)
 }
 
 func (r *Reconciler) event(fs *fleetv1alpha1.FleetStage, typ, reason, format string, args ...any) {
+	r.eventAbout(fs, nil, typ, reason, format, args...)
+}
+
+// eventAbout records an Event about fs that the Kargo UI's Events page
+// also shows on the drifted target's Stage (kargoevents.Recorder).
+func (r *Reconciler) eventAbout(fs *fleetv1alpha1.FleetStage, stage runtime.Object, typ, reason, format string, args ...any) {
 	if r.recorder == nil {
 		return
 	}
-	r.recorder.Eventf(fs, nil, typ, reason, "Drift", strutil.Ellipsis(fmt.Sprintf(format, args...), 1024))
+	r.recorder.Eventf(fs, stage, typ, reason, "Drift", strutil.Ellipsis(fmt.Sprintf(format, args...), 1024))
 }
 
 // revert promotes the intended Freight back to drifted targets under
@@ -163,8 +171,8 @@ func (r *Reconciler) revert(ctx context.Context, fs *fleetv1alpha1.FleetStage, r
 		}
 		r.drift.attempted(key, dr.Key(), now)
 		log.FromContext(ctx).Info("Reverting drifted target", "target", dr.Target, "freight", dr.Freight, "intended", dr.Intended)
-		r.event(fs, corev1.EventTypeNormal, DriftRevertedReason, "Promoting Freight %s back to drifted target %s (Stage %s), which runs %s",
-			dr.Intended, dr.Target, dr.Stage, dr.Freight)
+		r.eventAbout(fs, kargoevents.Stage(fs.Namespace, dr.Stage), corev1.EventTypeNormal, DriftRevertedReason,
+			"Promoting Freight %s back to drifted target %s (Stage %s), which runs %s", dr.Intended, dr.Target, dr.Stage, dr.Freight)
 	}
 	if d.Waiting == "" {
 		return 0, nil

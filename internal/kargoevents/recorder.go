@@ -1,0 +1,124 @@
+package kargoevents
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
+)
+
+// writeTimeout bounds one Event write: an Event is worth a second, never a
+// stuck reconcile.
+const writeTimeout = 5 * time.Second
+
+// maxMessage bounds an Event's message, as the recorder does.
+const maxMessage = 1024
+
+// Recorder records every Event through the wrapped recorder and, when its
+// related object is a Kargo object, also as a core/v1 Event about that
+// object.
+type Recorder struct {
+	inner     events.EventRecorder
+	client    client.Client
+	clock     clock.PassiveClock
+	component string
+	instance  string
+}
+
+var _ events.EventRecorder = &Recorder{}
+
+// NewRecorder wraps inner; component names the reporting controller, as
+// inner's Events name it.
+func NewRecorder(inner events.EventRecorder, c client.Client, clk clock.PassiveClock, component string) *Recorder {
+	host, _ := os.Hostname()
+	return &Recorder{inner: inner, client: c, clock: clk, component: component, instance: component + "-" + host}
+}
+
+// Eventf implements events.EventRecorder.
+func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	if r.inner != nil {
+		r.inner.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	}
+	ref, ok := KargoObject(related)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	e := r.event(ref, eventtype, reason, action, fmt.Sprintf(note, args...))
+	if err := r.client.Create(ctx, e); err != nil {
+		// An Event is best effort, as with every recorder: the decision is
+		// in the status already.
+		ctrl.Log.WithName("kargoevents").Info("Recording an Event on a Kargo object failed",
+			"kind", ref.Kind, "name", ref.Name, "reason", reason, "error", err.Error())
+	}
+}
+
+// event builds a core/v1 Event about a Kargo object, with the fields the
+// Kargo UI shows (message, reason, count, first and last timestamps) and
+// the annotations Kargo puts on its own Events.
+func (r *Recorder) event(ref *corev1.ObjectReference, eventtype, reason, action, message string) *corev1.Event {
+	now := r.clock.Now()
+	annotations := map[string]string{kargo.EventProjectAnnotation: ref.Namespace}
+	switch ref.Kind {
+	case "Stage":
+		annotations[kargo.EventStageAnnotation] = ref.Name
+	case "Freight":
+		annotations[kargo.EventFreightAnnotation] = ref.Name
+	}
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   ref.Namespace,
+			Name:        fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()),
+			Annotations: annotations,
+		},
+		InvolvedObject:      *ref,
+		Reason:              reason,
+		Message:             strutil.Ellipsis(message, maxMessage),
+		Type:                eventtype,
+		Source:              corev1.EventSource{Component: r.component},
+		FirstTimestamp:      metav1.NewTime(now),
+		LastTimestamp:       metav1.NewTime(now),
+		Count:               1,
+		Action:              action,
+		ReportingController: r.component,
+		ReportingInstance:   strutil.Truncate(r.instance, 128),
+	}
+}
+
+// KargoObject returns the reference of obj when it is a Kargo object: an
+// *corev1.ObjectReference in the kargo.akuity.io group, as Stage and
+// Freight return.
+func KargoObject(obj runtime.Object) (*corev1.ObjectReference, bool) {
+	ref, ok := obj.(*corev1.ObjectReference)
+	if !ok || ref == nil {
+		return nil, false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != kargo.GroupVersion.Group || ref.Name == "" || ref.Namespace == "" {
+		return nil, false
+	}
+	return ref, true
+}
+
+// Stage references a Kargo Stage, as the related object of an Event.
+func Stage(namespace, name string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: kargo.GroupVersion.String(), Kind: "Stage", Namespace: namespace, Name: name}
+}
+
+// Freight references a Kargo Freight, as the related object of an Event.
+func Freight(namespace, name string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: kargo.GroupVersion.String(), Kind: "Freight", Namespace: namespace, Name: name}
+}
