@@ -25,6 +25,10 @@ const (
 	// failure threshold and may nevertheless be promoted to the fleet again:
 	// held-back Freight is refused by the fleet-wave step otherwise.
 	RetryFreightAnnotation = "fleet.kargo-fleet.io/retry-freight"
+	// StageUIDAnnotation, on a target Promotion, holds the UID of the target
+	// Stage it was created for: a Stage deleted and re-created under the
+	// same name is another Stage, promoted again once.
+	StageUIDAnnotation = "fleet.kargo-fleet.io/stage-uid"
 )
 
 // Generated Stage roles.

@@ -9,6 +9,8 @@ package rollout
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
@@ -83,6 +85,13 @@ type TargetObservation struct {
 	Verification string
 	// OnFreight says the Stage currently runs the rollout's Freight.
 	OnFreight bool
+	// StageUID is the UID of the target's Stage, when it exists.
+	StageUID types.UID
+	// Recreated names the rollout's Promotion that succeeded into an
+	// earlier Stage of the same name: the Stage was deleted and re-created
+	// after it, runs nothing of it, and is promoted again (once: the new
+	// Promotion is created for StageUID).
+	Recreated string
 	// RefusedSince is when Kargo first refused to create the target's
 	// Promotion (the Freight not available to its Stage), while it has no
 	// Promotion; RefusedMessage is Kargo's message.
