@@ -2,7 +2,6 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Defaults applied in code (see api/v1alpha1/defaults.go); the CRD
@@ -290,7 +289,7 @@ type WaveMembership struct {
 	// is not the wave Stage and the step server refuses it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=36
-	StageUID types.UID `json:"stageUID,omitempty"`
+	StageUID string `json:"stageUID,omitempty"`
 }
 
 // FreightCount is a Freight and how many targets currently run it.
