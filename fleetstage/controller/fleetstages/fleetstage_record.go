@@ -133,4 +133,3 @@ func (r *FleetStageReconciler) deleteStaleRecord(ctx context.Context, fs *fleetv
 	}
 	return nil
 }
-
