@@ -185,7 +185,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 	}
 	if o.Components&FleetRollouts != 0 {
 		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventoryReader(mgr, o),
-			mgr.GetEventRecorder("kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
+			mgr.GetEventRecorder("kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion).WithStageRecords(records)
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
 		}

@@ -74,6 +74,11 @@ type TargetObservation struct {
 	Promotion *PromotionObservation
 	// StageGone says the target's Stage no longer exists (the target left).
 	StageGone bool
+	// StageUnrecorded says a Stage exists under the target's Stage name
+	// that the FleetStage did not record (re-created a moment ago and not
+	// recorded yet, or someone else's): the target is not started until
+	// its recorded Stage is there.
+	StageUnrecorded bool
 	// StageBusy says another Promotion (not of this rollout) is pending or
 	// running on the target's Stage.
 	StageBusy bool

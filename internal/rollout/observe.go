@@ -40,6 +40,11 @@ type Snapshot struct {
 	Promotions []kargo.Promotion
 	// Stages are the FleetStage's target Stages.
 	Stages []kargo.Stage
+	// Recorded are the names and UIDs of the Stages the FleetStage
+	// generated (its Stage record); nil when it recorded none. A target
+	// Stage not recorded is no target's: labels and owner references can
+	// be written by anyone who may create Stages.
+	Recorded map[string]types.UID
 	// Freight is the rollout's Freight; nil when it was not found or not
 	// read (a rollback needs no approvals).
 	Freight *kargo.Freight
@@ -218,14 +223,24 @@ func (o *Observed) observeMine(p *kargo.Promotion) {
 
 // observeTargets records what each member's Stage and newest Promotion show.
 func (o *Observed) observeTargets(s Snapshot, busy map[string]bool) {
-	byID := make(map[string]*kargo.Stage, len(s.Stages))
+	byName := make(map[string]*kargo.Stage, len(s.Stages))
 	for i := range s.Stages {
-		byID[s.Stages[i].Labels[fleetv1alpha1.TargetLabel]] = &s.Stages[i]
+		byName[s.Stages[i].Name] = &s.Stages[i]
 	}
 	for _, w := range s.Plan.Waves {
 		for _, t := range w.Members {
-			st := byID[t.ID]
-			obs := observeStage(st, s.Rollout.Spec.Freight.Name, busy[render.TargetStageName(s.FleetStage.Name, t.ID)])
+			name := render.TargetStageName(s.FleetStage.Name, t.ID)
+			st := byName[name]
+			unrecorded := false
+			if st != nil && (st.Labels[fleetv1alpha1.TargetLabel] != t.ID || s.Recorded[name] == "" || s.Recorded[name] != st.UID) {
+				// A Stage under the target's name that the FleetStage did
+				// not record: not the target's, and never promoted.
+				st, unrecorded = nil, true
+			}
+			obs := observeStage(st, s.Rollout.Spec.Freight.Name, busy[name])
+			if unrecorded {
+				obs.StageGone, obs.StageUnrecorded = false, true
+			}
 			p := o.Mine[t.ID]
 			if p != nil && st != nil && !obs.OnFreight && p.Status.Phase == kargo.PromotionSucceeded && PromotedEarlierStage(p, st) {
 				// The Stage was deleted and re-created after the Promotion

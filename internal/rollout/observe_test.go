@@ -34,6 +34,7 @@ kind: Stage
 metadata:
   name: prod.eu-1
   namespace: shop
+  uid: 0b6c1f0e-6d4c-4bb1-9d53-2f4b8b1f2c11
   labels: {fleet.kargo-fleet.io/fleetstage: prod, fleet.kargo-fleet.io/role: target, fleet.kargo-fleet.io/target: eu-1}
 spec:
   requestedFreight:
@@ -239,7 +240,18 @@ func obsPlan() *plan.WavePlan {
 func obsSnapshot(t *testing.T, docs ...string) Snapshot {
 	t.Helper()
 	objs := decodeKargo(t, append([]string{obsStages}, docs...)...)
+	// The FleetStage recorded every target Stage, as its controller does
+	// when it creates them.
+	recorded := map[string]types.UID{}
+	for i := range objs.stages {
+		st := &objs.stages[i]
+		if st.UID == "" {
+			st.UID = types.UID("uid-" + st.Name)
+		}
+		recorded[st.Name] = st.UID
+	}
 	return Snapshot{
+		Recorded:   recorded,
 		Rollout: &fleetv1alpha1.FleetRollout{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: obsRollout,
 				CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 22, 9, 58, 0, 0, time.UTC))},
@@ -674,6 +686,28 @@ status:
 			name:       "a re-created Stage whose Promotion failed stays failed",
 			docs:       []string{strings.Replace(obsMine, "phase: Succeeded", "phase: Failed", 1), obsEU1Recreated},
 			assertions: keepsPromotion(TargetFailed),
+		},
+		{
+			name: "a Stage under a target's name that the FleetStage did not record is never promoted",
+			mutate: func(s *Snapshot) {
+				delete(s.Recorded, "prod.eu-1")
+				s.Recorded["prod.eu-2"] = "uid-of-a-deleted-stage"
+				s.Rollout.Annotations = map[string]string{"wave.fleet.kargo-fleet.io/pilot": "prod-pilot.01jdx3k0a1b2c3d4e5f6g7h8j9.9f8e7d6",
+					"wave.fleet.kargo-fleet.io/canary": "prod-canary.01jdx3k0a1b2c3d4e5f6g7h8j9.9f8e7d6"}
+			},
+			assertions: func(t *testing.T, o *Observed) {
+				for _, id := range []string{"eu-1", "eu-2"} {
+					tgt := o.Targets[id]
+					require.True(t, tgt.StageUnrecorded, id)
+					require.False(t, tgt.StageGone, "an unrecorded Stage does not make the target leave the fleet")
+					require.Empty(t, tgt.Health, "nothing is read from a Stage the FleetStage did not record")
+					require.Equal(t, TargetPending, Judge(tgt, Limits{}, now).State)
+				}
+				require.False(t, o.Targets["us-1"].StageUnrecorded)
+				require.Empty(t, Decide(o.Observation).Start, "the pilot's one target Stage is not recorded: nothing starts")
+				o.Targets["eu-1"] = TargetObservation{Health: kargo.HealthHealthy}
+				require.Equal(t, []string{"eu-1"}, startIDs(Decide(o.Observation)), "a recorded Stage is promoted")
+			},
 		},
 		{
 			name: "an invalid policy is an error",
