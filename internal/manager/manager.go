@@ -179,7 +179,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 	}
 	if o.Components&Versions != 0 {
 		if err := versions.NewReconciler(mgr.GetClient(), clock.RealClock{},
-			mgr.GetEventRecorder("kargo-fleet-drift")).SetupWithManager(mgr); err != nil {
+			mgr.GetEventRecorder("kargo-fleet-drift")).WithStageRecords(records).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("error setting up the version refresh: %w", err)
 		}
 	}
