@@ -251,7 +251,7 @@ func obsSnapshot(t *testing.T, docs ...string) Snapshot {
 		recorded[st.Name] = st.UID
 	}
 	return Snapshot{
-		Recorded:   recorded,
+		Recorded: recorded,
 		Rollout: &fleetv1alpha1.FleetRollout{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: obsRollout,
 				CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 22, 9, 58, 0, 0, time.UTC))},
