@@ -110,7 +110,7 @@ func (r *FleetRolloutReconciler) claim(ctx context.Context, s *scope, b batch) (
 	if err != nil {
 		return batch{}, 0, err
 	}
-	b.starts = slices.DeleteFunc(slices.Clone(b.starts), func(st rollout.Start) bool { return exist.has(st) })
+	b.starts = slices.DeleteFunc(slices.Clone(b.starts), exist.has)
 	if exist.keys[rollout.WaveKey(b.wave)] {
 		b.wave = ""
 	}

@@ -100,11 +100,9 @@ func (r *FleetStageReconciler) recordStages(ctx context.Context, s *scope) (bool
 	if cm.Name == fs.Status.StageRecord {
 		return true, nil
 	}
-	if err := r.client.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
-		// Written before a crash, or someone else's under that name:
-		// Read below tells them apart.
-		err = nil
-	} else if err != nil {
+	// AlreadyExists: written before a crash, or someone else's under that
+	// name; reading it back below tells them apart.
+	if err := r.client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, fmt.Errorf("error creating Stage record %q: %w", cm.Name, err)
 	}
 	previous := fs.Status.StageRecord
