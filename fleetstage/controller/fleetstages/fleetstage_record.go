@@ -58,7 +58,12 @@ func (r *FleetStageReconciler) generated(ctx context.Context, s *scope, stages [
 		return nil, err
 	}
 	have := make(map[string]*kargo.Stage, len(stages))
-	s.sync.record = make(map[string]types.UID, len(stages))
+	// The record carries forward: a Stage created a moment ago may not be
+	// listed yet (the cache lags), and must stay recorded.
+	s.sync.record = make(map[string]types.UID, max(len(stages), len(rec.Stages)))
+	for name, uid := range rec.Stages {
+		s.sync.record[name] = uid
+	}
 	for i := range stages {
 		st := &stages[i]
 		switch {
@@ -89,6 +94,20 @@ func (r *FleetStageReconciler) generated(ctx context.Context, s *scope, stages [
 // Stage UIDs go into status.waves as well.
 func (r *FleetStageReconciler) recordStages(ctx context.Context, s *scope) (bool, error) {
 	fs := s.fs
+	// Forget Stages that are neither desired nor listed: gone, and not
+	// coming back under that name.
+	keep := make(map[string]bool, len(s.stages)+len(s.desired.Waves)+len(s.desired.Targets))
+	for i := range s.stages {
+		keep[s.stages[i].Name] = true
+	}
+	for _, d := range append(slices.Clone(s.desired.Waves), s.desired.Targets...) {
+		keep[d.Name] = true
+	}
+	for name := range s.sync.record {
+		if !keep[name] {
+			delete(s.sync.record, name)
+		}
+	}
 	for i := range fs.Status.Waves {
 		fs.Status.Waves[i].StageUID = string(s.sync.record[fs.Status.Waves[i].Stage])
 	}

@@ -144,7 +144,9 @@ func intentChangedPredicate() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*fleetv1alpha1.FleetStage), e.ObjectNew.(*fleetv1alpha1.FleetStage)
 			drifted := n.Status.Drift != nil && n.Status.Drift.Count > 0
+			// A new Stage record changes which Stages are the fleet's.
 			return o.Generation != n.Generation || o.Status.CurrentRollout != n.Status.CurrentRollout ||
+				o.Status.StageRecord != n.Status.StageRecord ||
 				!reflect.DeepEqual(o.Status.LastGoodFreight, n.Status.LastGoodFreight) ||
 				drifted != meta.IsStatusConditionTrue(n.Status.Conditions, fleetv1alpha1.DriftedCondition)
 		},
