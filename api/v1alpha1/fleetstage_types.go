@@ -143,6 +143,14 @@ type FleetStageStatus struct {
 	// +optional
 	Drift *DriftStatus `json:"drift,omitempty"`
 
+	// stageRecord names the ConfigMap that records the name and UID of
+	// every Stage the controller generated for this FleetStage (wave and
+	// target Stages). The ConfigMap is immutable and named after a hash of
+	// its content, so what it says cannot change while this field names it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StageRecord string `json:"stageRecord,omitempty"`
+
 	// history summarises the newest 20 FleetRollouts that
 	// spec.policy.historyLimit deleted, oldest first, so the record
 	// outlives the objects.
@@ -276,6 +284,12 @@ type WaveMembership struct {
 	// members is the number of targets in the wave.
 	// +optional
 	Members int32 `json:"members,omitempty"`
+	// stageUID is the UID of the wave Stage the controller generated: a
+	// Stage of the same name with another UID (re-created by someone else)
+	// is not the wave Stage and the step server refuses it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=36
+	StageUID string `json:"stageUID,omitempty"`
 }
 
 // FreightCount is a Freight and how many targets currently run it.

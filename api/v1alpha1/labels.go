@@ -41,6 +41,10 @@ const (
 	// PromotionGuardOff keeps the namespace's Promotions away from the
 	// admission guard; the post-hoc target guard alone protects the fleet.
 	PromotionGuardOff = "off"
+	// StageUIDAnnotation, on a target Promotion, holds the UID of the target
+	// Stage it was created for: a Stage deleted and re-created under the
+	// same name is another Stage, promoted again once.
+	StageUIDAnnotation = "fleet.kargo-fleet.io/stage-uid"
 )
 
 // Generated Stage roles.

@@ -110,6 +110,10 @@ func (o *historyOptions) runTarget(ctx context.Context, c client.Client, fs *fle
 	}); err != nil {
 		return fmt.Errorf("error listing the target Stage of target %q: %w", o.target, err)
 	}
+	var warning string
+	if stages.Items, warning = recordedStages(ctx, c, fs, stages.Items); warning != "" {
+		_, _ = fmt.Fprintf(o.streams.ErrOut, "warning: %s\n", warning)
+	}
 	if len(stages.Items) == 0 {
 		return fmt.Errorf("--target %q: FleetStage %q has no such target", o.target, fs.Name)
 	}

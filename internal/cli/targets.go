@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,10 +129,14 @@ func readTargets(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetSt
 	}); err != nil {
 		return report.TargetList{}, "", fmt.Errorf("error listing the target Stages of FleetStage %q: %w", fs.Name, err)
 	}
-	warning := ""
+	var warnings []string
+	var warning string
+	if stages.Items, warning = recordedStages(ctx, c, fs, stages.Items); warning != "" {
+		warnings = append(warnings, warning)
+	}
 	var byID map[string]plan.Target
 	if targets, err := inventory.NewReader(c).Read(ctx, fs); err != nil {
-		warning = fmt.Sprintf("target labels are not shown and params come from the Stages' variables: %v", err)
+		warnings = append(warnings, fmt.Sprintf("target labels are not shown and params come from the Stages' variables: %v", err))
 	} else {
 		byID = make(map[string]plan.Target, len(targets))
 		for _, t := range targets {
@@ -148,5 +153,5 @@ func readTargets(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetSt
 		}
 	}
 	return report.BuildTargets(report.TargetsInput{FleetStage: fs, Stages: stages.Items, Inventory: byID, Aliases: aliases}),
-		warning, nil
+		strings.Join(warnings, "; "), nil
 }

@@ -119,7 +119,8 @@ func TestTargetsCommand_inventoryUnreadable(t *testing.T) {
 		Spec: kargo.StageSpec{Vars: []kargo.ExpressionVariable{
 			{Name: render.VarTargetSource, Value: "ArgoCDCluster"}, {Name: "server", Value: "https://eu-1"}}},
 	}
-	c := fake.NewClientBuilder().WithScheme(cliScheme()).WithObjects(fs, st).WithInterceptorFuncs(interceptor.Funcs{
+	record := testutil.RecordStages(fs, st)
+	c := fake.NewClientBuilder().WithScheme(cliScheme()).WithObjects(fs, st, record).WithInterceptorFuncs(interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := list.(*corev1.SecretList); ok {
 				return apierrors.NewForbidden(corev1.Resource("secrets"), "", errors.New("no access"))
@@ -133,4 +134,26 @@ func TestTargetsCommand_inventoryUnreadable(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out.String(), "prod.eu-1  eu-1    all   <none>   ArgoCDCluster  <none>  server=https://eu-1")
 	require.Contains(t, errOut.String(), "warning: target labels are not shown and params come from the Stages' variables")
+}
+
+// TestTargetsCommand_unrecordedStage: a Stage labelled for the fleet (and
+// pointing its owner reference at it) that the FleetStage never recorded
+// is not listed as a target; a warning names it.
+func TestTargetsCommand_unrecordedStage(t *testing.T) {
+	t.Parallel()
+	fs := testutil.MakeFleetStage("shop", "prod").Obj()
+	target := func(id string) *kargo.Stage {
+		return &kargo.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "prod." + id, Labels: map[string]string{
+			fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget,
+			fleetv1alpha1.WaveLabel: "all", fleetv1alpha1.TargetLabel: id}}}
+	}
+	recorded, forged := target("eu-1"), target("eu-2")
+	record := testutil.RecordStages(fs, recorded)
+	c := fake.NewClientBuilder().WithScheme(cliScheme()).WithObjects(fs, recorded, forged, record).Build()
+	var out, errOut bytes.Buffer
+	cmd := newTargetsCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, kubeOptions{client: c})
+	_, err := execute(cmd, &out, "-n", "shop", "-o", "name")
+	require.NoError(t, err)
+	require.Equal(t, "stage.kargo.akuity.io/prod.eu-1\n", out.String())
+	require.Contains(t, errOut.String(), `1 Stage(s) labelled for FleetStage "prod" are not Stages it generated and are not shown: prod.eu-2`)
 }

@@ -27,6 +27,7 @@ import (
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
+	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
 	"github.com/kargo-fleet/kargo-fleet/steps"
@@ -173,9 +174,10 @@ func metricsOptions(addr string, secure bool) metricsserver.Options {
 // setup registers the selected components with the manager.
 func setup(mgr ctrl.Manager, o Options) error {
 	copts := controller.Options{MaxConcurrentReconciles: max(1, o.MaxConcurrentReconciles)}
+	records := stagerecord.NewReader(mgr.GetAPIReader())
 	if o.Components&FleetStages != 0 {
 		r := fleetstages.NewFleetStageReconciler(mgr.GetClient(), inventoryReader(mgr, o),
-			mgr.GetEventRecorder("kargo-fleet-fleetstage"), clock.RealClock{})
+			mgr.GetEventRecorder("kargo-fleet-fleetstage"), clock.RealClock{}).WithStageRecords(records)
 		r.StepServerURL = o.StepServerURL
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetStage reconciler: %w", err)
@@ -183,13 +185,13 @@ func setup(mgr ctrl.Manager, o Options) error {
 	}
 	if o.Components&Versions != 0 {
 		if err := versions.NewReconciler(mgr.GetClient(), clock.RealClock{},
-			kargoRecorder(mgr, "kargo-fleet-drift")).SetupWithManager(mgr); err != nil {
+			kargoRecorder(mgr, "kargo-fleet-drift")).WithStageRecords(records).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("error setting up the version refresh: %w", err)
 		}
 	}
 	if o.Components&FleetRollouts != 0 {
 		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventoryReader(mgr, o),
-			kargoRecorder(mgr, "kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion)
+			kargoRecorder(mgr, "kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion).WithStageRecords(records)
 		r.DashboardURL = o.DashboardURL
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
@@ -209,7 +211,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 			return err
 		}
 	}
-	return setupSteps(mgr, o)
+	return setupSteps(mgr, o, records)
 }
 
 // kargoRecorder is the named Event recorder that also shows Events about a
@@ -227,7 +229,7 @@ func refreshPromotion(ctx context.Context, c client.Client, namespace, promotion
 
 // setupSteps registers the step server, which runs on every replica, and the
 // step token minter, which runs on the leader.
-func setupSteps(mgr ctrl.Manager, o Options) error {
+func setupSteps(mgr ctrl.Manager, o Options, records *stagerecord.Reader) error {
 	if o.Components&(StepServer|TokenMinter) == 0 {
 		return nil
 	}
@@ -255,13 +257,14 @@ func setupSteps(mgr ctrl.Manager, o Options) error {
 	if o.Components&StepServer != 0 && opts.Enabled() {
 		store := steps.NewAPIStore(mgr.GetClient(), mgr.GetAPIReader()).WithApprovalsFrom(mgr.GetClient())
 		server := stepserver.New(opts, stepserver.Deps{
-			Reader:      mgr.GetAPIReader(),
-			FleetStages: mgr.GetClient(),
-			Namespaces:  mgr.GetClient(),
-			Keys:        keys,
-			Steps:       steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}, steps.WithDashboardURL(o.DashboardURL)),
-			Metrics:     metrics.Registry,
-			Clock:       clock.RealClock{},
+			Reader:       mgr.GetAPIReader(),
+			FleetStages:  mgr.GetClient(),
+			Namespaces:   mgr.GetClient(),
+			StageRecords: records,
+			Keys:         keys,
+			Steps:        steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}, steps.WithDashboardURL(o.DashboardURL)),
+			Metrics:      metrics.Registry,
+			Clock:        clock.RealClock{},
 		})
 		if err := mgr.Add(server); err != nil {
 			return fmt.Errorf("error adding the step server: %w", err)

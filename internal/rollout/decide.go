@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
@@ -21,6 +22,10 @@ const maxFailureExamples = 5
 type Start struct {
 	Target plan.Target
 	Wave   string
+	// StageUID is the UID of the target Stage the Promotion is for, when
+	// the Stage was observed: the Promotion records it, so a Stage
+	// re-created later is told apart from this one.
+	StageUID types.UID
 }
 
 // Decision is what the rollout does next.
@@ -270,15 +275,17 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 	req.InFlight = append(req.InFlight, o.OtherInFlight...)
 	for i := range ws.pw.Members {
 		t := &ws.pw.Members[i]
-		if obs := o.Targets[t.ID]; obs.StageBusy && obs.Promotion == nil {
+		if obs := o.Targets[t.ID]; (obs.StageBusy || obs.StageUnrecorded) && obs.Promotion == nil {
 			// Another Promotion runs on the target's Stage: Kargo would queue
-			// ours behind it and its deadline would run while it waits.
+			// ours behind it and its deadline would run while it waits. Or
+			// the Stage under its name is not the one the FleetStage
+			// recorded: kargo-fleet promotes only Stages it generated.
 			req.InFlight = append(req.InFlight, plan.InFlightTarget{Target: *t, Rollout: ""})
 		}
 	}
 	dec := plan.Schedule(o.Index, req)
 	for _, t := range dec.Start {
-		d.Start = append(d.Start, Start{Target: *t, Wave: ws.pw.Name})
+		d.Start = append(d.Start, Start{Target: *t, Wave: ws.pw.Name, StageUID: o.Targets[t.ID].StageUID})
 	}
 	wp.Pending -= int32(len(dec.Start))
 	wp.InFlight += int32(len(dec.Start))

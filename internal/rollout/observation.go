@@ -9,6 +9,8 @@ package rollout
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
@@ -72,6 +74,11 @@ type TargetObservation struct {
 	Promotion *PromotionObservation
 	// StageGone says the target's Stage no longer exists (the target left).
 	StageGone bool
+	// StageUnrecorded says a Stage exists under the target's Stage name
+	// that the FleetStage did not record (re-created a moment ago and not
+	// recorded yet, or someone else's): the target is not started until
+	// its recorded Stage is there.
+	StageUnrecorded bool
 	// StageBusy says another Promotion (not of this rollout) is pending or
 	// running on the target's Stage.
 	StageBusy bool
@@ -83,6 +90,13 @@ type TargetObservation struct {
 	Verification string
 	// OnFreight says the Stage currently runs the rollout's Freight.
 	OnFreight bool
+	// StageUID is the UID of the target's Stage, when it exists.
+	StageUID types.UID
+	// Recreated names the rollout's Promotion that succeeded into an
+	// earlier Stage of the same name: the Stage was deleted and re-created
+	// after it, runs nothing of it, and is promoted again (once: the new
+	// Promotion is created for StageUID).
+	Recreated string
 	// RefusedSince is when Kargo first refused to create the target's
 	// Promotion (the Freight not available to its Stage), while it has no
 	// Promotion; RefusedMessage is Kargo's message.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -38,6 +40,11 @@ type Snapshot struct {
 	Promotions []kargo.Promotion
 	// Stages are the FleetStage's target Stages.
 	Stages []kargo.Stage
+	// Recorded are the names and UIDs of the Stages the FleetStage
+	// generated (its Stage record); nil when it recorded none. A target
+	// Stage not recorded is no target's: labels and owner references can
+	// be written by anyone who may create Stages.
+	Recorded map[string]types.UID
 	// Freight is the rollout's Freight; nil when it was not found or not
 	// read (a rollback needs no approvals).
 	Freight *kargo.Freight
@@ -216,14 +223,35 @@ func (o *Observed) observeMine(p *kargo.Promotion) {
 
 // observeTargets records what each member's Stage and newest Promotion show.
 func (o *Observed) observeTargets(s Snapshot, busy map[string]bool) {
-	byID := make(map[string]*kargo.Stage, len(s.Stages))
+	byName := make(map[string]*kargo.Stage, len(s.Stages))
 	for i := range s.Stages {
-		byID[s.Stages[i].Labels[fleetv1alpha1.TargetLabel]] = &s.Stages[i]
+		byName[s.Stages[i].Name] = &s.Stages[i]
 	}
 	for _, w := range s.Plan.Waves {
 		for _, t := range w.Members {
-			obs := observeStage(byID[t.ID], s.Rollout.Spec.Freight.Name, busy[render.TargetStageName(s.FleetStage.Name, t.ID)])
+			name := render.TargetStageName(s.FleetStage.Name, t.ID)
+			st := byName[name]
+			unrecorded := false
+			if st != nil && (st.Labels[fleetv1alpha1.TargetLabel] != t.ID || s.Recorded[name] == "" || s.Recorded[name] != st.UID) {
+				// A Stage under the target's name that the FleetStage did
+				// not record: not the target's, and never promoted.
+				st, unrecorded = nil, true
+			}
+			obs := observeStage(st, s.Rollout.Spec.Freight.Name, busy[name])
+			if unrecorded {
+				obs.StageGone, obs.StageUnrecorded = false, true
+			}
 			p := o.Mine[t.ID]
+			if p != nil && st != nil && !obs.OnFreight && p.Status.Phase == kargo.PromotionSucceeded && PromotedEarlierStage(p, st) {
+				// The Stage was deleted and re-created after the Promotion
+				// succeeded: the new Stage runs nothing, and no Promotion of
+				// the rollout was made for it. It is pending again; the
+				// Promotion created for it carries its UID, so it is
+				// promoted once.
+				obs.Recreated = p.Name
+				delete(o.Mine, t.ID)
+				p = nil
+			}
 			if f, ok := s.Refused[t.ID]; ok && p == nil {
 				obs.RefusedSince, obs.RefusedMessage = f.Since, f.Message
 			}
@@ -233,6 +261,32 @@ func (o *Observed) observeTargets(s Snapshot, busy map[string]bool) {
 			o.Targets[t.ID] = obs
 		}
 	}
+}
+
+// PromotedEarlierStage reports whether Promotion p was created for an
+// earlier Stage of st's name, one deleted since: the Stage UID kargo-fleet
+// recorded on p, else the Stage that Kargo made p's owner, differs from
+// st's UID. A Promotion that shows neither counts as the Stage's own (the
+// dispatcher's check, which sees no Stage, decides the same way), so it is
+// never promoted twice.
+func PromotedEarlierStage(p *kargo.Promotion, st *kargo.Stage) bool {
+	uid := PromotionStageUID(p)
+	return uid != "" && st.UID != "" && uid != st.UID
+}
+
+// PromotionStageUID returns the UID of the Stage a Promotion was created
+// for: the one kargo-fleet recorded (StageUIDAnnotation), else the UID of
+// the Stage Kargo made its owner; "" when it shows neither.
+func PromotionStageUID(p metav1.Object) types.UID {
+	if uid := p.GetAnnotations()[fleetv1alpha1.StageUIDAnnotation]; uid != "" {
+		return types.UID(uid)
+	}
+	for _, ref := range p.GetOwnerReferences() {
+		if ref.Kind == "Stage" && strings.HasPrefix(ref.APIVersion, kargo.GroupVersion.Group+"/") {
+			return ref.UID
+		}
+	}
+	return ""
 }
 
 // observeStage reads a target Stage: gone (or being pruned), busy, its
@@ -247,6 +301,7 @@ func observeStage(st *kargo.Stage, freight string, busy bool) TargetObservation 
 		return obs
 	}
 	obs.StageBusy = busy
+	obs.StageUID = st.UID
 	if st.Status.Health != nil {
 		obs.Health = st.Status.Health.Status
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -33,6 +34,7 @@ kind: Stage
 metadata:
   name: prod.eu-1
   namespace: shop
+  uid: 0b6c1f0e-6d4c-4bb1-9d53-2f4b8b1f2c11
   labels: {fleet.kargo-fleet.io/fleetstage: prod, fleet.kargo-fleet.io/role: target, fleet.kargo-fleet.io/target: eu-1}
 spec:
   requestedFreight:
@@ -112,6 +114,27 @@ status:
   startedAt: "2026-11-22T09:58:31Z"
   finishedAt: "2026-11-22T09:59:10Z"
   freight: {name: 9f8e7d6c5b4a39281706f5e4d3c2b1a098765432, origin: {kind: Warehouse, name: apps}}
+`
+
+// obsRecreatedUID is the UID of prod.eu-1 once deleted and re-created.
+const obsRecreatedUID = "5d1a7c3e-2b9f-4e60-8a14-9c7b3f0d6e25"
+
+// obsEU1Recreated is prod.eu-1 deleted and re-created by the FleetStage
+// controller after obsMine succeeded into the Stage it replaced: a new UID,
+// no freight history.
+const obsEU1Recreated = `
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Stage
+metadata:
+  name: prod.eu-1
+  namespace: shop
+  uid: 5d1a7c3e-2b9f-4e60-8a14-9c7b3f0d6e25
+  creationTimestamp: "2026-11-22T09:59:40Z"
+  labels: {fleet.kargo-fleet.io/fleetstage: prod, fleet.kargo-fleet.io/role: target, fleet.kargo-fleet.io/target: eu-1}
+spec:
+  requestedFreight:
+  - origin: {kind: Warehouse, name: apps}
+    sources: {stages: [prod-pilot]}
 `
 
 // obsEU1OnFreight is prod.eu-1 once Kargo recorded the rollout's Freight,
@@ -217,7 +240,18 @@ func obsPlan() *plan.WavePlan {
 func obsSnapshot(t *testing.T, docs ...string) Snapshot {
 	t.Helper()
 	objs := decodeKargo(t, append([]string{obsStages}, docs...)...)
+	// The FleetStage recorded every target Stage, as its controller does
+	// when it creates them.
+	recorded := map[string]types.UID{}
+	for i := range objs.stages {
+		st := &objs.stages[i]
+		if st.UID == "" {
+			st.UID = types.UID("uid-" + st.Name)
+		}
+		recorded[st.Name] = st.UID
+	}
 	return Snapshot{
+		Recorded: recorded,
 		Rollout: &fleetv1alpha1.FleetRollout{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: obsRollout,
 				CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 22, 9, 58, 0, 0, time.UTC))},
@@ -611,6 +645,71 @@ status:
 			},
 		},
 		{
+			name: "a Stage re-created after its Promotion succeeded is pending again, for the new Stage",
+			docs: []string{obsMine, obsEU1Recreated},
+			assertions: func(t *testing.T, o *Observed) {
+				tgt := o.Targets["eu-1"]
+				require.Nil(t, tgt.Promotion, "the Promotion was made for the deleted Stage")
+				require.Equal(t, "prod.eu-1.01jdx3m5n6p7q8r9s0t1v2w3x4.9f8e7d6", tgt.Recreated)
+				require.Equal(t, types.UID(obsRecreatedUID), tgt.StageUID)
+				require.NotContains(t, o.Mine, "eu-1")
+				require.Equal(t, TargetPending, Judge(tgt, Limits{ProgressDeadline: time.Minute}, now.Add(time.Hour)).State,
+					"no progress deadline runs for a Promotion of another Stage")
+				o.Plan.Waves[0].ProgressDeadline = time.Minute
+				o.RequestedWaves["pilot"] = true
+				d := Decide(o.Observation)
+				require.Equal(t, []Start{{Target: o.Plan.Waves[0].Members[0], Wave: "pilot", StageUID: obsRecreatedUID}}, d.Start,
+					"the new Stage is promoted, and the Promotion records its UID")
+			},
+		},
+		{
+			name: "a re-created Stage whose own Promotion exists is not promoted twice",
+			docs: []string{obsMine, obsEU1Recreated,
+				promotionOf("eu-1", "prod.eu-1.01jdx4a0a1b2c3d4e5f6g7h8j9.9f8e7d6", "2026-11-22T09:59:50Z", "Running",
+					"fleet.kargo-fleet.io/stage-uid: "+obsRecreatedUID)},
+			assertions: func(t *testing.T, o *Observed) {
+				tgt := o.Targets["eu-1"]
+				require.NotNil(t, tgt.Promotion)
+				require.Equal(t, "prod.eu-1.01jdx4a0a1b2c3d4e5f6g7h8j9.9f8e7d6", tgt.Promotion.Name)
+				require.Empty(t, tgt.Recreated)
+				require.Equal(t, TargetInFlight, Judge(tgt, Limits{}, now).State)
+				o.RequestedWaves["pilot"] = true
+				require.Empty(t, Decide(o.Observation).Start)
+			},
+		},
+		{
+			name:       "a Promotion made for the Stage that still exists stays in flight",
+			docs:       []string{obsMine, strings.Replace(obsEU1Recreated, obsRecreatedUID, "0b6c1f0e-6d4c-4bb1-9d53-2f4b8b1f2c11", 1)},
+			assertions: keepsPromotion(TargetInFlight),
+		},
+		{
+			name:       "a re-created Stage whose Promotion failed stays failed",
+			docs:       []string{strings.Replace(obsMine, "phase: Succeeded", "phase: Failed", 1), obsEU1Recreated},
+			assertions: keepsPromotion(TargetFailed),
+		},
+		{
+			name: "a Stage under a target's name that the FleetStage did not record is never promoted",
+			mutate: func(s *Snapshot) {
+				delete(s.Recorded, "prod.eu-1")
+				s.Recorded["prod.eu-2"] = "uid-of-a-deleted-stage"
+				s.Rollout.Annotations = map[string]string{"wave.fleet.kargo-fleet.io/pilot": "prod-pilot.01jdx3k0a1b2c3d4e5f6g7h8j9.9f8e7d6",
+					"wave.fleet.kargo-fleet.io/canary": "prod-canary.01jdx3k0a1b2c3d4e5f6g7h8j9.9f8e7d6"}
+			},
+			assertions: func(t *testing.T, o *Observed) {
+				for _, id := range []string{"eu-1", "eu-2"} {
+					tgt := o.Targets[id]
+					require.True(t, tgt.StageUnrecorded, id)
+					require.False(t, tgt.StageGone, "an unrecorded Stage does not make the target leave the fleet")
+					require.Empty(t, tgt.Health, "nothing is read from a Stage the FleetStage did not record")
+					require.Equal(t, TargetPending, Judge(tgt, Limits{}, now).State)
+				}
+				require.False(t, o.Targets["us-1"].StageUnrecorded)
+				require.Empty(t, Decide(o.Observation).Start, "the pilot's one target Stage is not recorded: nothing starts")
+				o.Targets["eu-1"] = TargetObservation{Health: kargo.HealthHealthy}
+				require.Equal(t, []string{"eu-1"}, startIDs(Decide(o.Observation)), "a recorded Stage is promoted")
+			},
+		},
+		{
 			name: "an invalid policy is an error",
 			mutate: func(s *Snapshot) {
 				s.FleetStage.Spec.Policy.Windows = []fleetv1alpha1.ChangeWindow{{Name: "bad", Type: fleetv1alpha1.WindowDeny, Schedule: "every day"}}
@@ -635,6 +734,17 @@ status:
 			require.Equal(t, "prod", got.FleetStage)
 			tt.assertions(t, got)
 		})
+	}
+}
+
+// keepsPromotion asserts that eu-1 keeps its Promotion of the rollout (its
+// Stage is not taken as re-created) and is judged want.
+func keepsPromotion(want TargetState) func(*testing.T, *Observed) {
+	return func(t *testing.T, o *Observed) {
+		tgt := o.Targets["eu-1"]
+		require.NotNil(t, tgt.Promotion)
+		require.Empty(t, tgt.Recreated)
+		require.Equal(t, want, Judge(tgt, Limits{}, now).State)
 	}
 }
 

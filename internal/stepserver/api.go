@@ -102,6 +102,11 @@ const (
 	ReasonAmbiguousJSON = "AmbiguousJSON"
 	// ReasonInternal answers a request whose handler panicked (503).
 	ReasonInternal = "InternalError"
+	// ReasonNotGenerated refuses a Stage that looks generated (labels and a
+	// controller reference to the FleetStage, which anyone who may create
+	// Stages can write) but whose name and UID the FleetStage did not
+	// record (403).
+	ReasonNotGenerated = "StageNotGenerated"
 )
 
 // requestKeys are the JSON names of Request's fields, spelled as they must be.

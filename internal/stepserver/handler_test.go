@@ -39,6 +39,7 @@ func newHandlerFixture(t *testing.T, funcs *interceptor.Funcs) *handlerFixture {
 	t.Helper()
 	objs := []client.Object{
 		testFleetStage(),
+		testRecord(),
 		testStage("prod-canary", fleetv1alpha1.RoleWave, "canary"),
 		testStage("prod-c1", fleetv1alpha1.RoleTarget, "canary"),
 		&kargo.Stage{},
@@ -47,6 +48,26 @@ func newHandlerFixture(t *testing.T, funcs *interceptor.Funcs) *handlerFixture {
 			s.OwnerReferences = nil
 			return s
 		}(),
+		// Stages that claim to be generated, with labels and a controller
+		// reference to the FleetStage, which the FleetStage never recorded.
+		func() client.Object {
+			s := testStage("dev-wave", fleetv1alpha1.RoleWave, "dev")
+			s.UID = "uid-forged-wave"
+			return s
+		}(),
+		func() client.Object {
+			s := testStage("prod-c2", fleetv1alpha1.RoleTarget, "canary")
+			s.UID = "uid-forged-target"
+			return s
+		}(),
+		func() client.Object {
+			s := testStage("prod-general", fleetv1alpha1.RoleWave, "general")
+			s.UID = "uid-recreated-wave"
+			return s
+		}(),
+		testPromotion("forged-wave", "dev-wave", testFreight, kargo.PromotionRunning),
+		testPromotion("recreated-wave", "prod-general", testFreight, kargo.PromotionRunning),
+		testPromotion("forged-target", "prod-c2", testFreight, kargo.PromotionRunning),
 		testPromotion(testPromo, "prod-canary", testFreight, kargo.PromotionRunning),
 		testPromotion("done", "prod-canary", testFreight, kargo.PromotionSucceeded),
 		testPromotion("target", "prod-c1", testFreight, kargo.PromotionRunning),
@@ -60,7 +81,7 @@ func newHandlerFixture(t *testing.T, funcs *interceptor.Funcs) *handlerFixture {
 	objs = append(objs, testPromotion("labelled", "prod-forged", testFreight, kargo.PromotionRunning),
 		testNamespace(testProject, nil), testNamespace("other", nil),
 		testNamespace("revoked", map[string]string{fleetv1alpha1.StepTokenRevokedAnnotation: "true"}))
-	plain := objs[3].(*kargo.Stage)
+	plain := objs[4].(*kargo.Stage)
 	plain.Namespace, plain.Name = testProject, "plain"
 	b := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).WithObjects(objs...)
 	if funcs != nil {
@@ -162,6 +183,18 @@ func TestServer_statusCodes(t *testing.T) {
 		{name: "fleet-wave from a target Stage",
 			body:       encode(func(m map[string]any) { m["stage"], m["promotion"] = "prod-c1", "target" }),
 			wantStatus: 403, wantReason: ReasonNotWaveStage},
+		{name: "fleet-wave from a wave Stage the FleetStage did not record",
+			body:       encode(func(m map[string]any) { m["stage"], m["promotion"] = "dev-wave", "forged-wave" }),
+			wantStatus: 403, wantReason: ReasonNotGenerated,
+			wantMsg: `stage "dev-wave" (UID uid-forged-wave) is not a Stage FleetStage "prod" generated`},
+		{name: "fleet-wave from a wave Stage re-created under its name by someone else",
+			body:       encode(func(m map[string]any) { m["stage"], m["promotion"] = "prod-general", "recreated-wave" }),
+			wantStatus: 403, wantReason: ReasonNotGenerated},
+		{name: "fleet-status from a target Stage the FleetStage did not record", path: PathPrefix + steps.StatusStepName,
+			body: encode(func(m map[string]any) {
+				m["stage"], m["promotion"], m["config"] = "prod-c2", "forged-target", nil
+			}),
+			wantStatus: 403, wantReason: ReasonNotGenerated},
 		{name: "fleet-status from a target Stage", path: PathPrefix + steps.StatusStepName,
 			body:       encode(func(m map[string]any) { m["stage"], m["promotion"], m["config"] = "prod-c1", "target", nil }),
 			wantStatus: 200, wantState: steps.StateSucceeded},

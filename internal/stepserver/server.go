@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
 	"github.com/kargo-fleet/kargo-fleet/steps"
 )
@@ -134,6 +135,10 @@ type Deps struct {
 	// Reader. The manager's cache is fine: a revocation applies as soon as
 	// the watch sees it.
 	Namespaces client.Reader
+	// StageRecords reads the records of the Stages FleetStages generated;
+	// nil reads them with Reader. Share the controller's: records are
+	// immutable and kept decoded.
+	StageRecords *stagerecord.Reader
 	// Steps are the steps served.
 	Steps steps.Registry
 	// Metrics registers the server's metrics; nil registers none.
@@ -153,6 +158,7 @@ type Server struct {
 	reader      client.Reader
 	fleetStages client.Reader
 	namespaces  client.Reader
+	records     *stagerecord.Reader
 	keys        steptoken.KeySource
 	steps       steps.Registry
 	metrics     *serverMetrics
@@ -181,11 +187,16 @@ func New(opts Options, deps Deps) *Server {
 	if namespaces == nil {
 		namespaces = deps.Reader
 	}
+	records := deps.StageRecords
+	if records == nil {
+		records = stagerecord.NewReader(deps.Reader)
+	}
 	return &Server{
 		opts:        opts,
 		reader:      deps.Reader,
 		fleetStages: fleetStages,
 		namespaces:  namespaces,
+		records:     records,
 		keys:        deps.Keys,
 		steps:       deps.Steps,
 		metrics:     newServerMetrics(deps.Metrics),

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -99,7 +100,7 @@ func (r *FleetRolloutReconciler) claim(ctx context.Context, s *scope, b batch) (
 			return batch{}, 0, err
 		}
 		for _, k := range prev.Keys {
-			if !exist[k] {
+			if !exist.keys[k] {
 				r.metrics.claimsHeldBack.Inc()
 				return batch{}, claimRetry, nil
 			}
@@ -109,8 +110,8 @@ func (r *FleetRolloutReconciler) claim(ctx context.Context, s *scope, b batch) (
 	if err != nil {
 		return batch{}, 0, err
 	}
-	b.starts = slices.DeleteFunc(slices.Clone(b.starts), func(st rollout.Start) bool { return exist[st.Target.ID] })
-	if exist[rollout.WaveKey(b.wave)] {
+	b.starts = slices.DeleteFunc(slices.Clone(b.starts), exist.has)
+	if exist.keys[rollout.WaveKey(b.wave)] {
 		b.wave = ""
 	}
 	if b.empty() {
@@ -134,11 +135,32 @@ func (r *FleetRolloutReconciler) claim(ctx context.Context, s *scope, b batch) (
 	return b, 0, nil
 }
 
+// existingPromotions says which keys already have their Promotion, and for
+// which target Stage UIDs the target Promotions were made.
+type existingPromotions struct {
+	keys map[string]bool
+	// stages holds, by target ID, the Stage UIDs its Promotions were made
+	// for (rollout.PromotionStageUID; "" when one shows none).
+	stages map[string]map[types.UID]bool
+}
+
+// has reports whether the Promotion a start would create exists: a
+// Promotion of the rollout for the target, made for the Stage the start is
+// for. A Promotion made for an earlier Stage of the target's name (deleted
+// and re-created since) does not count; one that shows no Stage does.
+func (e existingPromotions) has(st rollout.Start) bool {
+	if !e.keys[st.Target.ID] {
+		return false
+	}
+	uids := e.stages[st.Target.ID]
+	return st.StageUID == "" || uids[st.StageUID] || uids[""]
+}
+
 // existing reports which of keys already have their Promotion, read from
 // the API server.
-func (r *FleetRolloutReconciler) existing(ctx context.Context, s *scope, keys []string) (map[string]bool, error) {
+func (r *FleetRolloutReconciler) existing(ctx context.Context, s *scope, keys []string) (existingPromotions, error) {
 	ro := s.ro
-	out := map[string]bool{}
+	out := existingPromotions{keys: map[string]bool{}, stages: map[string]map[types.UID]bool{}}
 	var targets, waves []string
 	for _, k := range keys {
 		if w, ok := strings.CutPrefix(k, rollout.WavePromotionKey); ok {
@@ -150,30 +172,36 @@ func (r *FleetRolloutReconciler) existing(ctx context.Context, s *scope, keys []
 	if len(targets) > 0 {
 		in, err := labels.NewRequirement(fleetv1alpha1.TargetLabel, selection.In, targets)
 		if err != nil {
-			return nil, fmt.Errorf("error selecting the Promotions of targets %v: %w", targets, err)
+			return out, fmt.Errorf("error selecting the Promotions of targets %v: %w", targets, err)
 		}
 		own, _ := labels.NewRequirement(fleetv1alpha1.RolloutLabel, selection.Equals, []string{ro.Name})
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(kargo.GroupVersion.WithKind("PromotionList"))
 		if err := r.reader.List(ctx, list, client.InNamespace(ro.Namespace),
 			client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*own, *in)}); err != nil {
-			return nil, fmt.Errorf("error listing the Promotions of FleetRollout %q: %w", ro.Name, err)
+			return out, fmt.Errorf("error listing the Promotions of FleetRollout %q: %w", ro.Name, err)
 		}
-		for _, p := range list.Items {
-			out[p.Labels[fleetv1alpha1.TargetLabel]] = true
+		for i := range list.Items {
+			p := &list.Items[i]
+			id := p.Labels[fleetv1alpha1.TargetLabel]
+			out.keys[id] = true
+			if out.stages[id] == nil {
+				out.stages[id] = map[types.UID]bool{}
+			}
+			out.stages[id][rollout.PromotionStageUID(p)] = true
 		}
 	}
 	if len(waves) > 0 && s.fs != nil {
 		list := &kargo.PromotionList{}
 		if err := r.reader.List(ctx, list, client.InNamespace(ro.Namespace),
 			client.MatchingLabels{fleetrollout.WavePromotionLabel: ro.Name}); err != nil {
-			return nil, fmt.Errorf("error listing the wave Promotions of FleetRollout %q: %w", ro.Name, err)
+			return out, fmt.Errorf("error listing the wave Promotions of FleetRollout %q: %w", ro.Name, err)
 		}
 		for _, w := range waves {
 			stage := render.WaveStageName(s.fs.Name, w)
 			for _, p := range list.Items {
 				if p.Spec.Stage == stage && p.Spec.Freight == ro.Spec.Freight.Name {
-					out[rollout.WaveKey(w)] = true
+					out.keys[rollout.WaveKey(w)] = true
 				}
 			}
 		}

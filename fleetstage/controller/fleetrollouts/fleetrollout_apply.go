@@ -69,6 +69,9 @@ func (r *FleetRolloutReconciler) startTargets(ctx context.Context, ro *fleetv1al
 			if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
 				annotations[kargo.RollbackAnnotation] = "true"
 			}
+			if s.StageUID != "" {
+				annotations[fleetv1alpha1.StageUIDAnnotation] = string(s.StageUID)
+			}
 			p := kargo.NewPromotion(ro.Namespace, render.TargetStageName(fs.Name, s.Target.ID), ro.Spec.Freight.Name,
 				map[string]string{
 					fleetv1alpha1.FleetStageLabel: fs.Name,

@@ -20,6 +20,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetplan"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
 
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetrollouts,verbs=get;list;watch;create;update;patch;delete
@@ -49,6 +50,7 @@ type FleetRolloutReconciler struct {
 	clock     clock.Clock
 	refresh   RefreshFunc
 	metrics   *rolloutMetrics
+	records   *stagerecord.Reader
 	// id names this controller process in the Promotion batches it claims.
 	id string
 	// DashboardURL is the fleet dashboard's base URL; the wave Stages'
@@ -74,7 +76,15 @@ func NewFleetRolloutReconciler(c client.Client, reader client.Reader, inv fleetp
 	clk clock.Clock, refresh RefreshFunc) *FleetRolloutReconciler {
 	return &FleetRolloutReconciler{client: c, reader: reader, inventory: inv, recorder: rec, clock: clk, refresh: refresh,
 		metrics: defaultRolloutMetrics, id: newControllerID(), lastWrite: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{},
-		described: map[types.NamespacedName]described{}}
+		described: map[types.NamespacedName]described{},
+		records:   stagerecord.NewReader(reader)}
+}
+
+// WithStageRecords makes the reconciler read Stage records with records,
+// shared with the other readers of records in the process.
+func (r *FleetRolloutReconciler) WithStageRecords(records *stagerecord.Reader) *FleetRolloutReconciler {
+	r.records = records
+	return r
 }
 
 // scope carries what one reconcile learns and decides. status is the

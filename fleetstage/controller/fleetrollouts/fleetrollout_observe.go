@@ -2,14 +2,17 @@ package fleetrollouts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
 
 // observe reads what Decide needs from the cache and has rollout.Observe
@@ -50,6 +53,18 @@ func (r *FleetRolloutReconciler) snapshot(ctx context.Context, ro *fleetv1alpha1
 		return s, fmt.Errorf("error listing target Stages: %w", err)
 	}
 	s.Stages = stages.Items
+	rec, err := r.records.Read(ctx, fs)
+	switch {
+	case err == nil:
+		s.Recorded = rec.Stages
+	case errors.Is(err, stagerecord.ErrNotRecorded) || errors.Is(err, stagerecord.ErrRefused):
+		// No target Stage counts as generated: nothing starts until the
+		// FleetStage controller records its Stages (its status write
+		// queues the rollout again).
+		ctrl.LoggerFrom(ctx).V(2).Info("No Stage record to trust target Stages by", "reason", err.Error())
+	default:
+		return s, err
+	}
 	if ro.Spec.Direction == fleetv1alpha1.DirectionForward {
 		f := &kargo.Freight{}
 		err := r.client.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ro.Spec.Freight.Name}, f)

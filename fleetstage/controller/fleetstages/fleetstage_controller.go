@@ -24,6 +24,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
 
 // Finalizer lets the reconciler restore downstream Stages it re-pointed
@@ -49,6 +50,7 @@ type FleetStageReconciler struct {
 	kinds     inventory.Kinds // the inventory kinds watched
 	recorder  events.EventRecorder
 	clock     clock.PassiveClock
+	records   *stagerecord.Reader
 }
 
 var _ reconcile.Reconciler = &FleetStageReconciler{}
@@ -56,7 +58,16 @@ var _ reconcile.Reconciler = &FleetStageReconciler{}
 // NewFleetStageReconciler returns a reconciler using c for every read and
 // write.
 func NewFleetStageReconciler(c client.Client, inv fleetplan.Inventory, rec events.EventRecorder, clk clock.PassiveClock) *FleetStageReconciler {
-	return &FleetStageReconciler{client: c, inventory: inv, kinds: inventory.DefaultKinds(), recorder: rec, clock: clk}
+	return &FleetStageReconciler{client: c, inventory: inv, kinds: inventory.DefaultKinds(), recorder: rec, clock: clk,
+		records: stagerecord.NewReader(c)}
+}
+
+// WithStageRecords makes the reconciler read Stage records with records,
+// which must read uncached (kargo-fleet does not list or watch ConfigMaps)
+// and may be shared with the other readers of records.
+func (r *FleetStageReconciler) WithStageRecords(records *stagerecord.Reader) *FleetStageReconciler {
+	r.records = records
+	return r
 }
 
 // scope carries what one reconcile learns, phase by phase.
@@ -67,6 +78,9 @@ type scope struct {
 	desired render.Output
 	sync    syncResult
 	stages  []kargo.Stage // generated Stages as listed before this reconcile wrote
+	// staleRecord names the Stage record this reconcile replaced: it is
+	// deleted once the status names its successor.
+	staleRecord string
 }
 
 // Reconcile brings one FleetStage's generated Stages and status in step.
@@ -92,13 +106,16 @@ func (r *FleetStageReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	defer func() {
 		if err := r.patchStatus(ctx, fs, before, retErr == nil); err != nil {
 			retErr = errors.Join(retErr, err)
+			return
 		}
+		retErr = errors.Join(retErr, r.deleteStaleRecord(ctx, fs, s.staleRecord))
 	}()
 
 	phases := []func(context.Context, *scope) (bool, error){
 		r.resolveBase,
 		r.resolveTargets,
 		r.syncStages,
+		r.recordStages,
 		r.repointDownstream,
 		r.describeAdopted,
 		r.summarise,

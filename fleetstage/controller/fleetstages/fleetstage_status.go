@@ -53,10 +53,17 @@ func setTargetsResolved(fs *fleetv1alpha1.FleetStage, p *plan.WavePlan) {
 	slices.SortFunc(tc.ExcludedByReason, func(a, b fleetv1alpha1.ReasonCount) int { return cmp.Compare(a.Reason, b.Reason) })
 	fs.Status.Targets = tc
 	fs.Status.WaveCount = int32(len(p.Waves))
-	fs.Status.Waves = fs.Status.Waves[:0]
+	// A wave Stage's recorded UID stays until recordStages says otherwise:
+	// a reconcile that fails before it must not forget it.
+	uids := make(map[string]string, len(fs.Status.Waves))
+	for _, w := range fs.Status.Waves {
+		uids[w.Stage] = w.StageUID
+	}
+	fs.Status.Waves = make([]fleetv1alpha1.WaveMembership, 0, len(p.Waves))
 	for _, w := range p.Waves {
+		stage := render.WaveStageName(fs.Name, w.Name)
 		fs.Status.Waves = append(fs.Status.Waves, fleetv1alpha1.WaveMembership{
-			Name: w.Name, Stage: render.WaveStageName(fs.Name, w.Name), Members: int32(len(w.Members)),
+			Name: w.Name, Stage: stage, Members: int32(len(w.Members)), StageUID: uids[stage],
 		})
 	}
 

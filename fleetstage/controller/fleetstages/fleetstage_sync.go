@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -28,6 +29,12 @@ type syncResult struct {
 	waitingForPrune                      int
 	conflicts                            []string
 	joined, left, moved                  []string
+	// record is the name and UID of every generated Stage after the sync:
+	// the recorded ones that stay, and the ones created.
+	record map[string]types.UID
+	// foreign are Stages that claim to be generated (controller reference
+	// to the FleetStage) but are not recorded: they were removed.
+	foreign []string
 }
 
 // syncStages creates, updates and prunes the generated Stages so they match
@@ -42,18 +49,16 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 		return false, fmt.Errorf("error listing Stages of FleetStage %q: %w", fs.Name, err)
 	}
 	s.stages = existing.Items
-	have := make(map[string]*kargo.Stage, len(existing.Items))
-	for i := range existing.Items {
-		st := &existing.Items[i]
-		if metav1.IsControlledBy(st, fs) {
-			have[st.Name] = st
-		}
+	res := &s.sync
+	have, err := r.generated(ctx, s, existing.Items)
+	if err != nil {
+		setNotReady(fs, fleetv1alpha1.StagesSyncedCondition, fleetv1alpha1.SyncFailedReason, err.Error())
+		return false, err
 	}
 	desired := append(slices.Clone(s.desired.Waves), s.desired.Targets...)
 	want := make(map[string]bool, len(desired))
 
 	var mu sync.Mutex
-	res := &s.sync
 	// One failed write does not cancel the others: a create cancelled on
 	// the client side may still land, and the result would then count it
 	// as neither created nor conflicting.
@@ -76,6 +81,7 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 					return fmt.Errorf("error creating Stage %q: %w", d.Name, err)
 				default:
 					res.created++
+					res.record[d.Name] = d.UID
 					if d.Labels[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget {
 						res.joined = append(res.joined, d.Annotations[fleetv1alpha1.TargetNameAnnotation])
 					}
@@ -148,6 +154,7 @@ func (r *FleetStageReconciler) prune(ctx context.Context, s *scope, have map[str
 		if err := r.client.Delete(ctx, st, client.Preconditions{UID: &st.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("error deleting Stage %q: %w", st.Name, err)
 		}
+		delete(res.record, st.Name)
 		res.deleted++
 		if st.Labels[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget {
 			res.left = append(res.left, st.Annotations[fleetv1alpha1.TargetNameAnnotation])

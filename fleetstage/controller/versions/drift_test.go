@@ -48,8 +48,13 @@ func TestReconcile_drift(t *testing.T) {
 			fs.Spec.Policy.Drift = tt.policy
 			fs.Spec.Policy.Windows = tt.windows
 			fs.Status.LastGoodFreight = &fleetv1alpha1.FreightReference{Name: "good"}
+			stA, stB, stC := targetStage("a", "good"), targetStage("b", "manual"), targetStage("c", "good")
+			record := testutil.RecordStages(fs, stA, stB, stC)
+			// Labelled for the fleet but never recorded by it: neither
+			// counted nor reverted.
+			forged := targetStage("d", "manual")
 			c := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).
-				WithObjects(fs, targetStage("a", "good"), targetStage("b", "manual"), targetStage("c", "good")).
+				WithObjects(fs, record, stA, stB, stC, forged).
 				WithStatusSubresource(&fleetv1alpha1.FleetStage{}).Build()
 			rec := events.NewFakeRecorder(10)
 			r := NewReconciler(c, clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)), rec)

@@ -34,6 +34,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
 
 // Reconciler keeps FleetStage.status.versions, status.drift, the Drifted
@@ -57,6 +58,8 @@ type Reconciler struct {
 	writes writeTimes
 	// drift remembers drifts seen and reverts made.
 	drift driftMemory
+	// records reads the FleetStages' Stage records.
+	records *stagerecord.Reader
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -64,8 +67,19 @@ var _ reconcile.Reconciler = &Reconciler{}
 // NewReconciler returns a version refresh reconciler reading from the
 // manager's cache through c and recording drift Events with rec.
 func NewReconciler(c client.Client, clk clock.PassiveClock, rec events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, clock: clk, recorder: rec}
+	return &Reconciler{client: c, clock: clk, recorder: rec, records: stagerecord.NewReader(c)}
 }
+
+// WithStageRecords makes the reconciler read Stage records with records,
+// which must read uncached (kargo-fleet does not list or watch ConfigMaps).
+func (r *Reconciler) WithStageRecords(records *stagerecord.Reader) *Reconciler {
+	r.records = records
+	return r
+}
+
+// notRecordedRetry is how soon a FleetStage whose Stages are not recorded
+// yet is looked at again.
+const notRecordedRetry = 5 * time.Second
 
 // SetupWithManager registers the reconciler: it reacts to owned target
 // Stages that start running other Freight, and to FleetStages whose
@@ -130,7 +144,9 @@ func intentChangedPredicate() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*fleetv1alpha1.FleetStage), e.ObjectNew.(*fleetv1alpha1.FleetStage)
 			drifted := n.Status.Drift != nil && n.Status.Drift.Count > 0
+			// A new Stage record changes which Stages are the fleet's.
 			return o.Generation != n.Generation || o.Status.CurrentRollout != n.Status.CurrentRollout ||
+				o.Status.StageRecord != n.Status.StageRecord ||
 				!reflect.DeepEqual(o.Status.LastGoodFreight, n.Status.LastGoodFreight) ||
 				drifted != meta.IsStatusConditionTrue(n.Status.Conditions, fleetv1alpha1.DriftedCondition)
 		},
@@ -167,6 +183,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs.Name, fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("error listing target Stages of FleetStage %q: %w", fs.Name, err)
 	}
+	// Only the Stages the FleetStage recorded are its targets: a Stage
+	// someone else labelled and pointed at the FleetStage is neither
+	// counted nor reverted.
+	rec, err := r.records.Read(ctx, fs)
+	switch {
+	case errors.Is(err, stagerecord.ErrNotRecorded) || errors.Is(err, stagerecord.ErrRefused):
+		return reconcile.Result{RequeueAfter: notRecordedRetry}, nil
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+	stages.Items = slices.DeleteFunc(stages.Items, func(st kargo.Stage) bool { return !rec.Has(&st) })
 	rollouts, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name)
 	if err != nil {
 		return reconcile.Result{}, err

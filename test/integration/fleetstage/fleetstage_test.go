@@ -93,17 +93,23 @@ func TestExpansionOfAdoptedStage(t *testing.T) {
 
 	require.EqualValues(t, 10, got.Status.Targets.Selected)
 	require.EqualValues(t, 3, got.Status.WaveCount)
-	require.Equal(t, []fleetv1alpha1.WaveMembership{
-		{Name: "pilot", Stage: "prod-pilot", Members: 1},
-		{Name: "canary", Stage: "prod-canary", Members: 2},
-		{Name: "general", Stage: "prod-general", Members: 7},
-	}, got.Status.Waves)
-
 	waves := map[string]kargo.Stage{}
 	for _, w := range listGenerated(t, ns, "prod", fleetv1alpha1.RoleWave) {
 		waves[w.Name] = w
 	}
 	require.Len(t, waves, 3)
+	require.Eventually(t, func() bool {
+		got = &fleetv1alpha1.FleetStage{}
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(fs), got) == nil && len(got.Status.Waves) == 3 &&
+			got.Status.Waves[2].StageUID != ""
+	}, 30*time.Second, 100*time.Millisecond)
+	uid := func(stage string) string { w := waves[stage]; return string(w.UID) }
+	require.Equal(t, []fleetv1alpha1.WaveMembership{
+		{Name: "pilot", Stage: "prod-pilot", Members: 1, StageUID: uid("prod-pilot")},
+		{Name: "canary", Stage: "prod-canary", Members: 2, StageUID: uid("prod-canary")},
+		{Name: "general", Stage: "prod-general", Members: 7, StageUID: uid("prod-general")},
+	}, got.Status.Waves, "status records each wave Stage's UID")
+	require.NotEmpty(t, got.Status.StageRecord)
 	pilot, canary, general := waves["prod-pilot"], waves["prod-canary"], waves["prod-general"]
 	require.Equal(t, []string{"staging"}, pilot.Spec.RequestedFreight[0].Sources.Stages, "the first wave takes the adopted Stage's sources")
 	require.Equal(t, time.Hour, pilot.Spec.RequestedFreight[0].Sources.RequiredSoakTime.Duration)

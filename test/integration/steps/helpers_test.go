@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -32,6 +33,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
+	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
@@ -163,7 +165,53 @@ func newStage(t *testing.T, ns, name string, opts ...stageOpt) *kargo.Stage {
 		o(s)
 	}
 	require.NoError(t, k8s.Create(context.Background(), s))
+	if ref := metav1.GetControllerOf(s); ref != nil && ref.Kind == "FleetStage" && s.Labels[generatedMark] == "" {
+		recordStage(t, ns, ref.Name, s)
+	}
 	return s
+}
+
+// generatedMark, as a Stage label in tests, keeps newStage from recording
+// the Stage: one that only claims to be generated.
+const generatedMark = "test.kargo-fleet.io/unrecorded"
+
+// unrecorded makes a Stage that claims to be generated (labels and a
+// controller reference) but that the FleetStage never recorded.
+func unrecorded(s *kargo.Stage) { s.Labels[generatedMark] = "true" }
+
+// recordStage records st among the FleetStage's generated Stages, as the
+// FleetStage controller does after creating it: a new Stage record, named
+// in the status, and for a wave Stage its UID in status.waves.
+func recordStage(t *testing.T, ns, fleetStage string, st *kargo.Stage) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fs := &fleetv1alpha1.FleetStage{}
+		if err := k8s.Get(ctx, keyOf(ns, fleetStage), fs); err != nil {
+			return err
+		}
+		rec := stagerecord.Record{Stages: map[string]types.UID{}}
+		if fs.Status.StageRecord != "" {
+			var err error
+			if rec, err = stagerecord.NewReader(k8s).Read(ctx, fs); err != nil {
+				return err
+			}
+		}
+		rec.Stages[st.Name] = st.UID
+		cm, err := stagerecord.ConfigMap(fs, rec)
+		if err != nil {
+			return err
+		}
+		if err := k8s.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		fs.Status.StageRecord = cm.Name
+		if wave := st.Labels[fleetv1alpha1.WaveLabel]; st.Labels[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleWave {
+			fs.Status.Waves = append(fs.Status.Waves, fleetv1alpha1.WaveMembership{Name: wave, Stage: st.Name,
+				StageUID: string(st.UID)})
+		}
+		return k8s.Status().Update(ctx, fs)
+	}))
 }
 
 // newFreight creates a Freight from the "apps" Warehouse.
