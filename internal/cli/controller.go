@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 )
 
@@ -40,6 +42,7 @@ type controllerOptions struct {
 	stepCert         stepCertOptions
 	concurrency      int
 	stepServerURL    string
+	stepShardURLs    map[string]string
 	inventoryNS      []string
 	controllerUser   string
 	qps              float32
@@ -85,6 +88,9 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	o.stepCert.addFlags(f)
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
 	f.StringVar(&o.stepServerURL, "step-server-url", "", "URL wave Stages pass to the fleet-wave task to reach the step server (default: the task's in-cluster Service URL).")
+	f.StringToStringVar(&o.stepShardURLs, "step-server-shard-urls", nil,
+		"Comma-separated shard=URL pairs: the step server URL the Kargo controller of each shard uses, for shard "+
+			"controllers that reach the step server another way (default: --step-server-url). docs/shards.md.")
 	f.StringSliceVar(&o.inventoryNS, "inventory-namespaces", inventory.DefaultNamespaces,
 		"Comma-separated namespaces FleetStage target sources may read inventory (Argo CD cluster Secrets, Kargo "+
 			"Targets, ClusterProfiles) from, besides the FleetStage's own namespace, which is always allowed. "+
@@ -124,6 +130,14 @@ func (o *controllerOptions) validate() error {
 		}
 		o.webhookHost = host
 	}
+	for shard, u := range o.stepShardURLs {
+		if msg := plan.ValidShardName(shard); msg != "" {
+			return fmt.Errorf("--step-server-shard-urls: shard %q %s", shard, msg)
+		}
+		if parsed, err := url.Parse(u); err != nil || parsed.Scheme == "" || parsed.Host == "" {
+			return fmt.Errorf("--step-server-shard-urls: shard %q: %q is not an absolute URL", shard, u)
+		}
+	}
 	return o.webhookCert.validate(o.webhooks, o.webhookCertDir)
 }
 
@@ -140,6 +154,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		WebhookServer:           webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir},
 		MaxConcurrentReconciles: o.concurrency,
 		StepServerURL:           o.stepServerURL,
+		StepServerShardURLs:     o.stepShardURLs,
 		MetricsBindAddress:      o.metricsAddr,
 		MetricsSecure:           o.metricsSecure,
 		HealthProbeBindAddress:  o.probeAddr,

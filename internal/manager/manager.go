@@ -71,6 +71,11 @@ type Options struct {
 	// StepServerURL, when set, is the step server URL wave Stages pass to
 	// the fleet-wave task (default: the task's in-cluster Service URL).
 	StepServerURL string
+	// StepServerShardURLs maps a Kargo shard to the step server URL its
+	// Kargo controller uses: the wave Stages of that shard pass it to the
+	// fleet-wave task, and target Stages of that shard carry it in
+	// ${{ vars.fleetStepServerURL }}.
+	StepServerShardURLs map[string]string
 	// StepServer configures the step server; nil reads it from the
 	// environment (stepserver.OptionsFromEnv).
 	StepServer *stepserver.Options
@@ -171,6 +176,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 		r := fleetstages.NewFleetStageReconciler(mgr.GetClient(), inventoryReader(mgr, o),
 			mgr.GetEventRecorder("kargo-fleet-fleetstage"), clock.RealClock{})
 		r.StepServerURL = o.StepServerURL
+		r.StepServerShardURLs = o.StepServerShardURLs
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetStage reconciler: %w", err)
 		}
