@@ -256,7 +256,7 @@ func TestRender(t *testing.T) {
 				"service": map[string]any{"steps": 80, "metrics": 8443},
 				"controller": map[string]any{"stepServerURL": "http://steps.example:80", "extraArgs": []any{"--pprof-bind-address=:6060"},
 					"stepServerShardURLs": map[string]any{"us": "https://steps.us.example", "eu": "https://steps.eu.example:8443"},
-					"extraEnv": []any{map[string]any{"name": "FOO", "value": "bar"}}},
+					"extraEnv":            []any{map[string]any{"name": "FOO", "value": "bar"}}},
 				"nodeSelector":      map[string]any{"pool": "system"},
 				"tolerations":       []any{map[string]any{"key": "system", "operator": "Exists"}},
 				"priorityClassName": "system-cluster-critical",
