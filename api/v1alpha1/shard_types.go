@@ -1,13 +1,8 @@
 package v1alpha1
 
-// Kargo's shard label and the ceiling of a FleetStage's size. Kargo copies a
-// Stage's spec.shard into ShardLabel (its defaulting webhook does, and
-// removes the label when the shard is empty); a Kargo controller started
-// with SHARD_NAME=<shard> reconciles only the Stages and Promotions carrying
-// that label value, the default controller those without it.
+// Shard names. Kargo copies a Stage's spec.shard into a label, so a shard
+// name is a label value.
 const (
-	// ShardLabel is Kargo's label naming the shard of a Stage or Promotion.
-	ShardLabel = "kargo.akuity.io/shard"
 	// MaxShardNameLength bounds a shard name: it becomes a label value.
 	MaxShardNameLength = 63
 	// ShardNamePattern is the form of a shard name: a label value that is

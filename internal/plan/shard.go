@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 // shardNameRE is fleetv1alpha1.ShardNamePattern compiled.
@@ -38,10 +39,10 @@ func ValidShardName(name string) string {
 		return ""
 	case len(name) > fleetv1alpha1.MaxShardNameLength:
 		return fmt.Sprintf("must be at most %d characters (it becomes the value of label %s)",
-			fleetv1alpha1.MaxShardNameLength, fleetv1alpha1.ShardLabel)
+			fleetv1alpha1.MaxShardNameLength, kargo.ShardLabel)
 	case !shardNameRE.MatchString(name):
 		return fmt.Sprintf("must be a label value (%s): Kargo copies it into label %s",
-			fleetv1alpha1.ShardNamePattern, fleetv1alpha1.ShardLabel)
+			fleetv1alpha1.ShardNamePattern, kargo.ShardLabel)
 	}
 	return ""
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"reflect"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
@@ -60,7 +59,7 @@ func Apply(existing, desired *kargo.Stage) {
 	}
 	// Kargo's defaulting webhook removes the label of the default shard.
 	if desired.Spec.Shard == "" {
-		delete(existing.Labels, fleetv1alpha1.ShardLabel)
+		delete(existing.Labels, kargo.ShardLabel)
 	}
 }
 

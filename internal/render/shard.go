@@ -1,7 +1,6 @@
 package render
 
 import (
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
@@ -54,7 +53,7 @@ func managesShard(desired *kargo.Stage) bool {
 func setShard(st *kargo.Stage, shard string) {
 	st.Spec.Shard = shard
 	if shard != "" {
-		st.Labels[fleetv1alpha1.ShardLabel] = shard
+		st.Labels[kargo.ShardLabel] = shard
 	}
 	if st.Annotations == nil {
 		st.Annotations = map[string]string{}

@@ -58,7 +58,7 @@ func TestStagesShards(t *testing.T) {
 		assertions: func(t *testing.T, out Output) {
 			for _, st := range append(out.Waves, out.Targets...) {
 				require.Empty(t, st.Spec.Shard, st.Name)
-				require.NotContains(t, st.Labels, fleetv1alpha1.ShardLabel, st.Name)
+				require.NotContains(t, st.Labels, kargo.ShardLabel, st.Name)
 				require.NotContains(t, st.Annotations, ShardAnnotation, st.Name)
 				require.NotContains(t, varsOf(&st), VarShard, st.Name)
 			}
@@ -73,7 +73,7 @@ func TestStagesShards(t *testing.T) {
 		assertions: func(t *testing.T, out Output) {
 			wave := out.Waves[0]
 			require.Equal(t, "eu", wave.Spec.Shard)
-			require.Equal(t, "eu", wave.Labels[fleetv1alpha1.ShardLabel], "the label Kargo's webhook copies")
+			require.Equal(t, "eu", wave.Labels[kargo.ShardLabel], "the label Kargo's webhook copies")
 			require.Equal(t, urls["eu"], waveServerURL(&wave), "the wave Stage calls the step server by its shard's URL")
 			want := map[string]string{"prod.eu-1": "eu", "prod.us-1": "us", "prod.hq": ""}
 			for _, st := range out.Targets {
@@ -82,9 +82,9 @@ func TestStagesShards(t *testing.T) {
 				require.Equal(t, shard, st.Annotations[ShardAnnotation], st.Name)
 				require.Equal(t, shard, varsOf(&st)[VarShard], st.Name)
 				if shard == "" {
-					require.NotContains(t, st.Labels, fleetv1alpha1.ShardLabel, "the default shard has no label")
+					require.NotContains(t, st.Labels, kargo.ShardLabel, "the default shard has no label")
 				} else {
-					require.Equal(t, shard, st.Labels[fleetv1alpha1.ShardLabel], st.Name)
+					require.Equal(t, shard, st.Labels[kargo.ShardLabel], st.Name)
 				}
 			}
 			require.Equal(t, urls["eu"], varsOf(&out.Targets[0])[VarStepServerURL])
@@ -127,9 +127,9 @@ func TestShardChangeReRendersTheStage(t *testing.T) {
 		require.True(t, UpToDate(existing, &desired), "shard %q", next)
 		require.Equal(t, next, existing.Spec.Shard)
 		if next == "" {
-			require.NotContains(t, existing.Labels, fleetv1alpha1.ShardLabel, "Kargo removes the label of the default shard")
+			require.NotContains(t, existing.Labels, kargo.ShardLabel, "Kargo removes the label of the default shard")
 		} else {
-			require.Equal(t, next, existing.Labels[fleetv1alpha1.ShardLabel])
+			require.Equal(t, next, existing.Labels[kargo.ShardLabel])
 		}
 		require.Equal(t, "stage-uid", string(existing.UID), "the Stage is patched, not replaced")
 		require.Equal(t, before.Spec.RequestedFreight, existing.Spec.RequestedFreight)
@@ -140,12 +140,12 @@ func TestShardChangeReRendersTheStage(t *testing.T) {
 		desired := Stages(shardTestInput(nil, plan.Target{ID: "c1", Name: "c1"})).Targets[0]
 		st := desired.DeepCopy()
 		st.Spec.Shard = "east"
-		st.Labels[fleetv1alpha1.ShardLabel] = "east"
+		st.Labels[kargo.ShardLabel] = "east"
 		require.True(t, UpToDate(st, &desired))
 		st.Spec.Vars[0].Value = "changed"
 		Apply(st, &desired)
 		require.Equal(t, "east", st.Spec.Shard)
-		require.Equal(t, "east", st.Labels[fleetv1alpha1.ShardLabel])
+		require.Equal(t, "east", st.Labels[kargo.ShardLabel])
 	})
 }
 
