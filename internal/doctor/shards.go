@@ -32,9 +32,15 @@ type ShardState struct {
 }
 
 // Unreconciled reports whether the shard shows no sign of a Kargo
-// controller: something is overdue and nothing was ever picked up.
+// controller: Promotions wait and none was ever picked up, or, without
+// Promotions to tell, Stages are overdue and none has a status. A Stage
+// moved to the shard keeps the status it got on its old one, so waiting
+// Promotions are the stronger sign.
 func (s *ShardState) Unreconciled() bool {
-	return s.Overdue+s.Waiting > 0 && s.Reconciled == 0 && s.PickedUp == 0
+	if s.Waiting > 0 {
+		return s.PickedUp == 0
+	}
+	return s.Overdue > 0 && s.Reconciled == 0 && s.PickedUp == 0
 }
 
 // Lagging reports whether some of the shard's objects are overdue while

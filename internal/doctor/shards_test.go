@@ -61,6 +61,13 @@ func TestShardVerdict(t *testing.T) {
 			wantMessage: "eu: 0 Stages without a status, 2 Promotions never picked up",
 		},
 		{
+			name:        "Stages moved to a shard keep their status; their waiting Promotions tell",
+			stages:      []kargo.Stage{stage("a", "gone", old, true)},
+			promotions:  []kargo.Promotion{promo("p1", "gone", old, "")},
+			wantStatus:  StatusFail,
+			wantMessage: "gone: 0 Stages without a status, 1 Promotions never picked up",
+		},
+		{
 			name:       "new Stages are given time",
 			stages:     []kargo.Stage{stage("a", "eu", recent, false)},
 			promotions: []kargo.Promotion{promo("p1", "eu", recent, "")},
