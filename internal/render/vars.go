@@ -85,10 +85,12 @@ func targetVars(base []kargo.ExpressionVariable, fleetStage, wave string, t *pla
 	add(VarWave, wave)
 	add(VarTarget, t.Name)
 	add(VarTargetID, t.ID)
-	add(VarTargetSource, t.Source)
 	for _, v := range fleetVars {
 		add(v.Name, v.Value)
 	}
+	// fleetTargetSource stays the last fleet variable: what follows it are
+	// the target's params (report.stageParams reads them back).
+	add(VarTargetSource, t.Source)
 	keys := make([]string, 0, len(t.Params))
 	for k := range t.Params {
 		keys = append(keys, k)
