@@ -124,6 +124,13 @@ type FleetStageStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Waves []WaveMembership `json:"waves,omitempty"`
 
+	// shards counts the targets on each Kargo shard ("" is the default
+	// controller), most first; set when spec.shards is.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Shards []ShardCount `json:"shards,omitempty"`
+
 	// versions says how many targets currently run which Freight.
 	// +optional
 	// +listType=atomic

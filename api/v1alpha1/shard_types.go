@@ -77,6 +77,17 @@ type ShardsSpec struct {
 	Limits []ShardLimit `json:"limits,omitempty"`
 }
 
+// ShardCount is a shard and how many targets are on it.
+type ShardCount struct {
+	// shard is the shard's name; "" is Kargo's default controller.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Shard string `json:"shard"`
+	// targets is the number of targets whose Stage is on the shard.
+	// +required
+	Targets int32 `json:"targets"`
+}
+
 // ShardLimit bounds the target Promotions in flight on one shard.
 type ShardLimit struct {
 	// shard is the shard's name; "" is Kargo's default controller.

@@ -42,7 +42,8 @@ type controllerOptions struct {
 	stepCert         stepCertOptions
 	concurrency      int
 	stepServerURL    string
-	stepShardURLs    map[string]string
+	stepShardURLs    []string
+	shardURLs        map[string]string // stepShardURLs, parsed by validate
 	inventoryNS      []string
 	controllerUser   string
 	qps              float32
@@ -88,7 +89,7 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	o.stepCert.addFlags(f)
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
 	f.StringVar(&o.stepServerURL, "step-server-url", "", "URL wave Stages pass to the fleet-wave task to reach the step server (default: the task's in-cluster Service URL).")
-	f.StringToStringVar(&o.stepShardURLs, "step-server-shard-urls", nil,
+	f.StringSliceVar(&o.stepShardURLs, "step-server-shard-urls", nil,
 		"Comma-separated shard=URL pairs: the step server URL the Kargo controller of each shard uses, for shard "+
 			"controllers that reach the step server another way (default: --step-server-url). docs/shards.md.")
 	f.StringSliceVar(&o.inventoryNS, "inventory-namespaces", inventory.DefaultNamespaces,
@@ -130,14 +131,11 @@ func (o *controllerOptions) validate() error {
 		}
 		o.webhookHost = host
 	}
-	for shard, u := range o.stepShardURLs {
-		if msg := plan.ValidShardName(shard); msg != "" {
-			return fmt.Errorf("--step-server-shard-urls: shard %q %s", shard, msg)
-		}
-		if parsed, err := url.Parse(u); err != nil || parsed.Scheme == "" || parsed.Host == "" {
-			return fmt.Errorf("--step-server-shard-urls: shard %q: %q is not an absolute URL", shard, u)
-		}
+	shardURLs, err := parseShardURLs(o.stepShardURLs)
+	if err != nil {
+		return err
 	}
+	o.shardURLs = shardURLs
 	return o.webhookCert.validate(o.webhooks, o.webhookCertDir)
 }
 
@@ -154,7 +152,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		WebhookServer:           webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir},
 		MaxConcurrentReconciles: o.concurrency,
 		StepServerURL:           o.stepServerURL,
-		StepServerShardURLs:     o.stepShardURLs,
+		StepServerShardURLs:     o.shardURLs,
 		MetricsBindAddress:      o.metricsAddr,
 		MetricsSecure:           o.metricsSecure,
 		HealthProbeBindAddress:  o.probeAddr,
@@ -193,4 +191,24 @@ func (o *controllerOptions) restConfig() (*rest.Config, error) {
 		return clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	}
 	return ctrl.GetConfig()
+}
+
+// parseShardURLs reads --step-server-shard-urls: shard=URL pairs, each
+// shard a valid shard name and each URL absolute.
+func parseShardURLs(pairs []string) (map[string]string, error) {
+	out := make(map[string]string, len(pairs))
+	for _, pair := range pairs {
+		shard, u, found := strings.Cut(pair, "=")
+		if !found {
+			return nil, fmt.Errorf("--step-server-shard-urls: %q is not shard=URL", pair)
+		}
+		if msg := plan.ValidShardName(shard); msg != "" {
+			return nil, fmt.Errorf("--step-server-shard-urls: shard %q %s", shard, msg)
+		}
+		if parsed, err := url.Parse(u); err != nil || parsed.Scheme == "" || parsed.Host == "" {
+			return nil, fmt.Errorf("--step-server-shard-urls: shard %q: %q is not an absolute URL", shard, u)
+		}
+		out[shard] = u
+	}
+	return out, nil
 }
