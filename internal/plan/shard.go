@@ -18,7 +18,7 @@ import (
 // shardNameRE is fleetv1alpha1.ShardNamePattern compiled.
 var shardNameRE = regexp.MustCompile(fleetv1alpha1.ShardNamePattern)
 
-// ExclusionInvalidShard: the target's shard could not be resolved (the
+// ExclusionInvalidShard excludes a target whose shard could not be resolved (the
 // shard expression failed) or is not a valid shard name. The target gets no
 // Stage: a Stage on a guessed shard would be promoted by a Kargo controller
 // that may not reach its cluster.
