@@ -87,6 +87,12 @@ type FleetStageSpec struct {
 	// policy holds fleet-wide rules: threshold, constraints, windows, rollback.
 	// +optional
 	Policy FleetPolicy `json:"policy,omitempty"`
+
+	// shards says which Kargo shard runs each target Stage and the wave
+	// Stages, and bounds the target Promotions in flight per shard. Unset:
+	// kargo-fleet leaves spec.shard of its Stages alone (docs/shards.md).
+	// +optional
+	Shards *ShardsSpec `json:"shards,omitempty"`
 }
 
 // FleetStageStatus reports what the controller resolved and generated. Every
@@ -117,6 +123,13 @@ type FleetStageStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
 	Waves []WaveMembership `json:"waves,omitempty"`
+
+	// shards counts the targets on each Kargo shard ("" is the default
+	// controller), most first; set when spec.shards is.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Shards []ShardCount `json:"shards,omitempty"`
 
 	// versions says how many targets currently run which Freight.
 	// +optional

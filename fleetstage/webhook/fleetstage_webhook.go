@@ -110,7 +110,7 @@ func (v *FleetStageValidator) validate(ctx context.Context, old, fs *fleetv1alph
 		return nil, apierrors.NewInternalError(err)
 	}
 	errs = append(errs, rightsErrs...)
-	return Warnings(fs), invalid("FleetStage", fs.Name, errs)
+	return append(Warnings(fs), CeilingWarning(fs, old)...), invalid("FleetStage", fs.Name, errs)
 }
 
 // checkSources refuses a source whose namespace the operator does not

@@ -35,6 +35,22 @@ type fleetShape struct {
 	canaryFailEvery   int // every n-th canary member breaks with the bad Freight
 	canaryMaxFailures int
 	generalConcurrent int
+	// shards spreads the targets round-robin over this many Kargo shards
+	// (shard-1 ... shard-n, each with a simulated controller); 0 leaves
+	// every Stage on the default controller.
+	shards int
+}
+
+// shardLabel is the target label the FleetStage reads the shard from.
+const shardLabel = "kargo-shard"
+
+// shardNames are the shards targets are spread over.
+func (s fleetShape) shardNames() []string {
+	out := make([]string, s.shards)
+	for i := range out {
+		out[i] = fmt.Sprintf("shard-%d", i+1)
+	}
+	return out
 }
 
 // waves are pilot (10), canary (5%), general (the other standard targets)
@@ -65,6 +81,9 @@ func (s fleetShape) inlineTargets() ([]fleetv1alpha1.InlineTarget, int, error) {
 			tier = "critical"
 		}
 		out[i] = fleetv1alpha1.InlineTarget{Name: fmt.Sprintf("t-%05d", i), Labels: map[string]string{tierLabel: tier}}
+		if s.shards > 0 {
+			out[i].Labels[shardLabel] = fmt.Sprintf("shard-%d", i%s.shards+1)
+		}
 	}
 	canary, err := s.canaryMembers(out)
 	if err != nil {
@@ -118,6 +137,10 @@ func (s fleetShape) canaryMembers(targets []fleetv1alpha1.InlineTarget) ([]strin
 // fleetStage is the FleetStage over targets: adopt "prod", roll back
 // automatically on a breach, let in-flight Promotions finish.
 func (s fleetShape) fleetStage(targets []fleetv1alpha1.InlineTarget) *fleetv1alpha1.FleetStage {
+	var shards *fleetv1alpha1.ShardsSpec
+	if s.shards > 0 {
+		shards = &fleetv1alpha1.ShardsSpec{TargetLabel: shardLabel}
+	}
 	return &fleetv1alpha1.FleetStage{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fleetName},
 		Spec: fleetv1alpha1.FleetStageSpec{
@@ -130,6 +153,7 @@ func (s fleetShape) fleetStage(targets []fleetv1alpha1.InlineTarget) *fleetv1alp
 				OnHalt:   fleetv1alpha1.InFlightFinish,
 				Rollback: fleetv1alpha1.RollbackPolicy{Mode: fleetv1alpha1.RollbackAutomatic},
 			},
+			Shards: shards,
 		},
 	}
 }

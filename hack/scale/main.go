@@ -69,6 +69,7 @@ func main() {
 	flag.IntVar(&cfg.canaryFailEvery, "canary-fail-every", 10, "Every n-th canary target fails with the bad Freight.")
 	flag.IntVar(&cfg.canaryMaxFailures, "canary-max-failures", -1, "maxFailures of the canary wave (default: a fifth of the canary targets that break, so the breach comes mid-wave).")
 	flag.IntVar(&cfg.generalConcurrent, "general-concurrency", 500, "maxConcurrent of the general wave.")
+	flag.IntVar(&cfg.shards, "shards", 0, "Spread the targets round-robin over this many Kargo shards, each with its own simulated Kargo controller (0: every target on the default controller).")
 	flag.IntVar(&cfg.simWorkers, "sim-workers", 16, "Promotion workers of the Kargo simulator (Kargo's default is 4).")
 	flag.IntVar(&cfg.simStages, "sim-stage-workers", 8, "Stage workers of the Kargo simulator.")
 	flag.IntVar(&cfg.concurrency, "max-concurrent-reconciles", 4, "The controller's --max-concurrent-reconciles.")
@@ -152,7 +153,8 @@ func run(ctx context.Context, cfg config) (err error) {
 
 	logf("starting kube-apiserver, etcd and the Kargo simulator")
 	env, err := fleetenv.Start(ctx, fleetenv.Options{
-		Simulator:          kargosim.Options{Seed: 7, MaxConcurrentReconciles: cfg.simWorkers, MaxConcurrentStageReconciles: cfg.simStages},
+		Simulator: kargosim.Options{Seed: 7, MaxConcurrentReconciles: cfg.simWorkers, MaxConcurrentStageReconciles: cfg.simStages,
+			Shards: cfg.shardNames()},
 		ExternalController: true,
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 )
 
@@ -42,6 +44,8 @@ type controllerOptions struct {
 	concurrency      int
 	stepServerURL    string
 	dashboardURL     string
+	stepShardURLs    []string
+	shardURLs        map[string]string // stepShardURLs, parsed by validate
 	inventoryNS      []string
 	controllerUser   string
 	qps              float32
@@ -90,6 +94,9 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 		"Base URL of the fleet dashboard (kargo-fleet dashboard): wave Stage descriptions and step outputs link to "+
 			"a FleetStage's page there. Empty: no dashboard link.")
 	f.StringVar(&o.stepServerURL, "step-server-url", "", "URL wave Stages pass to the fleet-wave task to reach the step server (default: the task's in-cluster Service URL).")
+	f.StringSliceVar(&o.stepShardURLs, "step-server-shard-urls", nil,
+		"Comma-separated shard=URL pairs: the step server URL the Kargo controller of each shard uses, for shard "+
+			"controllers that reach the step server another way (default: --step-server-url). docs/shards.md.")
 	f.StringSliceVar(&o.inventoryNS, "inventory-namespaces", inventory.DefaultNamespaces,
 		"Comma-separated namespaces FleetStage target sources may read inventory (Argo CD cluster Secrets, Kargo "+
 			"Targets, ClusterProfiles) from, besides the FleetStage's own namespace, which is always allowed. "+
@@ -132,6 +139,11 @@ func (o *controllerOptions) validate() error {
 	if _, ok := link.Base(o.dashboardURL); o.dashboardURL != "" && !ok {
 		return fmt.Errorf("--dashboard-url %q: must be an http(s) URL", o.dashboardURL)
 	}
+	shardURLs, err := parseShardURLs(o.stepShardURLs)
+	if err != nil {
+		return err
+	}
+	o.shardURLs = shardURLs
 	return o.webhookCert.validate(o.webhooks, o.webhookCertDir)
 }
 
@@ -149,6 +161,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		MaxConcurrentReconciles: o.concurrency,
 		StepServerURL:           o.stepServerURL,
 		DashboardURL:            o.dashboardURL,
+		StepServerShardURLs:     o.shardURLs,
 		MetricsBindAddress:      o.metricsAddr,
 		MetricsSecure:           o.metricsSecure,
 		HealthProbeBindAddress:  o.probeAddr,
@@ -187,4 +200,24 @@ func (o *controllerOptions) restConfig() (*rest.Config, error) {
 		return clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	}
 	return ctrl.GetConfig()
+}
+
+// parseShardURLs reads --step-server-shard-urls: shard=URL pairs, each
+// shard a valid shard name and each URL absolute.
+func parseShardURLs(pairs []string) (map[string]string, error) {
+	out := make(map[string]string, len(pairs))
+	for _, pair := range pairs {
+		shard, u, found := strings.Cut(pair, "=")
+		if !found {
+			return nil, fmt.Errorf("--step-server-shard-urls: %q is not shard=URL", pair)
+		}
+		if msg := plan.ValidShardName(shard); msg != "" {
+			return nil, fmt.Errorf("--step-server-shard-urls: shard %q %s", shard, msg)
+		}
+		if parsed, err := url.Parse(u); err != nil || parsed.Scheme == "" || parsed.Host == "" {
+			return nil, fmt.Errorf("--step-server-shard-urls: shard %q: %q is not an absolute URL", shard, u)
+		}
+		out[shard] = u
+	}
+	return out, nil
 }

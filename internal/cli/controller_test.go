@@ -140,3 +140,15 @@ func Test_controllerOptions_namespaces(t *testing.T) {
 		})
 	}
 }
+
+func TestParseShardURLs(t *testing.T) {
+	t.Parallel()
+	got, err := parseShardURLs([]string{"eu=https://steps.eu.example:9090", "us=http://10.0.0.1"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"eu": "https://steps.eu.example:9090", "us": "http://10.0.0.1"}, got)
+	for _, bad := range []string{"eu", "-eu=https://x", "eu=steps.eu.example", "eu=/path"} {
+		_, err := parseShardURLs([]string{bad})
+		require.Error(t, err, bad)
+		require.ErrorContains(t, err, "--step-server-shard-urls", bad)
+	}
+}

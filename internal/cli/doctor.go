@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -18,6 +19,7 @@ type doctorOptions struct {
 	fleetStage          string
 	release             string
 	controllerNamespace string
+	shardPickupTimeout  time.Duration
 	output              *outputOptions
 
 	streams genericiooptions.IOStreams
@@ -37,7 +39,8 @@ func newDoctorCommand(streams genericiooptions.IOStreams, kube kubeOptions, clk 
 			"several. Given a FLEETSTAGE " +
 			"(-n its Project), it also checks that every target's Argo CD Application authorizes its target Stage, " +
 			"that no ProjectConfig auto-promotion lets Freight skip the fleet, that every target gets an open " +
-			"change window and that every wave can halt. Exits non-zero when a check fails.",
+			"change window, that every wave can halt, that a Kargo controller reconciles every shard its Stages are on " +
+			"and how close the Project is to the size ceiling of a Freight's status. Exits non-zero when a check fails.",
 		Example: "  kargo-fleet doctor\n  kargo-fleet doctor --release fleet --controller-namespace platform\n" +
 			"  kargo-fleet doctor prod -n shop\n  kubectl fleet doctor prod -n shop -o json",
 		Args:              cobra.MaximumNArgs(1),
@@ -56,6 +59,9 @@ func (o *doctorOptions) addFlags(cmd *cobra.Command) {
 		"Helm release of kargo-fleet to check (its objects' app.kubernetes.io/instance label); default: the only one installed.")
 	f.StringVar(&o.controllerNamespace, "controller-namespace", "",
 		"Namespace kargo-fleet is installed in; default: found from its Deployment (else "+doctor.DefaultControllerNamespace+").")
+	f.DurationVar(&o.shardPickupTimeout, "shard-pickup-timeout", doctor.DefaultShardPickupTimeout,
+		"How long a FLEETSTAGE's Stage may go without a status, or its Promotion without a phase, before doctor says "+
+			"no Kargo controller runs its shard.")
 }
 
 func (o *doctorOptions) validate() error {
@@ -73,7 +79,7 @@ func (o *doctorOptions) run(ctx context.Context) error {
 		return err
 	}
 	d := doctor.New(c, doctor.Options{Release: o.release, ControllerNamespace: o.controllerNamespace,
-		Now: o.clock.Now()})
+		Now: o.clock.Now(), ShardPickupTimeout: o.shardPickupTimeout})
 	results := d.Install(ctx)
 	if o.fleetStage != "" {
 		fs, err := getFleetStage(ctx, c, ns, o.fleetStage)

@@ -38,6 +38,8 @@ func goldenFleet() []client.Object {
 	fs := fleetStage("prod-bad-rb", "prod-good", goodFreight)
 	fs.Status.Targets = fleetv1alpha1.TargetCounts{Candidates: 203, Selected: 200, Excluded: 3,
 		ExcludedByReason: []fleetv1alpha1.ReasonCount{{Reason: "ExcludeLabel", Count: 3}}}
+	fs.Spec.Shards = &fleetv1alpha1.ShardsSpec{TargetLabel: "kargo-shard"}
+	fs.Status.Shards = []fleetv1alpha1.ShardCount{{Shard: "eu", Targets: 120}, {Shard: "us", Targets: 60}, {Targets: 20}}
 	fs.Status.Drift = &fleetv1alpha1.DriftStatus{Count: 3, Examples: []fleetv1alpha1.DriftedTarget{
 		{Target: "eu-west-1-003", Stage: "prod-eu-west-1-003", Freight: badFreight, IntendedFreight: goodFreight}}}
 	halted := rollout("prod-bad", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutHalted,
@@ -146,8 +148,12 @@ spec:
 
 func TestGolden(t *testing.T) {
 	t.Parallel()
-	withStages := append(planFleet(), targetStage("us-east-1-01", "pilot", badFreight),
-		targetStage("eu-west-1-01", "canary", goodFreight), targetStage("ap-south-1-01", "general", goodFreight),
+	onShard := func(st *kargo.Stage, shard string) *kargo.Stage {
+		st.Spec.Shard, st.Labels[kargo.ShardLabel] = shard, shard
+		return st
+	}
+	withStages := append(planFleet(), onShard(targetStage("us-east-1-01", "pilot", badFreight), "us"),
+		onShard(targetStage("eu-west-1-01", "canary", goodFreight), "eu"), targetStage("ap-south-1-01", "general", goodFreight),
 		freight(goodFreight, "v1.4.0"), freight(badFreight, "v1.5.0"))
 	withRollouts := runningFleet()
 	status := func(s genericiooptions.IOStreams, k kubeOptions) *cobra.Command {

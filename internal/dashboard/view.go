@@ -23,6 +23,10 @@ import (
 const (
 	// GroupByWave groups the grid by wave.
 	GroupByWave = "wave"
+	// GroupByShard groups the grid by the Kargo shard of the target
+	// Stages; offered when some target is on a shard. A label key cannot
+	// hold a space, so it never clashes with one.
+	GroupByShard = "kargo shard"
 	// preferredGroupBy is the label the grid is grouped by when the targets
 	// carry it and the viewer chose nothing else.
 	preferredGroupBy = "region"
@@ -354,6 +358,9 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 	}
 	labelsByID := fleetLabels(in)
 	g := Grid{GroupBy: in.GroupBy, GroupKeys: groupKeys(labelsByID)}
+	if slices.ContainsFunc(in.Stages, func(st kargo.Stage) bool { return st.Spec.Shard != "" }) {
+		g.GroupKeys = slices.Insert(g.GroupKeys, 1, GroupByShard)
+	}
 	if g.GroupBy == "" || (g.GroupBy != GroupByWave && !slices.Contains(g.GroupKeys, g.GroupBy)) {
 		g.GroupBy = GroupByWave
 		if slices.Contains(g.GroupKeys, preferredGroupBy) {
@@ -395,9 +402,12 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 			j := rollout.Judge(observeTarget(st, promos[id], shown.Spec.Freight.Name), limits[id], in.Now)
 			t.state = stateChar(j.State)
 		}
-		if g.GroupBy == GroupByWave {
+		switch g.GroupBy {
+		case GroupByWave:
 			t.group = wave
-		} else {
+		case GroupByShard:
+			t.group = plan.DisplayShard(st.Spec.Shard)
+		default:
 			t.group = cmp.Or(labelsByID[id][g.GroupBy], noGroup)
 		}
 		targets = append(targets, t)

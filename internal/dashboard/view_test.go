@@ -105,6 +105,36 @@ func TestBuildFleet(t *testing.T) {
 			},
 		},
 		{
+			name: "targets on Kargo shards: grouped by shard on request",
+			edit: func(in *FleetInput) {
+				in.GroupBy = GroupByShard
+				for i := range in.Stages {
+					if in.Stages[i].Labels[fleetv1alpha1.TargetLabel] != "" && i%2 == 0 {
+						in.Stages[i].Spec.Shard = "eu"
+					}
+				}
+			},
+			assertions: func(t *testing.T, v FleetView) {
+				require.Equal(t, GroupByShard, v.Grid.GroupBy)
+				require.Equal(t, GroupByShard, v.Grid.GroupKeys[1], "offered right after the wave")
+				names := map[string]int{}
+				for _, g := range v.Grid.Groups {
+					names[g.Name] = g.Count
+				}
+				require.Len(t, names, 2)
+				require.Equal(t, 200, names["eu"]+names["(default)"])
+				require.Positive(t, names["eu"])
+			},
+		},
+		{
+			name: "no shard, no shard grouping",
+			edit: func(in *FleetInput) { in.GroupBy = GroupByShard },
+			assertions: func(t *testing.T, v FleetView) {
+				require.NotContains(t, v.Grid.GroupKeys, GroupByShard)
+				require.Equal(t, "region", v.Grid.GroupBy)
+			},
+		},
+		{
 			name: "no rollout yet",
 			edit: func(in *FleetInput) { in.Rollouts = nil; in.FleetStage.Status.CurrentRollout = "" },
 			assertions: func(t *testing.T, v FleetView) {

@@ -57,6 +57,9 @@ type Options struct {
 	SnapshotEvery time.Duration
 	// PollFloor is the Kargo simulator's poll floor (default DefaultPollFloor).
 	PollFloor time.Duration
+	// Shards start a simulated Kargo controller for each of these shards
+	// besides the default one (kargosim.Options.Shards); none by default.
+	Shards []string
 	// Clock times the story (default: the real clock).
 	Clock clock.WithTicker
 	// Kubeconfig, when set, is where a kubeconfig for the local control
@@ -187,7 +190,7 @@ func (s *story) expectations() []expectation {
 func (s *story) startEnv(ctx context.Context) (string, error) {
 	env, err := fleetenv.Start(ctx, fleetenv.Options{
 		Simulator: kargosim.Options{PollFloor: s.o.PollFloor, MaxConcurrentReconciles: 16,
-			MaxConcurrentStageReconciles: 8, Seed: 1},
+			MaxConcurrentStageReconciles: 8, Seed: 1, Shards: s.o.Shards},
 		Controller: manager.Options{MaxConcurrentReconciles: 4},
 	})
 	if err != nil {

@@ -35,6 +35,8 @@ const (
 	CheckAutoPromotion   = "auto-promotion"
 	CheckChangeWindows   = "change-windows"
 	CheckFailureHalts    = "failure-thresholds"
+	CheckShards          = "shards"
+	CheckFreightCeiling  = "freight-ceiling"
 	maxExamplesInMessage = 3
 )
 

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -39,7 +40,53 @@ func (d *Doctor) FleetStage(ctx context.Context, fs *fleetv1alpha1.FleetStage) [
 		d.checkAutoPromotion(ctx, fs, targets),
 		checkWindows(fs, p, planner, planErr, d.opts),
 		checkThresholds(p, planErr),
+		d.checkShards(ctx, fs, stages.Items),
+		d.checkFreightCeiling(ctx, fs),
 	}
+}
+
+// checkShards tells whether a Kargo controller reconciles each shard the
+// FleetStage's Stages are on (ShardStates says how).
+func (d *Doctor) checkShards(ctx context.Context, fs *fleetv1alpha1.FleetStage, stages []kargo.Stage) Result {
+	var promos kargo.PromotionList
+	if err := d.c.List(ctx, &promos, client.InNamespace(fs.Namespace)); err != nil {
+		return fail(CheckShards, "grant this user list on promotions in "+fs.Namespace,
+			"error listing the Promotions of Project %q: %v", fs.Namespace, err)
+	}
+	ours := make(map[string]bool, len(stages))
+	for i := range stages {
+		ours[stages[i].Name] = true
+	}
+	var mine []kargo.Promotion
+	for i := range promos.Items {
+		if ours[promos.Items[i].Spec.Stage] {
+			mine = append(mine, promos.Items[i])
+		}
+	}
+	timeout := cmp.Or(d.opts.ShardPickupTimeout, DefaultShardPickupTimeout)
+	status, msg, fix := ShardVerdict(ShardStates(stages, mine, d.opts.Now, timeout), timeout)
+	return Result{Check: CheckShards, Status: status, Message: msg, Fix: fix}
+}
+
+// checkFreightCeiling estimates the status of a Freight promoted through
+// every Stage of the Project (Kargo keeps an entry per Stage on each
+// Freight) against the API server's object size limit.
+func (d *Doctor) checkFreightCeiling(ctx context.Context, fs *fleetv1alpha1.FleetStage) Result {
+	var stages metav1.PartialObjectMetadataList
+	stages.SetGroupVersionKind(kargo.GroupVersion.WithKind("StageList"))
+	if err := d.c.List(ctx, &stages, client.InNamespace(fs.Namespace)); err != nil {
+		return fail(CheckFreightCeiling, "grant this user list on stages in "+fs.Namespace,
+			"error listing the Stages of Project %q: %v", fs.Namespace, err)
+	}
+	names := make([]string, len(stages.Items))
+	for i := range stages.Items {
+		names[i] = stages.Items[i].Name
+	}
+	status, msg := FreightCeilingVerdict(fs.Namespace, names)
+	if status != StatusOK {
+		return warn(CheckFreightCeiling, "split the fleet across Projects, each with its own Warehouse and FleetStage (docs/shards.md)", "%s", msg)
+	}
+	return ok(CheckFreightCeiling, "%s", msg)
 }
 
 // plan plans the FleetStage over its inventory, as the controller does.

@@ -65,6 +65,10 @@ type Options struct {
 	ControllerNamespace string
 	// Now is the time Lease freshness and change windows are judged at.
 	Now time.Time
+	// ShardPickupTimeout is how long a Stage may go without a status, or a
+	// Promotion without a phase, before its shard counts as having no
+	// Kargo controller (default DefaultShardPickupTimeout).
+	ShardPickupTimeout time.Duration
 }
 
 // Doctor runs the checks through a client.

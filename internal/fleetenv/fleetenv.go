@@ -61,7 +61,8 @@ const (
 // Options tunes the environment.
 type Options struct {
 	// Simulator configures the Kargo simulator. A zero PollFloor is set to
-	// 200 ms so rollouts move fast; real Kargo's floor is 10 s.
+	// 200 ms so rollouts move fast; real Kargo's floor is 10 s. Its Shards
+	// start a simulated Kargo controller per shard besides the default one.
 	Simulator kargosim.Options
 	// Controller configures kargo-fleet's controller; StepServerURL and
 	// Webhooks are set by Start.

@@ -255,7 +255,8 @@ func TestRender(t *testing.T) {
 				"ports":   map[string]any{"steps": 19090, "webhook": 19443, "metrics": 18080, "probes": 18081},
 				"service": map[string]any{"steps": 80, "metrics": 8443},
 				"controller": map[string]any{"stepServerURL": "http://steps.example:80", "dashboardURL": "https://fleet.example.com", "extraArgs": []any{"--pprof-bind-address=:6060"},
-					"extraEnv": []any{map[string]any{"name": "FOO", "value": "bar"}}},
+					"stepServerShardURLs": map[string]any{"us": "https://steps.us.example", "eu": "https://steps.eu.example:8443"},
+					"extraEnv":            []any{map[string]any{"name": "FOO", "value": "bar"}}},
 				"nodeSelector":      map[string]any{"pool": "system"},
 				"tolerations":       []any{map[string]any{"key": "system", "operator": "Exists"}},
 				"priorityClassName": "system-cluster-critical",
@@ -267,7 +268,8 @@ func TestRender(t *testing.T) {
 				d, c := r.deployment(t)
 				for _, a := range []string{"--metrics-bind-address=:18080", "--health-probe-bind-address=:18081",
 					"--webhook-bind-address=:19443", "--step-server-url=http://steps.example:80", "--pprof-bind-address=:6060",
-					"--dashboard-url=https://fleet.example.com"} {
+					"--dashboard-url=https://fleet.example.com",
+					"--step-server-shard-urls=eu=https://steps.eu.example:8443,us=https://steps.us.example"} {
 					require.Contains(t, c.Args, a)
 				}
 				require.Equal(t, ":19090", env(c, "KARGO_FLEET_STEP_SERVER_ADDR"))

@@ -6,6 +6,12 @@ const (
 	ProjectLabel = "kargo.akuity.io/project"
 	// StageLabel is set by Kargo on every Promotion: the Stage's name.
 	StageLabel = "kargo.akuity.io/stage"
+	// ShardLabel names the shard of a Stage or Promotion. Kargo's webhooks
+	// copy a Stage's spec.shard into it, on the Stage and on its
+	// Promotions, and remove it for the default shard; a Kargo controller
+	// started with SHARD_NAME=<shard> reconciles only the objects carrying
+	// that value, the default controller those without it.
+	ShardLabel = "kargo.akuity.io/shard"
 	// AbortAnnotation asks Kargo to abort a Promotion; value "terminate".
 	AbortAnnotation = "kargo.akuity.io/abort"
 	// AbortTerminate is the abort action kargo-fleet requests.

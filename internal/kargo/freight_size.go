@@ -17,10 +17,27 @@ const FreightObjectLimitBytes = 1536 * 1024
 // "longestSoak":"…"}), rounded up from measurements.
 const freightEntryOverhead = 110
 
+// FreightStatusWarnBytes is where kargo-fleet warns (the FleetStage's
+// FreightStatusLarge condition, the admission webhook, doctor): two thirds
+// of the object limit, leaving room for the Freight's own content and for
+// Stage names longer than estimated.
+const FreightStatusWarnBytes = FreightObjectLimitBytes * 2 / 3
+
+// freightStatusBase is the status of a Freight in no Stage:
+// {"currentlyIn":{},"verifiedIn":{}} and the approvals of a few Stages.
+const freightStatusBase = 64
+
+// MaxStagesPerFreight is the ceiling: how many Stages with names of
+// nameLen characters one Freight can be current and verified in before
+// its status passes the object limit.
+func MaxStagesPerFreight(nameLen int) int {
+	return (FreightObjectLimitBytes - freightStatusBase) / (2*nameLen + freightEntryOverhead)
+}
+
 // FreightStatusBytes estimates the status of a Freight that is current and
 // verified in every named Stage, in bytes of JSON.
 func FreightStatusBytes(stages []string) int {
-	n := 64 // {"currentlyIn":{},"verifiedIn":{}} and the approvals of a few Stages
+	n := freightStatusBase
 	for _, s := range stages {
 		n += 2*len(s) + freightEntryOverhead
 	}

@@ -36,3 +36,20 @@ func TestFreightStatusBytesCoversTheWrittenStatus(t *testing.T) {
 		}
 	}
 }
+
+// The ceiling is the last Stage count whose estimated status fits the limit.
+func TestMaxStagesPerFreight(t *testing.T) {
+	t.Parallel()
+	for _, nameLen := range []int{13, 30, 63} {
+		n := MaxStagesPerFreight(nameLen)
+		names := make([]string, n+1)
+		for i := range names {
+			names[i] = fmt.Sprintf("%0*d", nameLen, i)
+		}
+		require.LessOrEqual(t, FreightStatusBytes(names[:n]), FreightObjectLimitBytes, "name length %d", nameLen)
+		require.Greater(t, FreightStatusBytes(names), FreightObjectLimitBytes, "name length %d", nameLen)
+	}
+	// Stage names like "fleet.t-00042" (13 characters): the measured 10,000
+	// Stages (1,006 KiB) are below the estimated ceiling.
+	require.Greater(t, MaxStagesPerFreight(13), 10000)
+}

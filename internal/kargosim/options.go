@@ -58,6 +58,12 @@ type Options struct {
 	// HTTPTransport sends the http step's requests (default: a clone of
 	// http.DefaultTransport).
 	HTTPTransport http.RoundTripper
+	// Shards are the Kargo shards with a simulated controller of their own
+	// (Kargo's SHARD_NAME), besides the default controller, which always
+	// runs and takes the Stages and Promotions without a shard. The Stages
+	// and Promotions of a shard without a controller are not reconciled:
+	// their Promotions stay Pending and the Stages get no status.
+	Shards []string
 }
 
 func (o Options) withDefaults() Options {

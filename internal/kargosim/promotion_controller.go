@@ -45,19 +45,27 @@ func (s *Simulator) setupPromotionController(mgr ctrl.Manager) error {
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("kargo_simulator_promotions").
-		For(&kargo.Promotion{}, builder.WithPredicates(promoPred)).
-		Watches(&kargo.Stage{}, handler.Funcs{
-			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				enqueueCurrent(nil, e.Object, q)
-			},
-			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				enqueueCurrent(e.ObjectOld, e.ObjectNew, q)
-			},
-		}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: s.opts.MaxConcurrentReconciles}).
-		Complete(reconcile.Func(s.reconcilePromotion))
+	// One controller per shard, each with its own workers, as Kargo runs
+	// one controller process per shard.
+	for _, shard := range s.controllerShards() {
+		err := ctrl.NewControllerManagedBy(mgr).
+			Named(controllerName("kargo_simulator_promotions", shard)).
+			For(&kargo.Promotion{}, builder.WithPredicates(promoPred, inShard(shard))).
+			Watches(&kargo.Stage{}, handler.Funcs{
+				CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+					enqueueCurrent(nil, e.Object, q)
+				},
+				UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+					enqueueCurrent(e.ObjectOld, e.ObjectNew, q)
+				},
+			}, builder.WithPredicates(inShard(shard))).
+			WithOptions(controller.Options{MaxConcurrentReconciles: s.opts.MaxConcurrentReconciles}).
+			Complete(onlyShard[kargo.Promotion](s.client, shard, s.reconcilePromotion))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // enqueueCurrent queues the Stage's current Promotion when the Stage has

@@ -35,9 +35,20 @@ func (s *Simulator) setupStageController(mgr ctrl.Manager) error {
 	if err := indexStagesByUpstream(mgr); err != nil {
 		return fmt.Errorf("error indexing Stages by upstream Stage: %w", err)
 	}
+	for _, shard := range s.controllerShards() {
+		if err := s.setupShardStageController(mgr, shard, stagePred); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setupShardStageController sets up the simulated Stage controller of one
+// shard.
+func (s *Simulator) setupShardStageController(mgr ctrl.Manager, shard string, stagePred predicate.Predicate) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("kargo_simulator_stages").
-		For(&kargo.Stage{}, builder.WithPredicates(stagePred)).
+		Named(controllerName("kargo_simulator_stages", shard)).
+		For(&kargo.Stage{}, builder.WithPredicates(stagePred, inShard(shard))).
 		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				p, ok := o.(*kargo.Promotion)
@@ -48,7 +59,7 @@ func (s *Simulator) setupStageController(mgr ctrl.Manager) error {
 			})).
 		Watches(&kargo.Freight{}, s.freightEventHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: s.opts.MaxConcurrentStageReconciles}).
-		Complete(reconcile.Func(s.reconcileStage))
+		Complete(onlyShard[kargo.Stage](s.client, shard, s.reconcileStage))
 }
 
 // stagesInNamespace lists every Stage of an object's project.
@@ -115,6 +126,9 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 	if token, ok := stage.Annotations[kargo.RefreshAnnotation]; ok {
 		st.LastHandledRefresh = token
 	}
+	// As Kargo's Stage reconciler, which records the generation it saw on
+	// every reconcile: a Stage no controller reconciles keeps none.
+	st.ObservedGeneration = stage.Generation
 	if !reflect.DeepEqual(base.Status, stage.Status) {
 		// The Stage came from the cache: a status computed from a stale copy
 		// is refused (conflict) and computed again from the current one.

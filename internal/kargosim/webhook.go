@@ -163,6 +163,12 @@ func (s *Simulator) defaultPromotion(ctx context.Context, req admission.Request,
 		promo.Labels = map[string]string{}
 	}
 	promo.Labels[kargo.StageLabel] = shortLabelValue(promo.Spec.Stage)
+	// As Kargo's Promotion webhook: the Promotion goes to its Stage's shard.
+	if stage.Spec.Shard != "" {
+		promo.Labels[kargo.ShardLabel] = stage.Spec.Shard
+	} else {
+		delete(promo.Labels, kargo.ShardLabel)
+	}
 	promo.Annotations[kargo.StageAnnotation] = promo.Spec.Stage
 	promo.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(stage,
 		kargo.GroupVersion.WithKind("Stage"))}

@@ -78,6 +78,11 @@ type Options struct {
 	// descriptions and step outputs link to a FleetStage's page there.
 	// Empty: no dashboard link.
 	DashboardURL string
+	// StepServerShardURLs maps a Kargo shard to the step server URL its
+	// Kargo controller uses: the wave Stages of that shard pass it to the
+	// fleet-wave task, and target Stages of that shard carry it in
+	// ${{ vars.fleetStepServerURL }}.
+	StepServerShardURLs map[string]string
 	// StepServer configures the step server; nil reads it from the
 	// environment (stepserver.OptionsFromEnv).
 	StepServer *stepserver.Options
@@ -179,6 +184,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 		r := fleetstages.NewFleetStageReconciler(mgr.GetClient(), inventoryReader(mgr, o),
 			mgr.GetEventRecorder("kargo-fleet-fleetstage"), clock.RealClock{}).WithStageRecords(records)
 		r.StepServerURL = o.StepServerURL
+		r.StepServerShardURLs = o.StepServerShardURLs
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetStage reconciler: %w", err)
 		}

@@ -44,7 +44,22 @@ func compileExpression(source string) (*targetExpression, error) {
 
 // compileExpressionWith compiles source, with or without the lookup patcher
 // (tests compare both).
-func compileExpressionWith(source string, fastLookups bool) (_ *targetExpression, err error) {
+func compileExpressionWith(source string, fastLookups bool) (*targetExpression, error) {
+	tree, program, err := compileProgram(source, fastLookups, expr.AsBool())
+	if err != nil {
+		return nil, err
+	}
+	e := &targetExpression{source: source, program: program}
+	if fastLookups {
+		e.native = nativeFrom(tree.Node)
+	}
+	return e, nil
+}
+
+// compileProgram parses source within the limits and compiles it against
+// the typed target environment with the given result type. It never panics:
+// a panic inside the compiler is reported as an error.
+func compileProgram(source string, fastLookups bool, result expr.Option) (_ *parser.Tree, _ *vm.Program, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("error compiling expression: %v", r)
@@ -56,14 +71,14 @@ func compileExpressionWith(source string, fastLookups bool) (_ *targetExpression
 	cfg.MaxNodes = maxExpressionNodes
 	tree, err := parser.ParseWithConfig(source, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkExpressionLimits(tree.Node); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	options := []expr.Option{
 		expr.Env(&expressionEnv{}),
-		expr.AsBool(),
+		result,
 		expr.MaxNodes(maxExpressionNodes),
 	}
 	if fastLookups {
@@ -72,13 +87,9 @@ func compileExpressionWith(source string, fastLookups bool) (_ *targetExpression
 	}
 	program, err := expr.Compile(source, options...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	e := &targetExpression{source: source, program: program}
-	if fastLookups {
-		e.native = nativeFrom(tree.Node)
-	}
-	return e, nil
+	return tree, program, nil
 }
 
 // expressionEvaluator runs compiled expressions, reusing one VM so that
@@ -100,8 +111,7 @@ func (ev *expressionEvaluator) eval(e *targetExpression, t *Target) (bool, error
 	if e.native != nil {
 		return e.native(t), nil
 	}
-	ev.env = expressionEnv{Name: t.Name, Source: t.Source, Labels: t.Labels, Params: t.Params}
-	out, err := ev.machine.Run(e.program, &ev.env)
+	out, err := ev.run(e.program, t)
 	if err != nil {
 		return false, err
 	}
@@ -110,6 +120,12 @@ func (ev *expressionEvaluator) eval(e *targetExpression, t *Target) (bool, error
 		return false, errNotBool
 	}
 	return b, nil
+}
+
+// run runs program over t.
+func (ev *expressionEvaluator) run(program *vm.Program, t *Target) (any, error) {
+	ev.env = expressionEnv{Name: t.Name, Source: t.Source, Labels: t.Labels, Params: t.Params}
+	return ev.machine.Run(program, &ev.env)
 }
 
 // firstLine is the first line of an expr-lang error: the message and its

@@ -15,6 +15,8 @@ type Planner struct {
 	excludeLabels []string
 	waves         []compiledWave
 	policy        *CompiledPolicy
+	// shards resolves target shards; nil when spec.shards is unset.
+	shards *shardResolver
 }
 
 // Policy returns the compiled spec.policy, for NewScheduleIndex.

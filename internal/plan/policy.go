@@ -42,6 +42,20 @@ type CompiledPolicy struct {
 	constraints []compiledConstraint
 	// fleetMaxFailures is spec.policy.maxFailures; nil when unset.
 	fleetMaxFailures *amount
+	// shardLimits bound target Promotions in flight per shard
+	// (spec.shards.maxConcurrent and limits).
+	shardLimits ShardLimits
+}
+
+// WithShardLimits returns a copy of p that also bounds target Promotions in
+// flight per shard.
+func (p *CompiledPolicy) WithShardLimits(l ShardLimits) *CompiledPolicy {
+	out := &CompiledPolicy{}
+	if p != nil {
+		*out = *p
+	}
+	out.shardLimits = l
+	return out
 }
 
 // CompilePolicy validates and compiles spec.policy. fldPath is the path of

@@ -18,6 +18,11 @@ type ScheduleIndex struct {
 	members map[string]memberRef
 	// groupOf maps, per constraint, a label value to a dense group number.
 	groupOf []map[string]int32
+	// shardOf maps a limited shard to a dense number; shardLimit[n] is its
+	// limit and shardName[n] its name.
+	shardOf    map[string]int32
+	shardLimit []int
+	shardName  []string
 }
 
 // indexedWave is one wave of a ScheduleIndex.
@@ -30,6 +35,9 @@ type indexedWave struct {
 	// groups[i*len(constraints)+c] is the group of members[i] under
 	// constraint c, or -1 when the constraint does not apply to it.
 	groups []int32
+	// shards[i] is the number of members[i]'s shard, or -1 when its shard
+	// is not limited; nil when no shard is.
+	shards []int32
 }
 
 // memberRef locates a member in the index.
@@ -49,7 +57,9 @@ func NewScheduleIndex(plan *WavePlan, policy *CompiledPolicy) *ScheduleIndex {
 		waves:   make([]indexedWave, len(plan.Waves)),
 		members: make(map[string]memberRef, plan.Members()),
 		groupOf: make([]map[string]int32, nc),
+		shardOf: map[string]int32{},
 	}
+	limitShards := policy.shardLimits.any()
 	for c := range idx.groupOf {
 		idx.groupOf[c] = map[string]int32{}
 	}
@@ -62,9 +72,15 @@ func NewScheduleIndex(plan *WavePlan, policy *CompiledPolicy) *ScheduleIndex {
 			windowMasks:   make([]uint32, len(pw.Members)),
 			groups:        make([]int32, len(pw.Members)*nc),
 		}
+		if limitShards {
+			iw.shards = make([]int32, len(pw.Members))
+		}
 		for i := range pw.Members {
 			t := &pw.Members[i]
 			iw.members[i] = t
+			if limitShards {
+				iw.shards[i] = idx.internShard(t.Shard)
+			}
 			iw.windowMasks[i] = policy.windows.applicable(t)
 			for c := range policy.constraints {
 				iw.groups[i*nc+c] = idx.internGroup(c, t)
@@ -88,6 +104,23 @@ func (idx *ScheduleIndex) internGroup(c int, t *Target) int32 {
 		idx.groupOf[c][v] = g
 	}
 	return g
+}
+
+// internShard returns the number of a limited shard, creating it, or -1
+// when the shard is not limited.
+func (idx *ScheduleIndex) internShard(shard string) int32 {
+	if n, ok := idx.shardOf[shard]; ok {
+		return n
+	}
+	limit, ok := idx.policy.shardLimits.Limit(shard)
+	if !ok {
+		return -1
+	}
+	n := int32(len(idx.shardLimit))
+	idx.shardOf[shard] = n
+	idx.shardLimit = append(idx.shardLimit, limit)
+	idx.shardName = append(idx.shardName, shard)
+	return n
 }
 
 // InFlightTarget is a target with a running target Promotion.
@@ -142,6 +175,9 @@ const (
 	WaitConstraint WaitReason = "ConstraintLimit"
 	// WaitTargetBusy: the pending members are in flight for another rollout.
 	WaitTargetBusy WaitReason = "TargetBusy"
+	// WaitShardLimit: the pending members' shards have their
+	// spec.shards maxConcurrent target Promotions in flight.
+	WaitShardLimit WaitReason = "ShardLimit"
 )
 
 // ScheduleDecision is what Schedule decided.
@@ -157,10 +193,11 @@ type ScheduleDecision struct {
 	// change windows may start: the time to requeue at. It is zero when
 	// nothing waits for a window or when no opening was found.
 	RetryAt time.Time
-	// BlockedByWindow, BlockedByConstraint and Busy count pending members that
-	// could not start for each reason. They are complete whenever Waiting is
-	// set; when every slot was filled the scan stopped early.
-	BlockedByWindow, BlockedByConstraint, Busy int
+	// BlockedByWindow, BlockedByConstraint, BlockedByShard and Busy count
+	// pending members that could not start for each reason. They are
+	// complete whenever Waiting is set; when every slot was filled the scan
+	// stopped early.
+	BlockedByWindow, BlockedByConstraint, BlockedByShard, Busy int
 }
 
 // Schedule decides which members of req.Wave start now: in promotion order,
@@ -194,8 +231,10 @@ type scheduler struct {
 	inFlight map[string]string
 	// counts[c][g] is the number of in-flight targets in group g of constraint c.
 	counts [][]int
-	open   uint32
-	slots  int
+	// shardCounts[n] is the number of in-flight targets on limited shard n.
+	shardCounts []int
+	open        uint32
+	slots       int
 }
 
 func newScheduler(idx *ScheduleIndex, wi int, req *ScheduleRequest) *scheduler {
@@ -208,6 +247,7 @@ func newScheduler(idx *ScheduleIndex, wi int, req *ScheduleRequest) *scheduler {
 		counts:   make([][]int, len(idx.policy.constraints)),
 		open:     idx.policy.windows.openBits(req.Now),
 	}
+	s.shardCounts = make([]int, len(idx.shardLimit))
 	for c := range s.counts {
 		s.counts[c] = make([]int, len(idx.groupOf[c]))
 	}
@@ -244,6 +284,9 @@ func (s *scheduler) countInFlight(t *Target) {
 			s.counts[c][g]++
 		}
 	}
+	if n, ok := s.idx.shardOf[t.Shard]; ok {
+		s.shardCounts[n]++
+	}
 }
 
 // run scans the wave in promotion order.
@@ -258,6 +301,7 @@ func (s *scheduler) run() ScheduleDecision {
 		firstBlocked = -1
 		constraintC  = -1
 		constraintG  int32
+		blockedShard int32 = -1
 	)
 	w := s.wave
 	nc := len(s.idx.policy.constraints)
@@ -302,10 +346,24 @@ scan:
 				continue scan
 			}
 		}
+		shard := int32(-1)
+		if w.shards != nil {
+			shard = w.shards[i]
+		}
+		if shard >= 0 && s.shardCounts[shard] >= s.idx.shardLimit[shard] {
+			d.BlockedByShard++
+			if blockedShard < 0 {
+				blockedShard = shard
+			}
+			continue
+		}
 		for c, g := range groups {
 			if g >= 0 {
 				s.counts[c][g]++
 			}
+		}
+		if shard >= 0 {
+			s.shardCounts[shard]++
 		}
 		d.Start = append(d.Start, t)
 		if len(d.Start) == s.slots {
@@ -328,7 +386,7 @@ scan:
 			inFlightHere, w.name)
 	default:
 		// Nothing or not everything could start: say why the others wait.
-		d.Waiting, d.Message = s.blockedReason(&d, firstBlocked, constraintC, constraintG)
+		d.Waiting, d.Message = s.blockedReason(&d, firstBlocked, constraintC, constraintG, blockedShard)
 	}
 	return d
 }
@@ -342,8 +400,9 @@ func (s *scheduler) slotsLimit() int {
 }
 
 // blockedReason names the reason blocking the most pending members; on a
-// tie, windows come first (they say until when), then constraints.
-func (s *scheduler) blockedReason(d *ScheduleDecision, firstBlocked, c int, g int32) (WaitReason, string) {
+// tie, windows come first (they say until when), then constraints, then
+// shard limits.
+func (s *scheduler) blockedReason(d *ScheduleDecision, firstBlocked, c int, g, shard int32) (WaitReason, string) {
 	switch {
 	case d.BlockedByWindow > 0 && d.BlockedByWindow >= d.BlockedByConstraint && d.BlockedByWindow >= d.Busy:
 		msg := fmt.Sprintf("%d targets wait for a change window (%s)", d.BlockedByWindow,
@@ -354,10 +413,13 @@ func (s *scheduler) blockedReason(d *ScheduleDecision, firstBlocked, c int, g in
 			msg += "; no opening found in the schedules"
 		}
 		return WaitWindow, msg
-	case d.BlockedByConstraint > 0 && d.BlockedByConstraint >= d.Busy:
+	case d.BlockedByConstraint > 0 && d.BlockedByConstraint >= d.BlockedByShard && d.BlockedByConstraint >= d.Busy:
 		cc := &s.idx.policy.constraints[c]
 		return WaitConstraint, fmt.Sprintf("%d targets wait for constraint %s: %s=%s already has %d in flight (max %d)",
 			d.BlockedByConstraint, cc.name, cc.labelKey, s.groupValue(c, g), s.counts[c][g], cc.maxInFlight)
+	case d.BlockedByShard > 0 && d.BlockedByShard >= d.Busy:
+		return WaitShardLimit, fmt.Sprintf("%d targets wait for their shard: shard %s already has %d target Promotions in flight (spec.shards maxConcurrent %d)",
+			d.BlockedByShard, DisplayShard(s.idx.shardName[shard]), s.shardCounts[shard], s.idx.shardLimit[shard])
 	default:
 		return WaitTargetBusy, fmt.Sprintf("%d targets are in flight for another rollout", d.Busy)
 	}

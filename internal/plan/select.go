@@ -45,6 +45,19 @@ func (p *Planner) selectTargets(in PlanInput, ev *expressionEvaluator, out *Wave
 			out.Excluded = append(out.Excluded, ExcludedTarget{Target: *t, Reason: reason, Message: msg})
 			continue
 		}
+		if p.shards != nil {
+			shard, err := p.shards.resolve(t, ev)
+			if err != nil {
+				out.Excluded = append(out.Excluded, ExcludedTarget{Target: *t, Reason: ExclusionInvalidShard, Message: err.Error()})
+				continue
+			}
+			if shard != t.Shard {
+				// Candidates belong to the caller: the shard goes on a copy.
+				withShard := *t
+				withShard.Shard = shard
+				t = &withShard
+			}
+		}
 		selected = append(selected, t)
 	}
 	slices.SortFunc(out.Excluded, func(a, b ExcludedTarget) int {

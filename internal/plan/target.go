@@ -22,6 +22,10 @@ type Target struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Params are the target's data, passed to its Stage as variables.
 	Params map[string]string `json:"params,omitempty"`
+	// Shard is the Kargo shard of the target's Stage, resolved by the
+	// planner from spec.shards ("" is Kargo's default controller).
+	// Inventories leave it empty.
+	Shard string `json:"shard,omitempty"`
 }
 
 // maxTargetIDLength keeps IDs usable as label values (63 characters).

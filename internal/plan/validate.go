@@ -82,6 +82,13 @@ func Compile(spec *fleetv1alpha1.FleetStageSpec) (*Planner, field.ErrorList) {
 
 	policy, policyErrs := CompilePolicy(&spec.Policy, specPath.Child("policy"))
 	errs = append(errs, policyErrs...)
+	shards, shardErrs := compileShards(spec.Shards, specPath.Child("shards"))
+	errs = append(errs, shardErrs...)
+	p.shards = shards
+	if policy != nil && len(shardErrs) == 0 {
+		limits, _ := CompileShardLimits(spec.Shards, specPath.Child("shards"))
+		policy = policy.WithShardLimits(limits)
+	}
 	p.policy = policy
 
 	if len(errs) > 0 {

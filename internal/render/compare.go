@@ -12,6 +12,7 @@ import (
 // reference and spec. Fields the desired Stage does not set (other labels,
 // Kargo's own annotations, unknown spec fields) are ignored, so Kargo and
 // other tools can add to a Stage without making the controller rewrite it.
+// spec.shard counts only when the desired Stage manages it (ShardAnnotation).
 func UpToDate(existing, desired *kargo.Stage) bool {
 	for k, v := range desired.Labels {
 		if existing.Labels[k] != v {
@@ -24,6 +25,9 @@ func UpToDate(existing, desired *kargo.Stage) bool {
 		}
 	}
 	if !hasOwner(existing, desired) {
+		return false
+	}
+	if managesShard(desired) && existing.Spec.Shard != desired.Spec.Shard {
 		return false
 	}
 	return sameJSON(existing.Spec, desired.Spec)
@@ -49,7 +53,14 @@ func Apply(existing, desired *kargo.Stage) {
 	}
 	shard := existing.Spec.Shard
 	existing.Spec = *desired.Spec.DeepCopy()
-	existing.Spec.Shard = shard
+	if !managesShard(desired) {
+		existing.Spec.Shard = shard
+		return
+	}
+	// Kargo's defaulting webhook removes the label of the default shard.
+	if desired.Spec.Shard == "" {
+		delete(existing.Labels, kargo.ShardLabel)
+	}
 }
 
 func hasOwner(existing, desired *kargo.Stage) bool {

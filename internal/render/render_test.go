@@ -65,7 +65,7 @@ func TestTargetVarsUserVarsWin(t *testing.T) {
 	t.Parallel()
 	base := []kargo.ExpressionVariable{{Name: "region", Value: "template"}, {Name: "fleetTarget", Value: "mine"}}
 	target := &plan.Target{ID: "c1", Name: "C1", Source: "Inline", Params: map[string]string{"region": "eu", "a.b": "1", "a_b": "2"}}
-	vars, clashes := targetVars(base, "prod", "pilot", target)
+	vars, clashes := targetVars(base, "prod", "pilot", target, nil)
 	got := map[string]string{}
 	for _, v := range vars {
 		_, dup := got[v.Name]

@@ -33,7 +33,16 @@ type Input struct {
 	Plan *plan.WavePlan
 	// StepServerURL, when set, is passed to the fleet-wave task as its
 	// serverURL (else the task's default, the in-cluster Service, applies).
+	// StepServerURLs.PerShard, when it names the wave Stages' shard, wins.
 	StepServerURL string
+	// StepServerURLs maps shards to the step server URL their Kargo
+	// controller uses (its Default is ignored: StepServerURL is the default).
+	StepServerURLs map[string]string
+}
+
+// urls is the step server URL of every shard.
+func (in *Input) urls() StepServerURLs {
+	return StepServerURLs{Default: in.StepServerURL, PerShard: in.StepServerURLs}
 }
 
 // Output is the desired set of generated Stages.
@@ -54,6 +63,11 @@ func Stages(in Input) Output {
 	out := Output{VarClashes: map[string]int{}}
 	prevStage := ""
 	var prevSoak time.Duration
+	shards, urls := fs.Spec.Shards, in.urls()
+	waveShard := ""
+	if shards != nil {
+		waveShard = shards.WaveShard
+	}
 	for _, w := range in.Plan.Waves {
 		freight := requestedFreight(in.Base.RequestedFreight, prevStage, prevSoak)
 		waveStage := WaveStageName(fs.Name, w.Name)
@@ -62,12 +76,15 @@ func Stages(in Input) Output {
 			ObjectMeta: objectMeta(fs, waveStage, map[string]string{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleWave, fleetv1alpha1.WaveLabel: w.Name}, nil),
 			Spec: kargo.StageSpec{
 				RequestedFreight:  freight,
-				PromotionTemplate: waveTemplate(in.StepServerURL),
+				PromotionTemplate: waveTemplate(urls.For(waveShard)),
 			},
 		})
+		if shards != nil {
+			setShard(&out.Waves[len(out.Waves)-1], waveShard)
+		}
 		for i := range w.Members {
 			t := &w.Members[i]
-			vars, clashes := targetVars(in.Base.Vars, fs.Name, w.Name, t)
+			vars, clashes := targetVars(in.Base.Vars, fs.Name, w.Name, t, shardVars(shards != nil, t.Shard, urls))
 			for _, c := range clashes {
 				out.VarClashes[c]++
 			}
@@ -83,6 +100,9 @@ func Stages(in Input) Output {
 					Verification:      copyJSON(in.Base.Verification),
 				},
 			})
+			if shards != nil {
+				setShard(&out.Targets[len(out.Targets)-1], t.Shard)
+			}
 		}
 		prevStage, prevSoak = waveStage, w.Soak
 	}

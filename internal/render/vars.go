@@ -45,13 +45,29 @@ func ParamVarName(key string) string {
 	return b.String()
 }
 
+// shardVars are the shard variables of a target Stage: fleetShard when
+// shards are managed, fleetStepServerURL when a URL is configured for the
+// target's shard.
+func shardVars(managed bool, shard string, urls StepServerURLs) []kargo.ExpressionVariable {
+	var vars []kargo.ExpressionVariable
+	if managed {
+		vars = append(vars, kargo.ExpressionVariable{Name: VarShard, Value: shard})
+	}
+	if url := urls.For(shard); url != "" {
+		vars = append(vars, kargo.ExpressionVariable{Name: VarStepServerURL, Value: url})
+	}
+	return vars
+}
+
 // targetVars returns a target Stage's spec.vars: the adopted Stage's own vars
-// first, then the fleet variables and the target's params. On a name clash the
+// first, then the fleet variables (shard variables included) and the
+// target's params. On a name clash the
 // earlier entry wins: the application team's vars are never overridden by
 // inventory data, and among params the first key in sorted order wins. The
 // skipped names are returned so the clash can be reported.
-func targetVars(base []kargo.ExpressionVariable, fleetStage, wave string, t *plan.Target) ([]kargo.ExpressionVariable, []string) {
-	vars := make([]kargo.ExpressionVariable, 0, len(base)+5+len(t.Params))
+func targetVars(base []kargo.ExpressionVariable, fleetStage, wave string, t *plan.Target,
+	fleetVars []kargo.ExpressionVariable) ([]kargo.ExpressionVariable, []string) {
+	vars := make([]kargo.ExpressionVariable, 0, len(base)+5+len(fleetVars)+len(t.Params))
 	seen := make(map[string]bool, cap(vars))
 	var clashes []string
 	add := func(name, value string) {
@@ -69,6 +85,11 @@ func targetVars(base []kargo.ExpressionVariable, fleetStage, wave string, t *pla
 	add(VarWave, wave)
 	add(VarTarget, t.Name)
 	add(VarTargetID, t.ID)
+	for _, v := range fleetVars {
+		add(v.Name, v.Value)
+	}
+	// fleetTargetSource stays the last fleet variable: what follows it are
+	// the target's params (report.stageParams reads them back).
 	add(VarTargetSource, t.Source)
 	keys := make([]string, 0, len(t.Params))
 	for k := range t.Params {

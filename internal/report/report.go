@@ -78,6 +78,9 @@ type Fleet struct {
 	Targets fleetv1alpha1.TargetCounts `json:"targets"`
 	// Waves are the waves with their Stage and member count.
 	Waves []fleetv1alpha1.WaveMembership `json:"waves"`
+	// Shards count the targets per Kargo shard, when the FleetStage puts
+	// its Stages on shards.
+	Shards []fleetv1alpha1.ShardCount `json:"shards,omitempty"`
 	// Versions says how many targets run which Freight, largest first.
 	Versions []Version `json:"versions"`
 	// LastGoodFreight is the newest Freight every wave passed with.
@@ -162,6 +165,7 @@ func Build(in Input) Report {
 		Name:           fs.Name,
 		Targets:        st.Targets,
 		Waves:          slices.Clone(st.Waves),
+		Shards:         slices.Clone(st.Shards),
 		Versions:       make([]Version, 0, len(st.Versions)),
 		CurrentRollout: st.CurrentRollout,
 		LastRollout:    st.LastRollout,

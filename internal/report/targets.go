@@ -47,6 +47,9 @@ type Target struct {
 	Source string `json:"source,omitempty"`
 	// Wave is the target's wave.
 	Wave string `json:"wave"`
+	// Shard is the Kargo shard of the target's Stage ("" the default
+	// controller).
+	Shard string `json:"shard,omitempty"`
 	// Labels are the target's inventory labels, when they could be read.
 	Labels map[string]string `json:"labels,omitempty"`
 	// Params are the target's parameters: as its inventory holds them, or,
@@ -93,6 +96,7 @@ func BuildTargets(in TargetsInput) TargetList {
 			Name:            cmp.Or(st.Annotations[fleetv1alpha1.TargetNameAnnotation], id),
 			ID:              id,
 			Wave:            st.Labels[fleetv1alpha1.WaveLabel],
+			Shard:           st.Spec.Shard,
 		}
 		if inv, ok := in.Inventory[id]; ok {
 			t.Source, t.Labels, t.Params = inv.Source, maps.Clone(inv.Labels), maps.Clone(inv.Params)
@@ -174,11 +178,16 @@ func RenderTargetsYAML(w io.Writer, l TargetList) error {
 	return err
 }
 
-// RenderTargetsTable writes one line per target: Stage, target, wave and
-// Freight; wide adds the source, labels and params.
+// RenderTargetsTable writes one line per target: Stage, target, wave,
+// shard (when some target is on one) and Freight; wide adds the source,
+// labels and params.
 func RenderTargetsTable(w io.Writer, l TargetList, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	sharded := slices.ContainsFunc(l.Targets, func(t Target) bool { return t.Shard != "" })
 	header := "STAGE\tTARGET\tWAVE\tFREIGHT"
+	if sharded {
+		header = "STAGE\tTARGET\tWAVE\tSHARD\tFREIGHT"
+	}
 	if wide {
 		header += "\tSOURCE\tLABELS\tPARAMS"
 	}
@@ -190,7 +199,11 @@ func RenderTargetsTable(w io.Writer, l TargetList, wide bool) error {
 		for _, f := range t.Freight {
 			freight = append(freight, freightLabel(f))
 		}
-		line := strings.Join([]string{t.Stage, t.Name, t.Wave, cmp.Or(strings.Join(freight, ","), "<none>")}, "\t")
+		cols := []string{t.Stage, t.Name, t.Wave, cmp.Or(strings.Join(freight, ","), "<none>")}
+		if sharded {
+			cols = slices.Insert(cols, 3, plan.DisplayShard(t.Shard))
+		}
+		line := strings.Join(cols, "\t")
 		if wide {
 			line += "\t" + strings.Join([]string{cmp.Or(t.Source, "<unknown>"), pairs(t.Labels), pairs(t.Params)}, "\t")
 		}

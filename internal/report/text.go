@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
 
 // Defaults of TextOptions.
@@ -194,6 +195,13 @@ func (t *textWriter) fleet(f *Fleet) {
 			parts = append(parts, fmt.Sprintf("%s %d", w.Name, w.Members))
 		}
 		t.printf("  Waves     %s\n", strings.Join(parts, ", "))
+	}
+	if len(f.Shards) > 0 {
+		parts := make([]string, 0, len(f.Shards))
+		for _, s := range f.Shards {
+			parts = append(parts, fmt.Sprintf("%s %d", plan.DisplayShard(s.Shard), s.Targets))
+		}
+		t.printf("  Shards    %s\n", strings.Join(parts, ", "))
 	}
 	t.versions(f.Versions)
 	t.drift(f.Drift)

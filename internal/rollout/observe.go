@@ -149,7 +149,13 @@ func compilePolicy(ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("error compiling the policy of FleetStage %q: %w", fs.Name, errs.ToAggregate())
 	}
-	return compiled, nil
+	// Per-shard limits bound a rollback too: it lands on the same Kargo
+	// controllers.
+	limits, errs := plan.CompileShardLimits(fs.Spec.Shards, field.NewPath("spec", "shards"))
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("error compiling the shard limits of FleetStage %q: %w", fs.Name, errs.ToAggregate())
+	}
+	return compiled.WithShardLimits(limits), nil
 }
 
 // observePromotions sorts the Project's Promotions into the rollout's wave

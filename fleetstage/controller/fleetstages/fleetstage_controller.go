@@ -44,6 +44,9 @@ type FleetStageReconciler struct {
 	// StepServerURL, when set, is where wave Stages' fleet-wave task reaches
 	// the step server (default: the task's in-cluster Service URL).
 	StepServerURL string
+	// StepServerShardURLs maps a Kargo shard to the step server URL its
+	// Kargo controller uses (docs/shards.md).
+	StepServerShardURLs map[string]string
 
 	client    client.Client
 	inventory fleetplan.Inventory
@@ -190,7 +193,8 @@ func (r *FleetStageReconciler) resolveTargets(ctx context.Context, s *scope) (bo
 	}
 	s.plan = fp.Plan
 	setTargetsResolved(fs, s.plan)
-	s.desired = render.Stages(render.Input{FleetStage: fs, Base: s.base, Plan: s.plan, StepServerURL: r.StepServerURL})
+	s.desired = render.Stages(render.Input{FleetStage: fs, Base: s.base, Plan: s.plan, StepServerURL: r.StepServerURL,
+		StepServerURLs: r.StepServerShardURLs})
 	return true, nil
 }
 

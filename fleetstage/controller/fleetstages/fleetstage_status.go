@@ -52,6 +52,7 @@ func setTargetsResolved(fs *fleetv1alpha1.FleetStage, p *plan.WavePlan) {
 	}
 	slices.SortFunc(tc.ExcludedByReason, func(a, b fleetv1alpha1.ReasonCount) int { return cmp.Compare(a.Reason, b.Reason) })
 	fs.Status.Targets = tc
+	fs.Status.Shards = shardCounts(fs, p)
 	fs.Status.WaveCount = int32(len(p.Waves))
 	// A wave Stage's recorded UID stays until recordStages says otherwise:
 	// a reconcile that fails before it must not forget it.
@@ -125,4 +126,32 @@ func sample(names []string, n int) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// maxShardCounts bounds status.shards (its MaxItems).
+const maxShardCounts = 64
+
+// shardCounts counts the plan's members per shard, most first, then by
+// name; nil when the FleetStage does not manage shards.
+func shardCounts(fs *fleetv1alpha1.FleetStage, p *plan.WavePlan) []fleetv1alpha1.ShardCount {
+	if fs.Spec.Shards == nil {
+		return nil
+	}
+	byShard := map[string]int32{}
+	for i := range p.Waves {
+		for j := range p.Waves[i].Members {
+			byShard[p.Waves[i].Members[j].Shard]++
+		}
+	}
+	out := make([]fleetv1alpha1.ShardCount, 0, len(byShard))
+	for shard, n := range byShard {
+		out = append(out, fleetv1alpha1.ShardCount{Shard: shard, Targets: n})
+	}
+	slices.SortFunc(out, func(a, b fleetv1alpha1.ShardCount) int {
+		return cmp.Or(cmp.Compare(b.Targets, a.Targets), cmp.Compare(a.Shard, b.Shard))
+	})
+	if len(out) > maxShardCounts {
+		out = out[:maxShardCounts]
+	}
+	return out
 }

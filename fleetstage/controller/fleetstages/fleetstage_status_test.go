@@ -164,3 +164,16 @@ func TestFreightStatusCondition(t *testing.T) {
 		})
 	}
 }
+
+func Test_shardCounts(t *testing.T) {
+	t.Parallel()
+	p := &plan.WavePlan{Waves: []plan.PlannedWave{
+		{Name: "a", Members: []plan.Target{{ID: "1", Shard: "us"}, {ID: "2", Shard: "eu"}, {ID: "3"}}},
+		{Name: "b", Members: []plan.Target{{ID: "4", Shard: "eu"}, {ID: "5", Shard: "eu"}, {ID: "6", Shard: "us"}}},
+	}}
+	fs := &fleetv1alpha1.FleetStage{}
+	require.Nil(t, shardCounts(fs, p), "no spec.shards, no counts")
+	fs.Spec.Shards = &fleetv1alpha1.ShardsSpec{}
+	require.Equal(t, []fleetv1alpha1.ShardCount{{Shard: "eu", Targets: 3}, {Shard: "us", Targets: 2}, {Shard: "", Targets: 1}},
+		shardCounts(fs, p))
+}

@@ -26,10 +26,9 @@ func (r *FleetStageReconciler) summarise(ctx context.Context, s *scope) (bool, e
 	return true, r.checkFreightStatusSize(ctx, s.fs)
 }
 
-// freightStatusWarnBytes is where FreightStatusLarge turns True: two thirds
-// of the object limit, leaving room for the Freight's own content and for
-// Stage names longer than estimated.
-const freightStatusWarnBytes = kargo.FreightObjectLimitBytes * 2 / 3
+// freightStatusWarnBytes is where FreightStatusLarge turns True, as the
+// admission webhook and doctor warn.
+const freightStatusWarnBytes = kargo.FreightStatusWarnBytes
 
 // checkFreightStatusSize sets FreightStatusLarge from the names of every
 // Stage of the Project (other FleetStages' and the Project's own count too:

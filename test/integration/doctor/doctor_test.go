@@ -78,7 +78,7 @@ func TestDoctor(t *testing.T) {
 			}
 			require.Equal(t, doctor.StatusOK, res.Status, "%+v", res)
 		}
-		require.Len(t, results, 11)
+		require.Len(t, results, 13)
 		expect(t, results, doctor.CheckArgoCDApps, doctor.StatusOK, "the Applications of all 3 target Stage(s) exist and authorize their Stage")
 		if env.KargoCRDs == "real" {
 			expect(t, results, doctor.CheckKargoCRDs, doctor.StatusOK, "match Kargo v1.11.x")
@@ -86,7 +86,7 @@ func TestDoctor(t *testing.T) {
 		out, err := kargoFleet("doctor", "prod", "-n", fs.Namespace)
 		require.NoError(t, err)
 		require.Contains(t, out, "ok    argocd-apps")
-		require.Contains(t, out, "11 checks: 11 ok, 0 warnings, 0 failed")
+		require.Contains(t, out, "13 checks: 13 ok, 0 warnings, 0 failed")
 	})
 
 	t.Run("Argo CD Applications missing, unannotated or globbed", func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestDoctor(t *testing.T) {
 		app.SetName("guestbook-eu-3")
 		require.NoError(t, env.Client.Delete(ctx(), app))
 		results, err := runDoctor(t, args...)
-		require.EqualError(t, err, "1 of 11 checks failed")
+		require.EqualError(t, err, "1 of 13 checks failed")
 		expect(t, results, doctor.CheckArgoCDApps, doctor.StatusFail,
 			"3 Application reference(s) of 3 target Stage(s) will make argocd-update error (1 not found, 2 not authorized)")
 		require.Contains(t, results[doctor.CheckArgoCDApps].Message,
@@ -146,6 +146,28 @@ func TestDoctor(t *testing.T) {
 		require.NoError(t, env.Client.Get(ctx(), client.ObjectKeyFromObject(fs), patched))
 		patched.Spec.Waves, patched.Spec.Policy = fs.Spec.Waves, fs.Spec.Policy
 		require.NoError(t, env.Client.Update(ctx(), patched))
+	})
+
+	t.Run("a shard without a Kargo controller", func(t *testing.T) {
+		// The simulator runs only the default controller: the target
+		// Stages of shard "nowhere" are never reconciled.
+		sharded := newFleetWith(t, "shop-shards", func(fs *fleetv1alpha1.FleetStage) {
+			fs.Spec.Shards = &fleetv1alpha1.ShardsSpec{TargetLabel: "region", Default: "nowhere"}
+		}, fleetv1alpha1.InlineTarget{Name: "eu-1"}, fleetv1alpha1.InlineTarget{Name: "eu-2"})
+		var list kargo.StageList
+		require.NoError(t, env.Client.List(ctx(), &list, client.InNamespace(sharded.Namespace),
+			client.MatchingLabels{kargo.ShardLabel: "nowhere"}))
+		require.Len(t, list.Items, 2, "both target Stages are on shard nowhere")
+		time.Sleep(2 * time.Second)
+		results, err := runDoctor(t, "prod", "-n", sharded.Namespace, "--shard-pickup-timeout=1s")
+		require.Error(t, err)
+		expect(t, results, doctor.CheckShards, doctor.StatusFail,
+			"no Kargo controller reconciles shard(s) nowhere: 2 Stages without a status")
+		require.Contains(t, results[doctor.CheckShards].Fix, "SHARD_NAME=<shard>")
+		results, err = runDoctor(t, args...)
+		require.NoError(t, err, "the other fleet's shards are reconciled")
+		expect(t, results, doctor.CheckShards, doctor.StatusOK, "a Kargo controller reconciles every shard the fleet uses: (default)")
+		expect(t, results, doctor.CheckFreightCeiling, doctor.StatusOK, "a Freight in all 6 Stages of Project shop-doctor")
 	})
 
 	t.Run("a ClusterPromotionTask missing", func(t *testing.T) {

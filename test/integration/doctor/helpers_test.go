@@ -173,6 +173,13 @@ func renewLease(t *testing.T, ns string, renew time.Time) {
 // FleetStage "prod" over targets in two waves; it waits until it is Ready.
 func newFleet(t *testing.T, ns string, targets ...fleetv1alpha1.InlineTarget) *fleetv1alpha1.FleetStage {
 	t.Helper()
+	return newFleetWith(t, ns, nil, targets...)
+}
+
+// newFleetWith is newFleet with mutate applied to the FleetStage before it
+// is created.
+func newFleetWith(t *testing.T, ns string, mutate func(*fleetv1alpha1.FleetStage), targets ...fleetv1alpha1.InlineTarget) *fleetv1alpha1.FleetStage {
+	t.Helper()
 	c := env.Client
 	stage := testutil.MakeStage(ns, "prod").Steps(
 		kargo.PromotionStep{Uses: "git-commit", As: "commit", Config: testutil.JSON(`{"path":"./out","message":"promote"}`)},
@@ -187,6 +194,9 @@ func newFleet(t *testing.T, ns string, targets ...fleetv1alpha1.InlineTarget) *f
 		fleetv1alpha1.Wave{Name: "pilot", Count: &one, MaxFailures: &intstr.IntOrString{}},
 		fleetv1alpha1.Wave{Name: "rest", MaxFailures: &ten},
 	).Obj()
+	if mutate != nil {
+		mutate(fs)
+	}
 	testutil.Create(t, c, fs)
 	return testutil.AwaitReady(t, c, fs, wait)
 }

@@ -31,6 +31,9 @@ const (
 	// controllerUser is the identity the simulator runs as, like Kargo's
 	// controller service account (its Promotions carry no actor).
 	controllerUser = "system:serviceaccount:kargo:kargo-controller"
+	// testShard is the one shard with a simulated controller besides the
+	// default one.
+	testShard = "eu"
 )
 
 var (
@@ -96,7 +99,9 @@ func startSimulator(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("error creating manager: %w", err)
 	}
-	sim := kargosim.New(mgr, kargosim.Options{PollFloor: testPollFloor, VerifiedInDelay: testVerifiedInDelay, Seed: 1})
+	// Shard "eu" has a controller of its own; shard "us" has none.
+	sim := kargosim.New(mgr, kargosim.Options{PollFloor: testPollFloor, VerifiedInDelay: testVerifiedInDelay, Seed: 1,
+		Shards: []string{testShard}})
 	if err := sim.SetupWithManager(mgr); err != nil {
 		return err
 	}
