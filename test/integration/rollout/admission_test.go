@@ -116,7 +116,7 @@ func TestKargoUIPathsAroundTheFleetAreRefused(t *testing.T) {
 	api := kargoAPI(t)
 	alice, _ := kargoPromoter(t, f.ns, "alice-"+f.ns)
 	f.ship(f.good)
-	ro := f.rollout(f.good, fleetv1alpha1.RolloutWaitingForApproval)
+	f.rollout(f.good, fleetv1alpha1.RolloutWaitingForApproval)
 
 	// "Promote to downstream" on the pilot wave Stage: Kargo's API server
 	// creates one Promotion into every Stage taking Freight from it, the
@@ -150,7 +150,7 @@ func TestKargoUIPathsAroundTheFleetAreRefused(t *testing.T) {
 		}
 	}
 	require.Empty(t, f.promotionsOf(f.good, "critical"), "no critical target started before the approval")
-	ro = f.rollout(f.good, fleetv1alpha1.RolloutWaitingForApproval)
+	ro := f.rollout(f.good, fleetv1alpha1.RolloutWaitingForApproval)
 	require.Equal(t, fleetv1alpha1.RolloutWaitingForApproval, ro.Status.Phase)
 
 	// The way that works: kargo approve. The controller's own Promotions

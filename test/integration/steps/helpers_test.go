@@ -165,19 +165,11 @@ func newStage(t *testing.T, ns, name string, opts ...stageOpt) *kargo.Stage {
 		o(s)
 	}
 	require.NoError(t, k8s.Create(context.Background(), s))
-	if ref := metav1.GetControllerOf(s); ref != nil && ref.Kind == "FleetStage" && s.Labels[generatedMark] == "" {
+	if ref := metav1.GetControllerOf(s); ref != nil && ref.Kind == "FleetStage" {
 		recordStage(t, ns, ref.Name, s)
 	}
 	return s
 }
-
-// generatedMark, as a Stage label in tests, keeps newStage from recording
-// the Stage: one that only claims to be generated.
-const generatedMark = "test.kargo-fleet.io/unrecorded"
-
-// unrecorded makes a Stage that claims to be generated (labels and a
-// controller reference) but that the FleetStage never recorded.
-func unrecorded(s *kargo.Stage) { s.Labels[generatedMark] = "true" }
 
 // recordStage records st among the FleetStage's generated Stages, as the
 // FleetStage controller does after creating it: a new Stage record, named
