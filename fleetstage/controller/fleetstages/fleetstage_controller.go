@@ -81,9 +81,6 @@ type scope struct {
 	desired render.Output
 	sync    syncResult
 	stages  []kargo.Stage // generated Stages as listed before this reconcile wrote
-	// staleRecord names the Stage record this reconcile replaced: it is
-	// deleted once the status names its successor.
-	staleRecord string
 }
 
 // Reconcile brings one FleetStage's generated Stages and status in step.
@@ -111,7 +108,6 @@ func (r *FleetStageReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			retErr = errors.Join(retErr, err)
 			return
 		}
-		retErr = errors.Join(retErr, r.deleteStaleRecord(ctx, fs, s.staleRecord))
 	}()
 
 	phases := []func(context.Context, *scope) (bool, error){

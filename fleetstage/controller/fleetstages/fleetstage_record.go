@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
@@ -29,7 +28,7 @@ const (
 	StageRecordLostReason = "StageRecordLost"
 )
 
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;get;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;get
 
 // generated returns, by name, the listed Stages that are the FleetStage's
 // own: controlled by it and recorded with their UID. A Stage that claims
@@ -130,23 +129,5 @@ func (r *FleetStageReconciler) recordStages(ctx context.Context, s *scope) (bool
 		fs.Status.StageRecord = previous
 		return false, fmt.Errorf("error reading back Stage record %q: %w", cm.Name, err)
 	}
-	s.staleRecord = previous
 	return true, nil
-}
-
-// deleteStaleRecord deletes the record the status named before this
-// reconcile, now that the status names its successor. A record that is not
-// the FleetStage's is left alone.
-func (r *FleetStageReconciler) deleteStaleRecord(ctx context.Context, fs *fleetv1alpha1.FleetStage, name string) error {
-	if name == "" || name == fs.Status.StageRecord {
-		return nil
-	}
-	cm, err := r.records.Controlled(ctx, fs, name)
-	if err != nil || cm == nil {
-		return err
-	}
-	if err := r.client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("error deleting Stage record %q: %w", name, err)
-	}
-	return nil
 }

@@ -233,11 +233,15 @@ func TestTargetsJoinLeaveAndMove(t *testing.T) {
 	require.Len(t, listGenerated(t, ns, "fleet", fleetv1alpha1.RoleTarget), 5)
 
 	// Join: cluster-005 appears; leave: cluster-004 goes; move: cluster-003 becomes critical.
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(fs), fs))
 	ts := targets(6, critical)
 	ts[3].Labels = map[string]string{"tier": "critical"}
-	fs.Spec.Targets.Sources[0].Inline = append(slices.Clip(ts[:4]), ts[5])
-	require.NoError(t, env.Client.Update(ctx, fs))
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(fs), fs); err != nil {
+			return err
+		}
+		fs.Spec.Targets.Sources[0].Inline = append(slices.Clip(ts[:4]), ts[5])
+		return env.Client.Update(ctx, fs)
+	}), "a spec update retried when the controller's status write came first")
 	waitReady(t, client.ObjectKeyFromObject(fs))
 
 	require.Eventually(t, func() bool {

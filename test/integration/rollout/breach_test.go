@@ -221,8 +221,9 @@ func TestHeldBackFreightIsRefusedUntilRetriedDeliberately(t *testing.T) {
 	// starts a rollout.
 	fs := &fleetv1alpha1.FleetStage{}
 	require.NoError(t, env.Client.Get(context.Background(), f.fleetKey, fs))
+	retry := client.MergeFrom(fs.DeepCopy())
 	metav1.SetMetaDataAnnotation(&fs.ObjectMeta, fleetv1alpha1.RetryFreightAnnotation, f.bad)
-	require.NoError(t, env.Client.Update(context.Background(), fs))
+	require.NoError(t, env.Client.Patch(context.Background(), fs, retry), "an annotation patch does not race the controller's status writes")
 	f.promote(f.bad, "pilot")
 	require.Eventually(t, func() bool {
 		n := 0
