@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,6 +55,11 @@ type FleetStageReconciler struct {
 	recorder  events.EventRecorder
 	clock     clock.PassiveClock
 	records   *stagerecord.Reader
+	// createdHere holds the UIDs of Stages this process created and has not
+	// yet seen in a record: a reconcile that reads the FleetStage from a
+	// cache older than its own last status write must not take the Stage it
+	// just created for a forged one.
+	createdHere sync.Map
 }
 
 var _ reconcile.Reconciler = &FleetStageReconciler{}

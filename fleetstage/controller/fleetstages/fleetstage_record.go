@@ -67,7 +67,11 @@ func (r *FleetStageReconciler) generated(ctx context.Context, s *scope, stages [
 		st := &stages[i]
 		switch {
 		case !metav1.IsControlledBy(st, fs):
-		case trustAll || rec.Has(st):
+		case rec.Has(st):
+			r.createdHere.Delete(st.UID)
+			have[st.Name] = st
+			s.sync.record[st.Name] = st.UID
+		case trustAll || r.wasCreatedHere(st.UID):
 			have[st.Name] = st
 			s.sync.record[st.Name] = st.UID
 		default:
@@ -130,4 +134,10 @@ func (r *FleetStageReconciler) recordStages(ctx context.Context, s *scope) (bool
 		return false, fmt.Errorf("error reading back Stage record %q: %w", cm.Name, err)
 	}
 	return true, nil
+}
+
+// wasCreatedHere reports whether this process created the Stage with uid.
+func (r *FleetStageReconciler) wasCreatedHere(uid types.UID) bool {
+	_, ok := r.createdHere.Load(uid)
+	return ok
 }

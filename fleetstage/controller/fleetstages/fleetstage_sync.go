@@ -72,6 +72,9 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 		case !ok:
 			g.Go(func() error {
 				err := r.client.Create(ctx, d)
+				if err == nil {
+					r.createdHere.Store(d.UID, struct{}{})
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				switch {

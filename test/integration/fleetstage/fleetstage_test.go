@@ -181,9 +181,9 @@ func TestUnchangedFleetStageMakesNoWrites(t *testing.T) {
 	require.Equal(t, before, writes.Writes(), "a reconcile of an unchanged FleetStage must not write")
 
 	// A spec change that re-renders every target Stage writes each once.
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(fs), fs))
-	fs.Spec.Waves[1].Soak = &metav1.Duration{Duration: 20 * time.Minute}
-	require.NoError(t, env.Client.Update(ctx, fs))
+	updateFleet(t, fs, func(fs *fleetv1alpha1.FleetStage) {
+		fs.Spec.Waves[1].Soak = &metav1.Duration{Duration: 20 * time.Minute}
+	})
 	waitReady(t, client.ObjectKeyFromObject(fs))
 	settle(t)
 	generalTargets := 20 - 3
@@ -235,13 +235,9 @@ func TestTargetsJoinLeaveAndMove(t *testing.T) {
 	// Join: cluster-005 appears; leave: cluster-004 goes; move: cluster-003 becomes critical.
 	ts := targets(6, critical)
 	ts[3].Labels = map[string]string{"tier": "critical"}
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(fs), fs); err != nil {
-			return err
-		}
+	updateFleet(t, fs, func(fs *fleetv1alpha1.FleetStage) {
 		fs.Spec.Targets.Sources[0].Inline = append(slices.Clip(ts[:4]), ts[5])
-		return env.Client.Update(ctx, fs)
-	}), "a spec update retried when the controller's status write came first")
+	})
 	waitReady(t, client.ObjectKeyFromObject(fs))
 
 	require.Eventually(t, func() bool {
@@ -294,9 +290,9 @@ func TestPruningWaitsForInFlightPromotion(t *testing.T) {
 	promo.Status.Phase = kargo.PromotionRunning
 	require.NoError(t, env.Client.Status().Update(ctx, promo))
 
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(fs), fs))
-	fs.Spec.Targets.Sources[0].Inline = fs.Spec.Targets.Sources[0].Inline[:2]
-	require.NoError(t, env.Client.Update(ctx, fs))
+	updateFleet(t, fs, func(fs *fleetv1alpha1.FleetStage) {
+		fs.Spec.Targets.Sources[0].Inline = fs.Spec.Targets.Sources[0].Inline[:2]
+	})
 
 	key := client.ObjectKey{Namespace: ns, Name: "fleet.cluster-002"}
 	require.Eventually(t, func() bool {
@@ -388,4 +384,17 @@ func TestMissingAdoptedStageIsReported(t *testing.T) {
 	// Creating the Stage later lets the FleetStage proceed (the Stage is watched).
 	newProdStage(t, ns, "nope")
 	waitReady(t, client.ObjectKeyFromObject(fs))
+}
+
+// updateFleet changes fs's spec with mutate, read afresh and retried when a
+// status write of the controller came first.
+func updateFleet(t *testing.T, fs *fleetv1alpha1.FleetStage, mutate func(*fleetv1alpha1.FleetStage)) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(fs), fs); err != nil {
+			return err
+		}
+		mutate(fs)
+		return env.Client.Update(context.Background(), fs)
+	}))
 }
