@@ -198,7 +198,13 @@ func TestRollbackAdmission(t *testing.T) {
 
 	rb := rollback(prodBad, good)
 	require.NoError(t, c.Create(ctx, rb), "a rollback of the fleet's own rollout to its last good Freight")
-	require.ErrorContains(t, c.Create(ctx, rollback(rb, good)), `FleetRollout "prod-bad-rb" is itself a rollback`)
+	// The webhook reads rollouts from its cache: the rollback just created
+	// may take a moment to appear there.
+	require.Eventually(t, func() bool {
+		err = c.Create(ctx, rollback(rb, good))
+		return err != nil && !strings.Contains(err.Error(), "Not found")
+	}, wait, tick, "last: %v", err)
+	require.ErrorContains(t, err, `FleetRollout "prod-bad-rb" is itself a rollback`)
 
 	patched := rb.DeepCopy()
 	patched.Spec.RollbackOf = stagingRo.Name
