@@ -16,6 +16,9 @@ const (
 	TargetLabel = "fleet.kargo-fleet.io/target"
 	// RolloutLabel names the FleetRollout a target Promotion belongs to.
 	RolloutLabel = "fleet.kargo-fleet.io/rollout"
+	// RollbackReasonAnnotation, on a rollback FleetRollout, says why it was
+	// asked for, for people.
+	RollbackReasonAnnotation = "fleet.kargo-fleet.io/reason"
 	// TargetNameAnnotation holds a target's full name on its Stage.
 	TargetNameAnnotation = "fleet.kargo-fleet.io/target-name"
 	// PruneAnnotation marks a target Stage whose target left the selection; it

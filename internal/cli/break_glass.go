@@ -85,9 +85,23 @@ func (o *breakGlassOptions) run(ctx context.Context) error {
 		map[string]string{fleetv1alpha1.BreakGlassLabel: fs.Name},
 		map[string]string{rolloutplan.BreakGlassReasonAnnotation: strings.TrimSpace(o.reason)})
 	if err := c.Create(ctx, p); err != nil {
-		return fmt.Errorf("error creating break-glass Promotion of Freight %s into Stage %q: %w", o.freight, stage, err)
+		return breakGlassError(err, fs.Namespace, o.freight, stage)
 	}
 	_, err = fmt.Fprintf(o.out, "Break-glass Promotion %s created: Freight %s into target Stage %s of FleetStage %s.\n"+
 		"Follow it in the Kargo UI or with: kubectl get promotion %s -n %s\n", p.Name, o.freight, stage, fs.Name, p.Name, fs.Namespace)
 	return err
+}
+
+// breakGlassError words a refused break-glass Promotion. Kargo's own
+// webhook admits Freight into a Stage only once it is verified upstream of
+// it or approved for it; a hotfix Freight usually is neither for a critical
+// target, so the error says how to approve it.
+func breakGlassError(err error, namespace, freight, stage string) error {
+	err = fmt.Errorf("error creating break-glass Promotion of Freight %s into Stage %q: %w", freight, stage, err)
+	if !strings.Contains(err.Error(), "not available to this Stage") {
+		return err
+	}
+	return fmt.Errorf("%w\nKargo admits Freight into a Stage once it is verified upstream of it or approved for it; "+
+		"approve it for this one Stage first (Kargo's promote right on the Stage), then run this again:\n"+
+		"  kargo approve --project %s --freight %s --stage %s", err, namespace, freight, stage)
 }

@@ -34,7 +34,7 @@ const (
 	// still decides first.
 	RequestedAtAnnotation = "fleet.kargo-fleet.io/requested-at"
 	// ReasonAnnotation, on a rollback, says why it was asked for.
-	ReasonAnnotation = "fleet.kargo-fleet.io/reason"
+	ReasonAnnotation = fleetv1alpha1.RollbackReasonAnnotation
 	// AnyFreightAnnotation, "true" on a rollback, allows its Freight to be
 	// held back after a breach or not to have passed the fleet: whoever
 	// asked chose that Freight deliberately (the fleet-rollback step's

@@ -54,6 +54,11 @@ func describeWave(v WaveView, counts bool) string {
 	if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
 		fmt.Fprintf(&b, "kargo-fleet rollback %s returns the targets of %s to Freight %s: %s.",
 			ro.Name, ro.Spec.RollbackOf, ShortFreight(ro.Spec.Freight.Name), phase)
+		// Why the fleet went back is what a reader of a green wave Stage
+		// after a failed rollout asks first.
+		if why := strings.TrimSpace(ro.Annotations[fleetv1alpha1.RollbackReasonAnnotation]); why != "" {
+			fmt.Fprintf(&b, " Why: %s.", strings.TrimSuffix(why, "."))
+		}
 	} else {
 		fmt.Fprintf(&b, "kargo-fleet rollout %s of Freight %s: %s.", ro.Name, ShortFreight(ro.Spec.Freight.Name), phase)
 	}

@@ -115,6 +115,22 @@ func TestDescribeWave(t *testing.T) {
 				"Wave canary: Succeeded, 3 succeeded, 0 failed, 0 in flight of 3. Rolled back 3 target(s) to Freight f2.",
 		},
 		{
+			name: "a rollback says why the fleet went back",
+			ro: func() *fleetv1alpha1.FleetRollout {
+				ro := describedRollout(fleetv1alpha1.RolloutSucceeded,
+					fleetv1alpha1.WaveProgress{Name: "pilot", Phase: fleetv1alpha1.WaveSucceeded, Total: 2, Succeeded: 2})
+				ro.Name, ro.Spec.Direction, ro.Spec.RollbackOf = "prod-v4-rb", fleetv1alpha1.DirectionRollback, "prod-v4"
+				ro.Spec.Freight.Name = "f1"
+				ro.Annotations = map[string]string{fleetv1alpha1.RollbackReasonAnnotation: "threshold breached: wave pilot: " +
+					"1 of 2 targets failed, more than the 0 allowed by maxFailures (spec.policy.rollback.mode Automatic)."}
+				return ro
+			}(),
+			wave: "pilot",
+			want: "kargo-fleet rollback prod-v4-rb returns the targets of prod-v4 to Freight f1: Succeeded. " +
+				"Why: threshold breached: wave pilot: 1 of 2 targets failed, more than the 0 allowed by maxFailures " +
+				"(spec.policy.rollback.mode Automatic). Wave pilot: Succeeded, 2 succeeded, 0 failed, 0 in flight of 2.",
+		},
+		{
 			name: "a wave a rollback does not touch",
 			ro: func() *fleetv1alpha1.FleetRollout {
 				ro := describedRollout(fleetv1alpha1.RolloutRollingBack)

@@ -253,7 +253,7 @@ func (r *FleetRolloutReconciler) ensureRollback(ctx context.Context, s *scope) e
 		return nil
 	}
 	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: ro, Freight: p.Freight,
-		Actor: fleetrollout.AutomaticRollbackActor, Reason: "a failure threshold was breached (spec.policy.rollback.mode Automatic)"})
+		Actor: fleetrollout.AutomaticRollbackActor, Reason: automaticRollbackReason(s.status)})
 	got, created, err := fleetrollout.EnsureRollback(ctx, r.client, r.reader, rb)
 	var conflict *fleetrollout.ConflictError
 	switch {
@@ -525,3 +525,15 @@ func (r *FleetRolloutReconciler) refreshPromotion(ctx context.Context, ro *fleet
 }
 
 func (r *FleetRolloutReconciler) now() metav1.Time { return metav1.NewTime(r.clock.Now()) }
+
+// automaticRollbackReason says why the policy rolls a rollout back: its
+// breach, as the rollout's condition words it, so the rollback (and the wave
+// Stages that describe it in the Kargo UI) tells what went wrong.
+func automaticRollbackReason(status *fleetv1alpha1.FleetRolloutStatus) string {
+	const policy = "spec.policy.rollback.mode Automatic"
+	c := meta.FindStatusCondition(status.Conditions, fleetv1alpha1.ThresholdBreachedCondition)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Message == "" {
+		return "a failure threshold was breached (" + policy + ")"
+	}
+	return "threshold breached: " + strings.TrimSuffix(c.Message, ".") + " (" + policy + ")"
+}

@@ -44,12 +44,23 @@ func (r *FleetRolloutReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 // on a target Stage (manual, or a queue neighbour) it makes the Stage busy
 // or free; on a wave Stage its success hands the Freight on to the next wave.
 func (r *FleetRolloutReconciler) rolloutsOfPromotion(ctx context.Context, o client.Object) []reconcile.Request {
-	for _, label := range []string{fleetv1alpha1.RolloutLabel, fleetrollout.WavePromotionLabel} {
-		if name := o.GetLabels()[label]; name != "" {
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
-		}
-	}
 	p := o.(*kargo.Promotion)
+	if name := p.Labels[fleetv1alpha1.RolloutLabel]; name != "" {
+		own := []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: p.Namespace, Name: name}}}
+		fs := p.Labels[fleetv1alpha1.FleetStageLabel]
+		if !p.Status.Phase.IsTerminal() || fs == "" {
+			return own
+		}
+		// A finished target Promotion frees its Stage for the other open
+		// rollouts of the fleet, which may wait for exactly that (a target
+		// in flight for another rollout, e.g. an aborted one whose shard
+		// controller came back).
+		others := r.openRollouts(ctx, p.Namespace, client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs})
+		return append(own, slices.DeleteFunc(others, func(req reconcile.Request) bool { return req.Name == name })...)
+	}
+	if name := p.Labels[fleetrollout.WavePromotionLabel]; name != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: p.Namespace, Name: name}}}
+	}
 	st := &kargo.Stage{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Stage}, st, client.UnsafeDisableDeepCopy); err != nil {
 		return nil

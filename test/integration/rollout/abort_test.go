@@ -183,3 +183,42 @@ func TestDeletingARunningRolloutAbortsIt(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, c.Create(ctx, again), "is gone (recorded as Aborted in the FleetStage's history)")
 }
+
+// TestRolloutWaitingOnAnAbortedRolloutsTargetsGoesOnWhenTheyFinish: a
+// rollout whose targets are in flight for another, aborted rollout waits for
+// them (Kargo runs one Promotion per Stage). When those Promotions finish
+// (inside their request, or once the shard controller that aborts them is
+// back), the waiting rollout promotes the freed targets at once, without
+// waiting for a resync: a finished target Promotion wakes every open
+// rollout of its fleet.
+func TestRolloutWaitingOnAnAbortedRolloutsTargetsGoesOnWhenTheyFinish(t *testing.T) {
+	srv := newBlockingServer(t)
+	f := newFleet(t, "abort-frees", fleetSpec{
+		targets: inline("c", 2, nil, nil),
+		waves:   []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(2)}},
+		policy:  fleetv1alpha1.FleetPolicy{NewerFreight: fleetv1alpha1.SupersedeReplace},
+		steps: []kargo.PromotionStep{{Uses: "http", As: "deploy", Config: &apiextensionsv1.JSON{Raw: []byte(`{
+			"method": "POST", "url": "` + srv.URL + `", "timeout": "60s",
+			"successExpression": "response.status == 200 && response.body.state == 'done'"}`)}}},
+	})
+	f.ship(f.good)
+	first := f.rollout(f.good, fleetv1alpha1.RolloutProgressing)
+	require.Eventually(t, func() bool { return srv.inRequest() == 2 }, wait, tick, "both target Promotions are inside their request")
+	patch := client.MergeFrom(first.DeepCopy())
+	first.Spec.Intent = fleetv1alpha1.IntentAbort
+	require.NoError(t, env.Client.Patch(context.Background(), first, patch))
+	f.rollout(f.good, fleetv1alpha1.RolloutAborted)
+
+	f.ship(f.bad)
+	var next *fleetv1alpha1.FleetRollout
+	require.Eventually(t, func() bool {
+		next = f.findRollout(f.bad, fleetv1alpha1.DirectionForward)
+		return next != nil && len(next.Status.Waves) == 1 && strings.Contains(next.Status.Waves[0].Waiting, "in flight for another rollout")
+	}, wait, tick, "the next rollout waits for the aborted rollout's targets (last: %s)", describe(&next))
+	require.Zero(t, countPromotions(t, f, next.Name), "it starts nothing while both Stages are busy")
+
+	srv.open()
+	require.Eventually(t, func() bool { return countPromotions(t, f, next.Name) == 2 }, 10*time.Second, tick,
+		"the freed targets are promoted as soon as the aborted rollout's Promotions finish")
+	f.rollout(f.bad, fleetv1alpha1.RolloutSucceeded)
+}

@@ -81,6 +81,8 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 	}, wait, tick, "the automatic rollback never finished")
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rb.Status.Phase, rb.Status.Message)
 	require.Equal(t, fleetrollout.RollbackName(bad.Name), rb.Name)
+	require.Contains(t, rb.Annotations[fleetrollout.ReasonAnnotation], "threshold breached: wave canary",
+		"the rollback says which breach it answers, for the wave Stages that describe it")
 	require.EqualValues(t, 4, rb.Status.Snapshot.Targets, "exactly the targets the bad rollout moved: the pilot and the canary ring")
 	require.Equal(t, []string{"canary", "pilot"}, []string{rb.Status.Waves[0].Name, rb.Status.Waves[1].Name}, "in reverse wave order")
 	for _, p := range f.promotionsOf(f.good, "canary") {

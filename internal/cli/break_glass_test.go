@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestBreakGlassError(t *testing.T) {
+	t.Parallel()
+	unavailable := apierrors.NewInvalid(schema.GroupKind{Group: "kargo.akuity.io", Kind: "Promotion"}, "p",
+		field.ErrorList{field.Invalid(field.NewPath("spec", "freight"), "f2", "Freight is not available to this Stage")})
+	tests := []struct {
+		name     string
+		err      error
+		approve  bool
+		original string
+	}{
+		{name: "Freight not yet approved for the Stage", err: unavailable, approve: true, original: "not available to this Stage"},
+		{name: "refused by the fleet's guard", err: errors.New(`admission webhook "promotions.fleet.kargo-fleet.io" denied the request: may not break glass`),
+			original: "may not break glass"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := breakGlassError(tt.err, "shop", "f2", "prod.eu-1")
+			require.ErrorIs(t, got, tt.err, "the API server's error stays inspectable")
+			require.Contains(t, got.Error(), tt.original)
+			require.Contains(t, got.Error(), `Freight f2 into Stage "prod.eu-1"`)
+			if tt.approve {
+				require.Contains(t, got.Error(), "kargo approve --project shop --freight f2 --stage prod.eu-1")
+			} else {
+				require.NotContains(t, got.Error(), "kargo approve")
+			}
+		})
+	}
+}
