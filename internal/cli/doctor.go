@@ -42,6 +42,7 @@ func newDoctorCommand(streams genericiooptions.IOStreams, kube kubeOptions, clk 
 			"(-n its Project), it also checks that every target's Argo CD Application authorizes its target Stage, " +
 			"that no ProjectConfig auto-promotion lets Freight skip the fleet, that every target gets an open " +
 			"change window, that every wave can halt, that a Kargo controller reconciles every shard its Stages are on " +
+			"(by the controllers' heartbeat Leases in Kargo's namespace, --kargo-namespace) " +
 			"and how close the Project is to the size ceiling of a Freight's status. Exits non-zero when a check fails.",
 		Example: "  kargo-fleet doctor\n  kargo-fleet doctor --release fleet --controller-namespace platform\n" +
 			"  kargo-fleet doctor prod -n shop\n  kubectl fleet doctor prod -n shop -o json",
