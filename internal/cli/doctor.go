@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/doctor"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 // doctorOptions configures `kargo-fleet doctor`.
@@ -20,6 +21,7 @@ type doctorOptions struct {
 	release             string
 	controllerNamespace string
 	shardPickupTimeout  time.Duration
+	kargoNamespace      string
 	output              *outputOptions
 
 	streams genericiooptions.IOStreams
@@ -40,6 +42,7 @@ func newDoctorCommand(streams genericiooptions.IOStreams, kube kubeOptions, clk 
 			"(-n its Project), it also checks that every target's Argo CD Application authorizes its target Stage, " +
 			"that no ProjectConfig auto-promotion lets Freight skip the fleet, that every target gets an open " +
 			"change window, that every wave can halt, that a Kargo controller reconciles every shard its Stages are on " +
+			"(by the controllers' heartbeat Leases in Kargo's namespace, --kargo-namespace) " +
 			"and how close the Project is to the size ceiling of a Freight's status. Exits non-zero when a check fails.",
 		Example: "  kargo-fleet doctor\n  kargo-fleet doctor --release fleet --controller-namespace platform\n" +
 			"  kargo-fleet doctor prod -n shop\n  kubectl fleet doctor prod -n shop -o json",
@@ -61,7 +64,9 @@ func (o *doctorOptions) addFlags(cmd *cobra.Command) {
 		"Namespace kargo-fleet is installed in; default: found from its Deployment (else "+doctor.DefaultControllerNamespace+").")
 	f.DurationVar(&o.shardPickupTimeout, "shard-pickup-timeout", doctor.DefaultShardPickupTimeout,
 		"How long a FLEETSTAGE's Stage may go without a status, or its Promotion without a phase, before doctor says "+
-			"no Kargo controller runs its shard.")
+			"no Kargo controller runs its shard, when Kargo's controllers keep no heartbeat Lease.")
+	f.StringVar(&o.kargoNamespace, "kargo-namespace", kargo.DefaultNamespace,
+		"Namespace Kargo is installed in (its controllers' KARGO_NAMESPACE), where they keep their heartbeat Leases.")
 }
 
 func (o *doctorOptions) validate() error {
@@ -79,7 +84,7 @@ func (o *doctorOptions) run(ctx context.Context) error {
 		return err
 	}
 	d := doctor.New(c, doctor.Options{Release: o.release, ControllerNamespace: o.controllerNamespace,
-		Now: o.clock.Now(), ShardPickupTimeout: o.shardPickupTimeout})
+		Now: o.clock.Now(), ShardPickupTimeout: o.shardPickupTimeout, KargoNamespace: o.kargoNamespace})
 	results := d.Install(ctx)
 	if o.fleetStage != "" {
 		fs, err := getFleetStage(ctx, c, ns, o.fleetStage)

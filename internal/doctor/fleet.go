@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -64,8 +65,21 @@ func (d *Doctor) checkShards(ctx context.Context, fs *fleetv1alpha1.FleetStage, 
 		}
 	}
 	timeout := cmp.Or(d.opts.ShardPickupTimeout, DefaultShardPickupTimeout)
-	status, msg, fix := ShardVerdict(ShardStates(stages, mine, d.opts.Now, timeout), timeout)
+	status, msg, fix := ShardVerdict(ShardStates(stages, mine, d.opts.Now, timeout), d.heartbeats(ctx), d.opts.Now, timeout)
 	return Result{Check: CheckShards, Status: status, Message: msg, Fix: fix}
+}
+
+// heartbeats reads the Kargo controllers' heartbeat Leases in Kargo's
+// namespace. A user who may not list them there gets the judgement by
+// Stage statuses and Promotion phases, with the reason, not a failure:
+// doctor is often run with a Project's rights only.
+func (d *Doctor) heartbeats(ctx context.Context) Heartbeats {
+	ns := cmp.Or(d.opts.KargoNamespace, kargo.DefaultNamespace)
+	var leases coordinationv1.LeaseList
+	if err := d.c.List(ctx, &leases, client.InNamespace(ns), client.HasLabels{kargo.ControllerLabel}); err != nil {
+		return Heartbeats{Namespace: ns, ReadErr: err}
+	}
+	return ReadHeartbeats(ns, leases.Items, d.opts.Now)
 }
 
 // checkFreightCeiling estimates the status of a Freight promoted through

@@ -69,6 +69,9 @@ type Options struct {
 	// Promotion without a phase, before its shard counts as having no
 	// Kargo controller (default DefaultShardPickupTimeout).
 	ShardPickupTimeout time.Duration
+	// KargoNamespace is Kargo's namespace, where its controllers keep their
+	// heartbeat Leases (default kargo.DefaultNamespace).
+	KargoNamespace string
 }
 
 // Doctor runs the checks through a client.

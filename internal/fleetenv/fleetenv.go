@@ -83,6 +83,9 @@ type Env struct {
 	*envtest.Env
 	// StepServerURL is where the step server listens.
 	StepServerURL string
+	// Simulator is the running Kargo simulator (its StopShard stops one
+	// shard's simulated Kargo controller).
+	Simulator *kargosim.Simulator
 
 	opts          Options
 	controllerCfg *rest.Config
@@ -281,7 +284,8 @@ func (e *Env) startSimulator() error {
 	if err != nil {
 		return err
 	}
-	if err := kargosim.New(mgr, e.opts.Simulator).SetupWithManager(mgr); err != nil {
+	e.Simulator = kargosim.New(mgr, e.opts.Simulator)
+	if err := e.Simulator.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	// The FleetStage and FleetRollout webhooks are served next to Kargo's:

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 // Defaults of Options; each is Kargo v1.11.2's own figure.
@@ -64,6 +66,14 @@ type Options struct {
 	// and Promotions of a shard without a controller are not reconciled:
 	// their Promotions stay Pending and the Stages get no status.
 	Shards []string
+	// KargoNamespace is Kargo's namespace (its controllers'
+	// KARGO_NAMESPACE), where each simulated controller keeps its heartbeat
+	// Lease (default kargo.DefaultNamespace).
+	KargoNamespace string
+	// HeartbeatTTL is the duration of the heartbeat Leases, renewed every
+	// third of it (default kargo.DefaultHeartbeatTTL, Kargo's 120 s; the
+	// controller's HEARTBEAT_TTL_SECONDS). Tests may shorten it.
+	HeartbeatTTL time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -87,6 +97,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ControlPlaneUsers == nil {
 		o.ControlPlaneUsers = regexp.MustCompile(DefaultControlPlaneUsers)
+	}
+	if o.KargoNamespace == "" {
+		o.KargoNamespace = kargo.DefaultNamespace
+	}
+	if o.HeartbeatTTL <= 0 {
+		o.HeartbeatTTL = kargo.DefaultHeartbeatTTL
 	}
 	if o.HTTPTransport == nil {
 		o.HTTPTransport = http.DefaultTransport.(*http.Transport).Clone()

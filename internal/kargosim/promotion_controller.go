@@ -60,7 +60,7 @@ func (s *Simulator) setupPromotionController(mgr ctrl.Manager) error {
 				},
 			}, builder.WithPredicates(inShard(shard))).
 			WithOptions(controller.Options{MaxConcurrentReconciles: s.opts.MaxConcurrentReconciles}).
-			Complete(onlyShard[kargo.Promotion](s.client, shard, s.reconcilePromotion))
+			Complete(onlyShard[kargo.Promotion](s.client, s.shards[shard], s.reconcilePromotion))
 		if err != nil {
 			return err
 		}

@@ -225,3 +225,15 @@ func TestInflateStepsRequiresTaskVars(t *testing.T) {
 		})
 	}
 }
+
+// The zero Options are Kargo's own: its heartbeat Leases last 120 s in the
+// kargo namespace.
+func TestOptionsDefaultsAreKargos(t *testing.T) {
+	t.Parallel()
+	o := Options{}.withDefaults()
+	require.Equal(t, 120*time.Second, o.HeartbeatTTL)
+	require.Equal(t, "kargo", o.KargoNamespace)
+	o = Options{HeartbeatTTL: 3 * time.Second, KargoNamespace: "kargo-system"}.withDefaults()
+	require.Equal(t, 3*time.Second, o.HeartbeatTTL)
+	require.Equal(t, "kargo-system", o.KargoNamespace)
+}

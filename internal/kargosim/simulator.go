@@ -25,7 +25,8 @@ const LoggerName = "kargo-simulator"
 // against one apiserver. Create it with New and add it to a manager with
 // SetupWithManager; the manager's identity is the simulated Kargo
 // controller's (it needs to read and write Kargo objects, read Secrets and
-// ConfigMaps and create SubjectAccessReviews).
+// ConfigMaps, create SubjectAccessReviews, and write Leases in Kargo's
+// namespace, which it creates when absent).
 type Simulator struct {
 	opts   Options
 	client client.Client
@@ -45,6 +46,8 @@ type Simulator struct {
 	recorded sync.Map
 	// polls holds each Running Promotion's nextPoll (namespace/name).
 	polls sync.Map
+	// shards holds each simulated controller's state, by shard.
+	shards map[string]*shardController
 }
 
 // New returns a simulator that uses the manager's client.
@@ -56,6 +59,7 @@ func New(mgr ctrl.Manager, opts Options) *Simulator {
 		reader: mgr.GetAPIReader(),
 		ulids:  newULIDSource(),
 	}
+	s.shards = newShardControllers(s.controllerShards())
 	s.freightStatus = newFreightStatusWriter(mgr.GetClient(), freightStatusFlushInterval)
 	s.engine = newEngine(opts, s)
 	return s
@@ -80,7 +84,8 @@ func newEngine(opts Options, apps applicationReader) *engine {
 }
 
 // SetupWithManager registers the Promotion and Stage webhooks on the
-// manager's webhook server and the Promotion and Stage controllers.
+// manager's webhook server, the Promotion and Stage controllers and their
+// heartbeats.
 func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	srv := mgr.GetWebhookServer()
@@ -99,6 +104,9 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := s.setupStageController(mgr); err != nil {
 		return fmt.Errorf("error setting up the simulated Stage controller: %w", err)
+	}
+	if err := s.setupHeartbeats(mgr); err != nil {
+		return fmt.Errorf("error setting up the simulated controllers' heartbeats: %w", err)
 	}
 	return nil
 }

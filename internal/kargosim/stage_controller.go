@@ -59,7 +59,7 @@ func (s *Simulator) setupShardStageController(mgr ctrl.Manager, shard string, st
 			})).
 		Watches(&kargo.Freight{}, s.freightEventHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: s.opts.MaxConcurrentStageReconciles}).
-		Complete(onlyShard[kargo.Stage](s.client, shard, s.reconcileStage))
+		Complete(onlyShard[kargo.Stage](s.client, s.shards[shard], s.reconcileStage))
 }
 
 // stagesInNamespace lists every Stage of an object's project.

@@ -149,8 +149,8 @@ func TestDoctor(t *testing.T) {
 	})
 
 	t.Run("a shard without a Kargo controller", func(t *testing.T) {
-		// The simulator runs only the default controller: the target
-		// Stages of shard "nowhere" are never reconciled.
+		// The simulator runs no controller of shard "nowhere": no
+		// heartbeat Lease says one is alive, so doctor needs no wait.
 		sharded := newFleetWith(t, "shop-shards", func(fs *fleetv1alpha1.FleetStage) {
 			fs.Spec.Shards = &fleetv1alpha1.ShardsSpec{TargetLabel: "region", Default: "nowhere"}
 		}, fleetv1alpha1.InlineTarget{Name: "eu-1"}, fleetv1alpha1.InlineTarget{Name: "eu-2"})
@@ -158,16 +158,39 @@ func TestDoctor(t *testing.T) {
 		require.NoError(t, env.Client.List(ctx(), &list, client.InNamespace(sharded.Namespace),
 			client.MatchingLabels{kargo.ShardLabel: "nowhere"}))
 		require.Len(t, list.Items, 2, "both target Stages are on shard nowhere")
-		time.Sleep(2 * time.Second)
-		results, err := runDoctor(t, "prod", "-n", sharded.Namespace, "--shard-pickup-timeout=1s")
+		results, err := runDoctor(t, "prod", "-n", sharded.Namespace)
 		require.Error(t, err)
 		expect(t, results, doctor.CheckShards, doctor.StatusFail,
-			"no Kargo controller reconciles shard(s) nowhere: 2 Stages without a status")
-		require.Contains(t, results[doctor.CheckShards].Fix, "SHARD_NAME=<shard>")
+			"no Kargo controller reconciles shard(s) nowhere: 2 target Stages, no heartbeat Lease kargo/kargo-controller-nowhere")
+		require.Contains(t, results[doctor.CheckShards].Fix, "SHARD_NAME=nowhere (kubectl get lease -n kargo kargo-controller-nowhere)")
 		results, err = runDoctor(t, args...)
 		require.NoError(t, err, "the other fleet's shards are reconciled")
 		expect(t, results, doctor.CheckShards, doctor.StatusOK, "a Kargo controller reconciles every shard the fleet uses: (default)")
+		expect(t, results, doctor.CheckShards, doctor.StatusOK, "judged by the Kargo controllers' heartbeat Leases in namespace kargo")
 		expect(t, results, doctor.CheckFreightCeiling, doctor.StatusOK, "a Freight in all 6 Stages of Project shop-doctor")
+
+		// Past the pickup timeout, so that the Stage statuses can tell.
+		time.Sleep(time.Until(list.Items[0].CreationTimestamp.Add(2 * time.Second)))
+		results, err = runDoctor(t, "prod", "-n", sharded.Namespace, "--kargo-namespace", "elsewhere", "--shard-pickup-timeout=1s")
+		require.Error(t, err)
+		expect(t, results, doctor.CheckShards, doctor.StatusFail, "no Kargo controller heartbeat Lease in namespace elsewhere")
+		require.Contains(t, results[doctor.CheckShards].Fix, "SHARD_NAME=<shard>", "without heartbeats, the Stage statuses tell")
+	})
+
+	t.Run("a shard whose Kargo controller stopped", func(t *testing.T) {
+		onEU := newFleetWith(t, "shop-eu", func(fs *fleetv1alpha1.FleetStage) {
+			fs.Spec.Shards = &fleetv1alpha1.ShardsSpec{TargetLabel: "region", Default: "eu"}
+		}, fleetv1alpha1.InlineTarget{Name: "eu-1"}, fleetv1alpha1.InlineTarget{Name: "eu-2"}, fleetv1alpha1.InlineTarget{Name: "eu-3"})
+		results, _ := runDoctor(t, "prod", "-n", onEU.Namespace)
+		expect(t, results, doctor.CheckShards, doctor.StatusOK, "(default) (2 Stages), eu (3 Stages)")
+		stop, cancel := context.WithTimeout(ctx(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, env.Simulator.StopShard(stop, "eu"))
+		results, err := runDoctor(t, "prod", "-n", onEU.Namespace)
+		require.Error(t, err)
+		expect(t, results, doctor.CheckShards, doctor.StatusFail,
+			"no Kargo controller reconciles shard(s) eu: 3 target Stages, no heartbeat Lease kargo/kargo-controller-eu")
+		require.Contains(t, results[doctor.CheckShards].Fix, "SHARD_NAME=eu (kubectl get lease -n kargo kargo-controller-eu)")
 	})
 
 	t.Run("a ClusterPromotionTask missing", func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 )
 
 var (
@@ -44,7 +45,8 @@ func run(m *testing.M) (int, error) {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level), zap.StacktraceLevel(zapcore.PanicLevel)))
 	var err error
-	env, err = fleetenv.Start(context.Background(), fleetenv.Options{})
+	// Shard "eu" has a simulated Kargo controller, which a test stops.
+	env, err = fleetenv.Start(context.Background(), fleetenv.Options{Simulator: kargosim.Options{Shards: []string{"eu"}}})
 	if err != nil {
 		return 0, err
 	}

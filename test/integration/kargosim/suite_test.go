@@ -31,9 +31,14 @@ const (
 	// controllerUser is the identity the simulator runs as, like Kargo's
 	// controller service account (its Promotions carry no actor).
 	controllerUser = "system:serviceaccount:kargo:kargo-controller"
-	// testShard is the one shard with a simulated controller besides the
+	// testShard is a shard with a simulated controller besides the
 	// default one.
 	testShard = "eu"
+	// stoppableShard has a simulated controller that a test stops.
+	stoppableShard = "ap"
+	// testHeartbeatTTL shortens the heartbeat Leases (Kargo: 120 s) so that
+	// a test sees them renewed, every second.
+	testHeartbeatTTL = 3 * time.Second
 )
 
 var (
@@ -41,6 +46,8 @@ var (
 	// k8s is the test's own (admin) client: its user is "admin"-like and
 	// appears as the create-actor of Promotions it creates.
 	k8s client.Client
+	// sim is the running simulator.
+	sim *kargosim.Simulator
 )
 
 func TestMain(m *testing.M) {
@@ -99,9 +106,10 @@ func startSimulator(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("error creating manager: %w", err)
 	}
-	// Shard "eu" has a controller of its own; shard "us" has none.
-	sim := kargosim.New(mgr, kargosim.Options{PollFloor: testPollFloor, VerifiedInDelay: testVerifiedInDelay, Seed: 1,
-		Shards: []string{testShard}})
+	// Shards "eu" and "ap" have a controller of their own; shard "us" has
+	// none.
+	sim = kargosim.New(mgr, kargosim.Options{PollFloor: testPollFloor, VerifiedInDelay: testVerifiedInDelay, Seed: 1,
+		Shards: []string{testShard, stoppableShard}, HeartbeatTTL: testHeartbeatTTL})
 	if err := sim.SetupWithManager(mgr); err != nil {
 		return err
 	}
