@@ -136,6 +136,7 @@ type rolloutResult struct {
 	waves       []fleetv1alpha1.WaveProgress
 	promotions  int
 	rolloutWall time.Duration // first wave Promotion created -> rollout final (watch)
+	bound       policyBound
 }
 
 // promote creates a Promotion of freight to the first wave Stage, as
@@ -208,7 +209,9 @@ func (h *harness) fillRollout(ctx context.Context, res *rolloutResult) error {
 	}
 	res.waves = ro.Status.Waves
 	res.promotions = len(h.obs.rolloutPromotions(res.name))
-	return nil
+	var err error
+	res.bound, err = h.boundOf(ctx, res.name)
+	return err
 }
 
 // breachResult is the bad Freight's rollout, its halt and the automatic

@@ -103,6 +103,11 @@ func (r *results) writeRollout(p printer) {
 	n := r.cfg.targets
 	p("| Waves | %s | |\n", waveSizes(r.good.waves))
 	p("| Rollout wall time, first wave Promotion → FleetRollout Succeeded | %s | |\n", ms(r.good.rolloutWall))
+	bound := r.good.bound.total()
+	p("| Policy bound of the rollout: Σ waves ⌈members / maxConcurrent⌉ × target Promotion time + soaks | %s | |\n", r.good.bound)
+	p("| Rollout wall time / policy bound | %.2f | %s |\n", r.good.rolloutWall.Seconds()/max(bound.Seconds(), 0.001),
+		goal(bound > 0 && r.good.rolloutWall <= 3*bound, "≤ 3"))
+	p("| Controller CPU per target during the rollout | %.1f ms (%.1f s) | |\n", 1000*r.good.cpu/float64(max(n, 1)), r.good.cpu)
 	// The goal is per rollout: expanding the fleet (one Stage per target)
 	// is paid once, when the fleet is defined, not for every release.
 	perRollout := r.good.writes.total() / float64(max(n, 1))
