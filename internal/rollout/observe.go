@@ -279,7 +279,7 @@ func (o *Observed) observeTargets(s Snapshot, busy map[string]bool) {
 			name := render.TargetStageName(s.FleetStage.Name, t.ID)
 			st := byName[name]
 			unrecorded := false
-			if st != nil && (st.Labels[fleetv1alpha1.TargetLabel] != t.ID || s.Recorded[name] == "" || s.Recorded[name] != st.UID) {
+			if rec := s.Recorded[name]; st != nil && (st.Labels[fleetv1alpha1.TargetLabel] != t.ID || rec == "" || rec != st.UID) {
 				// A Stage under the target's name that the FleetStage did
 				// not record: not the target's, and never promoted.
 				st, unrecorded = nil, true
@@ -352,11 +352,7 @@ func observeStage(st *kargo.Stage, freight string, busy bool) TargetObservation 
 	if st.Status.Health != nil {
 		obs.Health = st.Status.Health.Status
 	}
-	for _, n := range st.CurrentFreightNames() {
-		if n == freight {
-			obs.OnFreight = true
-		}
-	}
+	obs.OnFreight = st.RunsFreight(freight)
 	if v := st.LastVerification(); v != nil && obs.OnFreight {
 		obs.Verification = v.Phase
 	}

@@ -42,8 +42,10 @@ const notAvailable = "Freight is not available to this Stage"
 // in flight fills in a few reconciles. Every outcome is judged in the next
 // reconcile, so the bound is also how many Promotions can start after a
 // breach before the halt is decided; at writeParallelism creates at a time
-// a full batch takes well under a second on a busy apiserver.
-const maxStartsPerReconcile = 128
+// a full batch takes well under a second on a busy apiserver. A batch is
+// claimed in status.dispatch.keys, which holds at most 64 keys: the
+// targets and one wave Stage Promotion.
+const maxStartsPerReconcile = 63
 
 // writeParallelism bounds the target Promotions created at once: enough to
 // keep the apiserver busy, few enough not to crowd out Kargo's own writes.
