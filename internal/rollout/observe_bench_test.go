@@ -68,7 +68,7 @@ func reconcileBench(b *testing.B, n int) Snapshot {
 		if i >= done {
 			phase = kargo.PromotionRunning
 		}
-		pr := testutil.MakePromotion("shop", name, "f2").Name(name+".01m8b6hvpe02yn71tjvcez122z.f2").Labels(map[string]string{
+		pr := testutil.MakePromotion("shop", name, "f2").Name(name + ".01m8b6hvpe02yn71tjvcez122z.f2").Labels(map[string]string{
 			fleetv1alpha1.FleetStageLabel: fs.Name, fleetv1alpha1.RolloutLabel: ro.Name,
 			fleetv1alpha1.WaveLabel: "general", fleetv1alpha1.TargetLabel: t.ID,
 		}).Phase(phase).Obj()
