@@ -22,6 +22,8 @@ type policyBound struct {
 	rounds    int
 	perTarget time.Duration // median target Promotion, created → finished (watch receive times)
 	soaks     time.Duration
+	// maxConcurrent is each wave's, from the plan snapshot.
+	maxConcurrent map[string]int
 }
 
 func (b policyBound) total() time.Duration {
@@ -43,8 +45,9 @@ func (h *harness) boundOf(ctx context.Context, rollout string) (policyBound, err
 	if err != nil {
 		return policyBound{}, err
 	}
-	var b policyBound
+	b := policyBound{maxConcurrent: map[string]int{}}
 	for _, w := range p.Waves {
+		b.maxConcurrent[w.Name] = w.MaxConcurrent
 		b.rounds += (len(w.Members) + max(w.MaxConcurrent, 1) - 1) / max(w.MaxConcurrent, 1)
 		b.soaks += w.Soak
 	}

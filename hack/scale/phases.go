@@ -137,6 +137,7 @@ type rolloutResult struct {
 	promotions  int
 	rolloutWall time.Duration // first wave Promotion created -> rollout final (watch)
 	bound       policyBound
+	slots       map[string]*slotUse // by wave (watch)
 }
 
 // promote creates a Promotion of freight to the first wave Stage, as
@@ -187,7 +188,7 @@ func (h *harness) rolloutGood(ctx context.Context) (*rolloutResult, error) {
 		if err != nil {
 			return err
 		}
-		res.name, res.phase, res.rolloutWall = name, final, seen.phases[final].Sub(at)
+		res.name, res.phase, res.rolloutWall, res.slots = name, final, seen.phases[final].Sub(at), seen.slots
 		return until(ctx, h.wait, "the FleetStage to record the last good Freight", func() (bool, error) {
 			fs := &fleetv1alpha1.FleetStage{}
 			if err := h.obs.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleetName}, fs); err != nil {

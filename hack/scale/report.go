@@ -184,13 +184,17 @@ func (r *results) writeProbe(p printer) {
 
 func (r *results) writeDetails(p printer) {
 	if r.good != nil {
-		p("\n## Waves of the successful rollout\n\n| Wave | Targets | Succeeded | Started → finished |\n|---|---|---|---|\n")
+		p("\n## Waves of the successful rollout\n\nIn flight: the mean number of targets in flight while the wave progressed " +
+			"(from the rollout's status writes) against its maxConcurrent; a controller that starts targets as slots free keeps it near " +
+			"the smaller of maxConcurrent and what is left of the wave.\n\n" +
+			"| Wave | Targets | Succeeded | Started → finished | In flight (mean / maxConcurrent) |\n|---|---|---|---|---|\n")
 		for _, wv := range r.good.waves {
 			d := ""
 			if wv.StartedAt != nil && wv.FinishedAt != nil {
 				d = ms(wv.FinishedAt.Sub(wv.StartedAt.Time)) + " (1 s resolution)"
 			}
-			p("| %s | %d | %d | %s |\n", wv.Name, wv.Total, wv.Succeeded, d)
+			p("| %s | %d | %d | %s | %.0f / %d |\n", wv.Name, wv.Total, wv.Succeeded, d, r.good.slots[wv.Name].mean(),
+				r.good.bound.maxConcurrent[wv.Name])
 		}
 	}
 	p("\n## Objects (JSON as served, managedFields included)\n\n| Kind | Name | Size | Status | Written by |\n|---|---|---|---|---|\n")
