@@ -15,12 +15,19 @@ func TestNeedsApprovals(t *testing.T) {
 	gated := &plan.WavePlan{Waves: []plan.PlannedWave{
 		{Name: "pilot"},
 		{Name: "canary", Approval: fleetv1alpha1.ApprovalRequired},
+		{Name: "general"},
 		{Name: "critical", Approval: fleetv1alpha1.ApprovalRequired},
 	}}
 	open := &plan.WavePlan{Waves: []plan.PlannedWave{{Name: "pilot"}, {Name: "canary"}}}
-	rollout := func(dir fleetv1alpha1.RolloutDirection, phase fleetv1alpha1.RolloutPhase) *fleetv1alpha1.FleetRollout {
+	wave := func(name string, phase fleetv1alpha1.WavePhase, pending int32) fleetv1alpha1.WaveProgress {
+		return fleetv1alpha1.WaveProgress{Name: name, Phase: phase, Pending: pending}
+	}
+	rollout := func(dir fleetv1alpha1.RolloutDirection, phase fleetv1alpha1.RolloutPhase, waves ...fleetv1alpha1.WaveProgress) *fleetv1alpha1.FleetRollout {
 		return &fleetv1alpha1.FleetRollout{Spec: fleetv1alpha1.FleetRolloutSpec{Direction: dir},
-			Status: fleetv1alpha1.FleetRolloutStatus{Phase: phase}}
+			Status: fleetv1alpha1.FleetRolloutStatus{Phase: phase, Waves: waves}}
+	}
+	fwd := func(waves ...fleetv1alpha1.WaveProgress) *fleetv1alpha1.FleetRollout {
+		return rollout(fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutProgressing, waves...)
 	}
 	tests := []struct {
 		name     string
@@ -29,13 +36,21 @@ func TestNeedsApprovals(t *testing.T) {
 		approved map[string]bool
 		want     bool
 	}{
-		{name: "no wave waits for approval", ro: rollout(fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutProgressing), plan: open},
-		{name: "approvals not known yet", ro: rollout(fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutProgressing), plan: gated,
-			want: true},
-		{name: "one of two known", ro: rollout(fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutProgressing), plan: gated,
+		{name: "no wave waits for approval", ro: fwd(), plan: open},
+		{name: "the first wave is not gated", ro: fwd(), plan: gated},
+		{name: "pilot running with targets to start", ro: fwd(wave("pilot", fleetv1alpha1.WaveProgressing, 3)), plan: gated},
+		{name: "pilot has started every target: canary's approval may be next",
+			ro: fwd(wave("pilot", fleetv1alpha1.WaveProgressing, 0)), plan: gated, want: true},
+		{name: "at canary, approval unknown", ro: fwd(wave("pilot", fleetv1alpha1.WaveSucceeded, 0),
+			wave("canary", fleetv1alpha1.WaveWaitingForApproval, 5)), plan: gated, want: true},
+		{name: "at canary, approval known", ro: fwd(wave("pilot", fleetv1alpha1.WaveSucceeded, 0),
+			wave("canary", fleetv1alpha1.WaveProgressing, 5)), plan: gated, approved: map[string]bool{"canary": true}},
+		{name: "general running: critical's approval does not matter yet", ro: fwd(wave("pilot", fleetv1alpha1.WaveSucceeded, 0),
+			wave("canary", fleetv1alpha1.WaveSucceeded, 0), wave("general", fleetv1alpha1.WaveProgressing, 900)), plan: gated,
+			approved: map[string]bool{"canary": true}},
+		{name: "general's tail: critical is next", ro: fwd(wave("pilot", fleetv1alpha1.WaveSucceeded, 0),
+			wave("canary", fleetv1alpha1.WaveSucceeded, 0), wave("general", fleetv1alpha1.WaveProgressing, 0)), plan: gated,
 			approved: map[string]bool{"canary": true}, want: true},
-		{name: "every approval known", ro: rollout(fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutProgressing), plan: gated,
-			approved: map[string]bool{"canary": true, "critical": true}},
 		{name: "a rollback needs none", ro: rollout(fleetv1alpha1.DirectionRollback, fleetv1alpha1.RolloutRollingBack), plan: gated},
 		{name: "a final rollout needs none", ro: rollout(fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutSucceeded), plan: gated},
 	}

@@ -160,19 +160,38 @@ func NewIndex(ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage, p *p
 	return plan.NewScheduleIndex(p, compiled), nil
 }
 
-// NeedsApprovals reports whether a decision about the rollout can depend
-// on Freight approvals not yet known: a forward rollout with a wave that
-// waits for `kargo approve` and is not in approved (the waves an earlier
-// read found approved; Kargo never takes an approval back). Otherwise the
-// Freight, which holds one entry per Stage of the Project, need not be read.
+// NeedsApprovals reports whether the next decision about the rollout can
+// depend on a Freight approval not yet known. Decide asks about the
+// approval of the wave the rollout is at only (before the wave starts), so
+// only that wave counts, and the next one once every target of the current
+// wave has started (it may finish before the next decision): as the
+// rollout's status last recorded them. approved are the waves an earlier
+// read found approved (Kargo never takes an approval back). Otherwise the
+// Freight, which holds one entry per Stage of the Project, need not be
+// read: a fleet whose last wave waits for approval does not read it on
+// every reconcile of its long general wave.
 func NeedsApprovals(ro *fleetv1alpha1.FleetRollout, p *plan.WavePlan, approved map[string]bool) bool {
 	if ro.Spec.Direction != fleetv1alpha1.DirectionForward || ro.Status.Phase.IsFinal() {
 		return false
 	}
+	progress := make(map[string]*fleetv1alpha1.WaveProgress, len(ro.Status.Waves))
+	for i := range ro.Status.Waves {
+		progress[ro.Status.Waves[i].Name] = &ro.Status.Waves[i]
+	}
 	for i := range p.Waves {
-		if p.Waves[i].Approval == fleetv1alpha1.ApprovalRequired && !approved[p.Waves[i].Name] {
+		w := &p.Waves[i]
+		wp := progress[w.Name]
+		if wp != nil && (wp.Phase == fleetv1alpha1.WaveSucceeded || wp.Phase == fleetv1alpha1.WaveFailed) {
+			continue
+		}
+		if w.Approval == fleetv1alpha1.ApprovalRequired && !approved[w.Name] {
 			return true
 		}
+		if wp == nil || wp.Pending > 0 || i+1 == len(p.Waves) {
+			return false
+		}
+		next := &p.Waves[i+1]
+		return next.Approval == fleetv1alpha1.ApprovalRequired && !approved[next.Name]
 	}
 	return false
 }

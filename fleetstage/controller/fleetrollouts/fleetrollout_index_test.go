@@ -89,6 +89,9 @@ func TestReconcile_freightReadOnlyForUnknownApprovals(t *testing.T) {
 		t.Run(map[bool]string{false: "no approval wave", true: "approval wave"}[gated], func(t *testing.T) {
 			t.Parallel()
 			ro := forward("prod-v2", badFreight, fleetv1alpha1.RolloutProgressing, 0)
+			// The pilot passed: canary is the wave the rollout is at.
+			ro.Status.Waves = []fleetv1alpha1.WaveProgress{{Name: "pilot", Phase: fleetv1alpha1.WaveSucceeded, Total: 1, Succeeded: 1},
+				{Name: "canary", Phase: fleetv1alpha1.WavePending, Total: 2, Pending: 2}}
 			p := testPlan()
 			if gated {
 				p.Waves[1].Approval = fleetv1alpha1.ApprovalRequired
