@@ -136,6 +136,8 @@ type rolloutResult struct {
 	waves       []fleetv1alpha1.WaveProgress
 	promotions  int
 	rolloutWall time.Duration // first wave Promotion created -> rollout final (watch)
+	bound       policyBound
+	slots       map[string]*slotUse // by wave (watch)
 }
 
 // promote creates a Promotion of freight to the first wave Stage, as
@@ -186,7 +188,7 @@ func (h *harness) rolloutGood(ctx context.Context) (*rolloutResult, error) {
 		if err != nil {
 			return err
 		}
-		res.name, res.phase, res.rolloutWall = name, final, seen.phases[final].Sub(at)
+		res.name, res.phase, res.rolloutWall, res.slots = name, final, seen.phases[final].Sub(at), seen.slots
 		return until(ctx, h.wait, "the FleetStage to record the last good Freight", func() (bool, error) {
 			fs := &fleetv1alpha1.FleetStage{}
 			if err := h.obs.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleetName}, fs); err != nil {
@@ -208,7 +210,9 @@ func (h *harness) fillRollout(ctx context.Context, res *rolloutResult) error {
 	}
 	res.waves = ro.Status.Waves
 	res.promotions = len(h.obs.rolloutPromotions(res.name))
-	return nil
+	var err error
+	res.bound, err = h.boundOf(ctx, res.name)
+	return err
 }
 
 // breachResult is the bad Freight's rollout, its halt and the automatic

@@ -103,6 +103,11 @@ func (r *results) writeRollout(p printer) {
 	n := r.cfg.targets
 	p("| Waves | %s | |\n", waveSizes(r.good.waves))
 	p("| Rollout wall time, first wave Promotion → FleetRollout Succeeded | %s | |\n", ms(r.good.rolloutWall))
+	bound := r.good.bound.total()
+	p("| Policy bound of the rollout: Σ waves ⌈members / maxConcurrent⌉ × target Promotion time + soaks | %s | |\n", r.good.bound)
+	p("| Rollout wall time / policy bound | %.2f | %s |\n", r.good.rolloutWall.Seconds()/max(bound.Seconds(), 0.001),
+		goal(bound > 0 && r.good.rolloutWall <= 3*bound, "≤ 3"))
+	p("| Controller CPU per target during the rollout | %.1f ms (%.1f s) | |\n", 1000*r.good.cpu/float64(max(n, 1)), r.good.cpu)
 	// The goal is per rollout: expanding the fleet (one Stage per target)
 	// is paid once, when the fleet is defined, not for every release.
 	perRollout := r.good.writes.total() / float64(max(n, 1))
@@ -179,13 +184,17 @@ func (r *results) writeProbe(p printer) {
 
 func (r *results) writeDetails(p printer) {
 	if r.good != nil {
-		p("\n## Waves of the successful rollout\n\n| Wave | Targets | Succeeded | Started → finished |\n|---|---|---|---|\n")
+		p("\n## Waves of the successful rollout\n\nIn flight: the mean number of targets in flight while the wave progressed " +
+			"(from the rollout's status writes) against its maxConcurrent; a controller that starts targets as slots free keeps it near " +
+			"the smaller of maxConcurrent and what is left of the wave.\n\n" +
+			"| Wave | Targets | Succeeded | Started → finished | In flight (mean / maxConcurrent) |\n|---|---|---|---|---|\n")
 		for _, wv := range r.good.waves {
 			d := ""
 			if wv.StartedAt != nil && wv.FinishedAt != nil {
 				d = ms(wv.FinishedAt.Sub(wv.StartedAt.Time)) + " (1 s resolution)"
 			}
-			p("| %s | %d | %d | %s |\n", wv.Name, wv.Total, wv.Succeeded, d)
+			p("| %s | %d | %d | %s | %.0f / %d |\n", wv.Name, wv.Total, wv.Succeeded, d, r.good.slots[wv.Name].mean(),
+				r.good.bound.maxConcurrent[wv.Name])
 		}
 	}
 	p("\n## Objects (JSON as served, managedFields included)\n\n| Kind | Name | Size | Status | Written by |\n|---|---|---|---|---|\n")

@@ -35,6 +35,35 @@ type rolloutSeen struct {
 	phases   map[fleetv1alpha1.RolloutPhase]time.Time
 	freight  string
 	dir      fleetv1alpha1.RolloutDirection
+	// slots records, per wave, how many targets were in flight while the
+	// wave progressed, from the rollout's status writes.
+	slots map[string]*slotUse
+}
+
+// slotUse integrates a wave's in-flight count over the time it progressed.
+type slotUse struct {
+	at          time.Time
+	inFlight    int32
+	progressing bool
+	busy, span  float64 // target·seconds in flight, seconds progressing
+}
+
+// mean is the average number of targets in flight while the wave progressed.
+func (u *slotUse) mean() float64 {
+	if u == nil || u.span == 0 {
+		return 0
+	}
+	return u.busy / u.span
+}
+
+// sample adds the time since the last status seen at the count seen then.
+func (u *slotUse) sample(now time.Time, w fleetv1alpha1.WaveProgress) {
+	if u.progressing {
+		dt := now.Sub(u.at).Seconds()
+		u.busy += float64(u.inFlight) * dt
+		u.span += dt
+	}
+	u.at, u.inFlight, u.progressing = now, w.InFlight, w.Phase == fleetv1alpha1.WaveProgressing
 }
 
 // observer watches the Project through a cache of its own (as cluster
@@ -118,8 +147,14 @@ func (o *observer) rollout(obj any) {
 	s := o.rollouts[ro.Name]
 	if s == nil {
 		s = &rolloutSeen{added: now, phases: map[fleetv1alpha1.RolloutPhase]time.Time{},
-			freight: ro.Spec.Freight.Name, dir: ro.Spec.Direction}
+			freight: ro.Spec.Freight.Name, dir: ro.Spec.Direction, slots: map[string]*slotUse{}}
 		o.rollouts[ro.Name] = s
+	}
+	for _, w := range ro.Status.Waves {
+		if s.slots[w.Name] == nil {
+			s.slots[w.Name] = &slotUse{}
+		}
+		s.slots[w.Name].sample(now, w)
 	}
 	if _, ok := s.phases[ro.Status.Phase]; !ok && ro.Status.Phase != "" {
 		s.phases[ro.Status.Phase] = now
@@ -138,6 +173,11 @@ func (o *observer) findRollout(freight string, dir fleetv1alpha1.RolloutDirectio
 		if s.freight == freight && s.dir == dir {
 			cp := *s
 			cp.phases = maps.Clone(s.phases)
+			cp.slots = map[string]*slotUse{}
+			for w, u := range s.slots {
+				c := *u
+				cp.slots[w] = &c
+			}
 			return name, &cp
 		}
 	}

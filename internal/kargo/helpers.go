@@ -47,6 +47,21 @@ func (s *Stage) CurrentFreightNames() []string {
 	return names
 }
 
+// RunsFreight reports whether the Freight named name is among the Stage's
+// current Freight: CurrentFreightNames without building the list, for
+// callers that ask it of every Stage of a fleet.
+func (s *Stage) RunsFreight(name string) bool {
+	if len(s.Status.FreightHistory) == 0 {
+		return false
+	}
+	for _, ref := range s.Status.FreightHistory[0].Items {
+		if ref.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // PreviousFreight returns the Freight of the given origin that was live before
 // the current one (freight history entry 1). Kargo keeps at most ten entries
 // and Freight may be garbage-collected, so kargo-fleet keeps its own record of

@@ -36,7 +36,13 @@ type Snapshot struct {
 	FleetStage *fleetv1alpha1.FleetStage
 	// Plan is the rollout's plan snapshot.
 	Plan *plan.WavePlan
-	// Promotions are the Promotions of the rollout's Project (namespace).
+	// Index is Plan prepared for scheduling under the FleetStage's policy
+	// (NewIndex). The reconciler builds it once per plan snapshot and
+	// policy, not per reconcile; nil makes Observe build it.
+	Index *plan.ScheduleIndex
+	// Promotions are the Promotions Observe sorts: the rollout's own, those
+	// of its FleetStage's wave Stages, and those of the Project still
+	// running. Others may be included; Observe ignores them.
 	Promotions []kargo.Promotion
 	// Stages are the FleetStage's target Stages.
 	Stages []kargo.Stage
@@ -46,8 +52,11 @@ type Snapshot struct {
 	// be written by anyone who may create Stages.
 	Recorded map[string]types.UID
 	// Freight is the rollout's Freight; nil when it was not found or not
-	// read (a rollback needs no approvals).
+	// read (a rollback needs no approvals, nor a rollout whose approvals
+	// are all known: NeedsApprovals).
 	Freight *kargo.Freight
+	// Approved are the waves an earlier read of the Freight found approved.
+	Approved map[string]bool
 	// Refused records, by target ID, when Kargo first refused to create the
 	// target's Promotion and why.
 	Refused map[string]Refusal
@@ -101,9 +110,12 @@ type Observed struct {
 //     count as in flight until the snapshot shows them.
 func Observe(s Snapshot, now time.Time) (*Observed, error) {
 	ro, fs := s.Rollout, s.FleetStage
-	compiled, err := compilePolicy(ro, fs)
-	if err != nil {
-		return nil, err
+	idx := s.Index
+	if idx == nil {
+		var err error
+		if idx, err = NewIndex(ro, fs, s.Plan); err != nil {
+			return nil, err
+		}
 	}
 	o := &Observed{
 		Observation: Observation{
@@ -111,7 +123,7 @@ func Observe(s Snapshot, now time.Time) (*Observed, error) {
 			Rollout:        ro,
 			FleetStage:     fs.Name,
 			Plan:           s.Plan,
-			Index:          plan.NewScheduleIndex(s.Plan, compiled),
+			Index:          idx,
 			OnHalt:         fs.Spec.Policy.OnHalt,
 			RequestedWaves: map[string]bool{},
 			ApprovedWaves:  map[string]bool{},
@@ -134,6 +146,54 @@ func Observe(s Snapshot, now time.Time) (*Observed, error) {
 	o.observeExpected(s.Expected)
 	o.observeApprovals(s)
 	return o, nil
+}
+
+// NewIndex prepares a rollout's plan snapshot for scheduling under its
+// FleetStage's policy. The index depends only on the plan, the policy and
+// the rollout's direction: build it once per plan snapshot and FleetStage
+// generation.
+func NewIndex(ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage, p *plan.WavePlan) (*plan.ScheduleIndex, error) {
+	compiled, err := compilePolicy(ro, fs)
+	if err != nil {
+		return nil, err
+	}
+	return plan.NewScheduleIndex(p, compiled), nil
+}
+
+// NeedsApprovals reports whether the next decision about the rollout can
+// depend on a Freight approval not yet known. Decide asks about the
+// approval of the wave the rollout is at only (before the wave starts), so
+// only that wave counts, and the next one once every target of the current
+// wave has started (it may finish before the next decision): as the
+// rollout's status last recorded them. approved are the waves an earlier
+// read found approved (Kargo never takes an approval back). Otherwise the
+// Freight, which holds one entry per Stage of the Project, need not be
+// read: a fleet whose last wave waits for approval does not read it on
+// every reconcile of its long general wave.
+func NeedsApprovals(ro *fleetv1alpha1.FleetRollout, p *plan.WavePlan, approved map[string]bool) bool {
+	if ro.Spec.Direction != fleetv1alpha1.DirectionForward || ro.Status.Phase.IsFinal() {
+		return false
+	}
+	progress := make(map[string]*fleetv1alpha1.WaveProgress, len(ro.Status.Waves))
+	for i := range ro.Status.Waves {
+		progress[ro.Status.Waves[i].Name] = &ro.Status.Waves[i]
+	}
+	for i := range p.Waves {
+		w := &p.Waves[i]
+		wp := progress[w.Name]
+		if wp != nil && (wp.Phase == fleetv1alpha1.WaveSucceeded || wp.Phase == fleetv1alpha1.WaveFailed) {
+			continue
+		}
+		if w.Approval == fleetv1alpha1.ApprovalRequired && !approved[w.Name] {
+			return true
+		}
+		if wp == nil || wp.Pending > 0 || i+1 == len(p.Waves) {
+			return false
+		}
+		next := &p.Waves[i+1]
+		return next.Approval == fleetv1alpha1.ApprovalRequired && !approved[next.Name]
+	}
+	return false
 }
 
 // compilePolicy compiles the FleetStage's policy for the rollout. A
@@ -238,7 +298,7 @@ func (o *Observed) observeTargets(s Snapshot, busy map[string]bool) {
 			name := render.TargetStageName(s.FleetStage.Name, t.ID)
 			st := byName[name]
 			unrecorded := false
-			if st != nil && (st.Labels[fleetv1alpha1.TargetLabel] != t.ID || s.Recorded[name] == "" || s.Recorded[name] != st.UID) {
+			if rec := s.Recorded[name]; st != nil && (st.Labels[fleetv1alpha1.TargetLabel] != t.ID || rec == "" || rec != st.UID) {
 				// A Stage under the target's name that the FleetStage did
 				// not record: not the target's, and never promoted.
 				st, unrecorded = nil, true
@@ -311,11 +371,7 @@ func observeStage(st *kargo.Stage, freight string, busy bool) TargetObservation 
 	if st.Status.Health != nil {
 		obs.Health = st.Status.Health.Status
 	}
-	for _, n := range st.CurrentFreightNames() {
-		if n == freight {
-			obs.OnFreight = true
-		}
-	}
+	obs.OnFreight = st.RunsFreight(freight)
 	if v := st.LastVerification(); v != nil && obs.OnFreight {
 		obs.Verification = v.Phase
 	}
@@ -357,11 +413,11 @@ func (o *Observed) observeExpected(expected map[string]bool) {
 // observeApprovals records the waves whose wave Stage the forward rollout's
 // Freight is approved for.
 func (o *Observed) observeApprovals(s Snapshot) {
-	if s.Rollout.Spec.Direction != fleetv1alpha1.DirectionForward || s.Freight == nil {
+	if s.Rollout.Spec.Direction != fleetv1alpha1.DirectionForward {
 		return
 	}
 	for _, w := range s.Plan.Waves {
-		if s.Freight.IsApprovedFor(render.WaveStageName(s.FleetStage.Name, w.Name)) {
+		if s.Approved[w.Name] || s.Freight != nil && s.Freight.IsApprovedFor(render.WaveStageName(s.FleetStage.Name, w.Name)) {
 			o.ApprovedWaves[w.Name] = true
 		}
 	}

@@ -35,16 +35,26 @@ import (
 const notAvailable = "Freight is not available to this Stage"
 
 // maxStartsPerReconcile bounds the target Promotions one reconcile creates.
-// Every outcome is judged in the next reconcile, so the bound is also how
-// many Promotions can start after a breach before the halt is decided: with
-// hundreds of free slots and a busy apiserver, one unbounded batch would
-// take seconds to create. The rest start in the reconciles that follow at
-// once.
-const maxStartsPerReconcile = 16
+// A reconcile starts as many targets as its wave has free slots (the
+// decision's starts), so that the round trips every batch costs (the
+// uncached check against a second Promotion, the claim, the status write)
+// are paid once per batch and not once per sixteen targets: a wave of 500
+// in flight fills in a few reconciles. Every outcome is judged in the next
+// reconcile, so the bound is also how many Promotions can start after a
+// breach before the halt is decided; at writeParallelism creates at a time
+// a full batch takes well under a second on a busy apiserver. A batch is
+// claimed in status.dispatch.keys, which holds at most 64 keys: the
+// targets and one wave Stage Promotion.
+const maxStartsPerReconcile = 63
 
-// writeParallelism bounds the target Promotions created at once: enough to
-// keep the apiserver busy, few enough not to crowd out Kargo's own writes.
-const writeParallelism = 8
+// writeParallelism bounds the target Promotions created at once. A batch's
+// creates overlap their round trips, so a reconcile takes about two create
+// latencies whatever the batch size: on a loaded apiserver (each create
+// passes Kargo's webhooks) a create takes a second or two, and eight at a
+// time capped a wave of 500 slots at four starts a second. Kargo's own
+// writes come from another user, which the apiserver's priority and
+// fairness queues apart from the controller's.
+const writeParallelism = 32
 
 // startTargets creates the target Promotions of a decision, a few at a time.
 // It returns how many were refused because the Freight was not available yet

@@ -60,6 +60,9 @@ func newFixture(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *
 	t.Helper()
 	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
 		WithStatusSubresource(&fleetv1alpha1.FleetRollout{}, &fleetv1alpha1.FleetStage{})
+	for _, ix := range promotionIndexes {
+		b = b.WithIndex(&kargo.Promotion{}, ix.name, ix.extract)
+	}
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}

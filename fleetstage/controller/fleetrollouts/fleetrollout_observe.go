@@ -31,6 +31,9 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 	for _, key := range obs.Seen {
 		r.expected.forget(ro.UID, key)
 	}
+	if s.Freight != nil {
+		r.snapshots.approve(ro.UID, obs.ApprovedWaves)
+	}
 	return obs, nil
 }
 
@@ -38,15 +41,27 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 // read straight from the cache, not copied: a rollout reconciles on every
 // target's events, and copying a large fleet's objects each time would be
 // most of the controller's work and memory. Observe does not modify them.
+// Of the Promotions, only those the decision reads are listed, through the
+// cache's indexes (promotionsOf); the schedule index comes built from the
+// snapshot cache; the Freight, which names every Stage it is in, is read
+// only while an approval the rollout waits for is not known yet.
 func (r *FleetRolloutReconciler) snapshot(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage,
 	snap *plan.WavePlan) (rollout.Snapshot, error) {
 	s := rollout.Snapshot{Rollout: ro, FleetStage: fs, Plan: snap,
-		Refused: r.refused.all(ro.UID), Expected: r.expected.active(ro.UID, r.clock.Now())}
-	promos := &kargo.PromotionList{}
-	if err := r.client.List(ctx, promos, client.InNamespace(ro.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return s, fmt.Errorf("error listing Promotions: %w", err)
+		Refused: r.refused.all(ro.UID), Expected: r.expected.active(ro.UID, r.clock.Now()),
+		Approved: r.snapshots.approvals(ro.UID)}
+	idx, err := r.snapshots.index(ro, fs, snap)
+	if err != nil {
+		return s, err
 	}
-	s.Promotions = promos.Items
+	s.Index = idx
+	waves := make([]string, len(snap.Waves))
+	for i := range snap.Waves {
+		waves[i] = snap.Waves[i].Name
+	}
+	if s.Promotions, err = r.promotionsOf(ctx, ro, fs, waves); err != nil {
+		return s, err
+	}
 	stages := &kargo.StageList{}
 	if err := r.client.List(ctx, stages, client.InNamespace(ro.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs.Name, fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}); err != nil {
@@ -65,9 +80,13 @@ func (r *FleetRolloutReconciler) snapshot(ctx context.Context, ro *fleetv1alpha1
 	default:
 		return s, err
 	}
-	if ro.Spec.Direction == fleetv1alpha1.DirectionForward {
+	if rollout.NeedsApprovals(ro, snap, s.Approved) {
+		// Read from the API server: the cache holds Freight metadata only
+		// (every Stage's verification rewrites a Freight of one entry per
+		// Stage, and decoding those would cost each target in proportion
+		// to the fleet).
 		f := &kargo.Freight{}
-		err := r.client.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ro.Spec.Freight.Name}, f)
+		err := r.reader.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ro.Spec.Freight.Name}, f)
 		switch {
 		case err == nil:
 			s.Freight = f

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,20 +18,29 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
-// SetupWithManager registers the reconciler and its watches. Rollouts react to
-// their target Promotions, the target Stages (health, verification), the
-// Freight (approvals), the FleetStage (policy) and each other (queueing).
+// SetupWithManager registers the reconciler, its Promotion indexes and its
+// watches. Rollouts react to their target Promotions, the target Stages
+// (health, verification), the Freight (approvals), the FleetStage (policy)
+// and each other (queueing). Freight is watched as metadata only: Kargo
+// rewrites a Freight holding one entry per Stage each time a Stage
+// verifies it, and decoding each of those writes would make every target
+// cost in proportion to the fleet.
 func (r *FleetRolloutReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if err := indexPromotions(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	freight := &metav1.PartialObjectMetadata{}
+	freight.SetGroupVersionKind(kargo.GroupVersion.WithKind("Freight"))
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleetv1alpha1.FleetRollout{}).
 		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfPromotion),
 			builder.WithPredicates(promotionJudged)).
 		Watches(&kargo.Stage{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfStage),
 			builder.WithPredicates(targetStageJudged)).
-		Watches(&kargo.Freight{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFreight),
-			builder.WithPredicates(freightApprovals)).
+		Watches(freight, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFreight), builder.OnlyMetadata).
 		Watches(&fleetv1alpha1.FleetStage{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFleetStage)).
 		Watches(&fleetv1alpha1.FleetRollout{}, handler.EnqueueRequestsFromMapFunc(r.siblingsOfRollout),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
@@ -75,8 +86,24 @@ func (r *FleetRolloutReconciler) rolloutsOfStage(ctx context.Context, o client.O
 	return r.openRollouts(ctx, o.GetNamespace(), client.MatchingLabels{fleetv1alpha1.FleetStageLabel: o.GetLabels()[fleetv1alpha1.FleetStageLabel]})
 }
 
+// rolloutsOfFreight maps a change of a Freight to the open rollouts of it
+// that wait for an approval not known yet: a rollout reads nothing else of
+// a Freight, and most Freight changes are Kargo recording a Stage it is in.
 func (r *FleetRolloutReconciler) rolloutsOfFreight(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.openRollouts(ctx, o.GetNamespace(), client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(o.GetName())})
+	out := r.openRollouts(ctx, o.GetNamespace(), client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(o.GetName())})
+	return slices.DeleteFunc(out, func(req reconcile.Request) bool { return !r.awaitsApproval(ctx, req.NamespacedName) })
+}
+
+// awaitsApproval reports whether the rollout may wait for an approval not
+// seen yet; true when its plan snapshot is not loaded (it has not
+// reconciled in this process).
+func (r *FleetRolloutReconciler) awaitsApproval(ctx context.Context, key types.NamespacedName) bool {
+	ro := &fleetv1alpha1.FleetRollout{}
+	if err := r.client.Get(ctx, key, ro, client.UnsafeDisableDeepCopy); err != nil {
+		return true
+	}
+	p := r.snapshots.get(ro.UID)
+	return p == nil || rollout.NeedsApprovals(ro, p, r.snapshots.approvals(ro.UID))
 }
 
 func (r *FleetRolloutReconciler) rolloutsOfFleetStage(ctx context.Context, o client.Object) []reconcile.Request {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -21,32 +22,101 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
-// snapshots keeps decoded plan snapshots by rollout UID: a snapshot never
-// changes, so it is read from the API server once per process.
+// snapshots keeps, by rollout UID, the decoded plan snapshot and what is
+// derived from it: a snapshot never changes, so it is read from the API
+// server once per process, and its schedule index is built once per
+// snapshot and FleetStage generation (the policy it is built under), not
+// per reconcile. None of it is a source of truth: after a restart it is
+// rebuilt from the API server.
 type snapshots struct {
 	mu sync.Mutex
-	m  map[types.UID]*plan.WavePlan
+	m  map[types.UID]*prepared
+}
+
+// prepared is one rollout's plan snapshot, its schedule index and the
+// waves its Freight was seen approved for.
+type prepared struct {
+	plan *plan.WavePlan
+	// index was built under the policy of FleetStage generation policyOf.
+	index    *plan.ScheduleIndex
+	policyOf policyKey
+	// approved are the waves a read of the Freight found approved: Kargo
+	// never takes an approval back, so they are not read again.
+	approved map[string]bool
+}
+
+// policyKey names the FleetStage spec an index was built under.
+type policyKey struct {
+	uid        types.UID
+	generation int64
 }
 
 func (s *snapshots) get(uid types.UID) *plan.WavePlan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m[uid]
+	if p := s.m[uid]; p != nil {
+		return p.plan
+	}
+	return nil
 }
 
 func (s *snapshots) put(uid types.UID, p *plan.WavePlan) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
-		s.m = map[types.UID]*plan.WavePlan{}
+		s.m = map[types.UID]*prepared{}
 	}
-	s.m[uid] = p
+	s.m[uid] = &prepared{plan: p, approved: map[string]bool{}}
 }
 
 func (s *snapshots) forget(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, uid)
+}
+
+// index returns the rollout's schedule index under fs's current policy,
+// building it when the snapshot has none yet or fs's spec changed since.
+func (s *snapshots) index(ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage, p *plan.WavePlan) (*plan.ScheduleIndex, error) {
+	key := policyKey{uid: fs.UID, generation: fs.Generation}
+	s.mu.Lock()
+	pr := s.m[ro.UID]
+	if pr != nil && pr.plan == p && pr.index != nil && pr.policyOf == key {
+		idx := pr.index
+		s.mu.Unlock()
+		return idx, nil
+	}
+	s.mu.Unlock()
+	idx, err := rollout.NewIndex(ro, fs, p)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pr := s.m[ro.UID]; pr != nil && pr.plan == p {
+		pr.index, pr.policyOf = idx, key
+	}
+	return idx, nil
+}
+
+// approvals returns a copy of the waves the rollout's Freight was seen
+// approved for.
+func (s *snapshots) approvals(uid types.UID) map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pr := s.m[uid]; pr != nil {
+		return maps.Clone(pr.approved)
+	}
+	return nil
+}
+
+// approve records waves the rollout's Freight was seen approved for.
+func (s *snapshots) approve(uid types.UID, waves map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pr := s.m[uid]; pr != nil {
+		maps.Copy(pr.approved, waves)
+	}
 }
 
 // ensureSnapshot returns the rollout's plan snapshot, taking it first if it

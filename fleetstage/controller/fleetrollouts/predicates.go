@@ -74,11 +74,3 @@ func verificationOf(s *kargo.Stage) string {
 	}
 	return ""
 }
-
-// freightApprovals passes a Freight's creation and deletion, and an update
-// of its approvals: a rollout reads nothing else of it.
-var freightApprovals = updatedWhen(func(o, n *kargo.Freight) bool {
-	return !maps.EqualFunc(o.Status.ApprovedFor, n.Status.ApprovedFor, func(a, b kargo.ApprovedStage) bool {
-		return reflect.DeepEqual(a, b)
-	})
-})

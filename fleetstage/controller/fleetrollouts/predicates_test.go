@@ -80,15 +80,3 @@ func TestTargetStageJudged(t *testing.T) {
 	require.False(t, targetStageJudged.Create(event.CreateEvent{Object: wave}), "target Stages only")
 	require.True(t, targetStageJudged.Create(event.CreateEvent{Object: base}))
 }
-
-func TestFreightApprovals(t *testing.T) {
-	t.Parallel()
-	base := &kargo.Freight{ObjectMeta: metav1.ObjectMeta{Name: "f1", ResourceVersion: "1"}}
-	verified := base.DeepCopy()
-	verified.ResourceVersion = "2"
-	require.False(t, freightApprovals.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: verified}),
-		"verifiedIn and currentlyIn are not in the cache: an update of them looks like nothing")
-	approved := base.DeepCopy()
-	approved.Status.ApprovedFor = map[string]kargo.ApprovedStage{"fleet-canary": {}}
-	require.True(t, freightApprovals.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: approved}))
-}

@@ -194,10 +194,37 @@ func requests(list *fleetv1alpha1.FleetStageList) []reconcile.Request {
 
 // stageChangedPredicate passes Stage events that can change what the
 // reconciler decides: creation, deletion, changes of spec, labels or
-// annotations.
+// annotations other than the description. The FleetRollout controller owns
+// an owned Stage's description and rewrites it as a rollout progresses;
+// nothing here reads it, and reconciling a FleetStage compares every one of
+// its Stages, so each description write would cost a pass over the fleet.
 func stageChangedPredicate() predicate.Predicate {
 	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
-		predicate.AnnotationChangedPredicate{})
+		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld == nil || e.ObjectNew == nil {
+				return false
+			}
+			return !annotationsEqualBut(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations(), kargo.DescriptionAnnotation)
+		}})
+}
+
+// annotationsEqualBut reports whether a and b hold the same annotations,
+// ignoring key.
+func annotationsEqualBut(a, b map[string]string, key string) bool {
+	n := 0
+	for k, v := range a {
+		if k == key {
+			continue
+		}
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+		n++
+	}
+	if _, ok := b[key]; ok {
+		n++
+	}
+	return n == len(b)
 }
 
 // promotionFinishedPredicate passes Promotions reaching a final phase: that
