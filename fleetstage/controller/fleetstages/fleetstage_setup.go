@@ -41,10 +41,12 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		return err
 	}
 	events := make(chan event.GenericEvent)
+	restores := make(chan event.GenericEvent)
 	served, optional := r.inventoryWatches(r.kinds)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&fleetv1alpha1.FleetStage{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&kargo.Stage{}, builder.WithPredicates(stageChangedPredicate())).
+		WatchesRawSource(source.Channel(restores, &handler.EnqueueRequestForObject{})).
 		Watches(&kargo.Stage{}, handler.EnqueueRequestsFromMapFunc(r.adoptersOf)).
 		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(r.ownerOfPromotedStage),
 			builder.WithPredicates(promotionFinishedPredicate())).
@@ -56,6 +58,12 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 	}
 	c, err := b.WithOptions(opts).Named("fleetstage").Build(r)
 	if err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("fleetstage_restore").
+		For(&kargo.Stage{}, builder.WithPredicates(stageSpecChangedPredicate())).
+		WithOptions(opts).
+		Complete(&restoreReconciler{client: r.client, desired: r.desired, fleets: restores}); err != nil {
 		return err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
@@ -192,12 +200,27 @@ func requests(list *fleetv1alpha1.FleetStageList) []reconcile.Request {
 	return out
 }
 
-// stageChangedPredicate passes Stage events that can change what the
-// reconciler decides: creation, deletion, changes of spec, labels or
-// annotations.
+// stageChangedPredicate passes the events of generated Stages the
+// whole-fleet reconcile looks at: creation, deletion, changes of labels or
+// annotations. A change of spec alone goes to the per-Stage restore
+// (stageSpecChangedPredicate), which hands the Stage on when it cannot
+// decide.
 func stageChangedPredicate() predicate.Predicate {
-	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
-		predicate.AnnotationChangedPredicate{})
+	return predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+}
+
+// stageSpecChangedPredicate passes spec changes (a new generation) of
+// generated Stages, for the per-Stage restore.
+func stageSpecChangedPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectNew.GetLabels()[fleetv1alpha1.FleetStageLabel] != "" &&
+				e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+		},
+	}
 }
 
 // promotionFinishedPredicate passes Promotions reaching a final phase: that

@@ -96,11 +96,8 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 		default:
 			movedFrom := cur.Labels[fleetv1alpha1.WaveLabel]
 			g.Go(func() error {
-				patch := client.MergeFrom(cur.DeepCopy())
-				render.Apply(cur, d)
-				delete(cur.Annotations, fleetv1alpha1.PruneAnnotation)
-				if err := r.client.Patch(ctx, cur, patch); err != nil {
-					return fmt.Errorf("error updating Stage %q: %w", d.Name, err)
+				if err := restoreStage(ctx, r.client, cur, d); err != nil {
+					return err
 				}
 				mu.Lock()
 				defer mu.Unlock()
@@ -122,6 +119,11 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 	}
 	r.recordMembershipEvents(fs, res)
 	setStagesSynced(fs, res)
+	stages := make([]*kargo.Stage, len(desired))
+	for i := range desired {
+		stages[i] = &desired[i]
+	}
+	r.desired.set(fs, stages, res.record)
 	return true, nil
 }
 
