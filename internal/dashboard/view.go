@@ -576,6 +576,19 @@ type TargetDetail struct {
 	// Drifted is set when the target runs Freight the fleet does not
 	// intend and no open rollout explains (drift.Detect).
 	Drifted bool `json:"drifted"`
+	// BreakGlass is the break-glass Promotion that pushed the Freight the
+	// target runs: intended, not drift.
+	BreakGlass *BreakGlassDetail `json:"breakGlass,omitempty"`
+}
+
+// BreakGlassDetail describes a break-glass Promotion: who pushed the
+// target and why.
+type BreakGlassDetail struct {
+	Promotion string `json:"promotion"`
+	Freight   string `json:"freight"`
+	Actor     string `json:"actor,omitempty"`
+	Reason    string `json:"reason"`
+	Created   string `json:"created"`
 }
 
 // PromotionDetail describes one Promotion.
@@ -656,12 +669,32 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 			last = p
 		}
 	}
+	if glass := newestBreakGlass(in.Promotions, fs.Name, st.Name); glass != nil &&
+		len(st.Status.FreightHistory) > 0 && firstFreight(st.Status.FreightHistory[0]) == glass.Spec.Freight {
+		d.BreakGlass = &BreakGlassDetail{Promotion: glass.Name, Freight: name(glass.Spec.Freight),
+			Actor: glass.Annotations[kargo.CreateActorAnnotation], Reason: glass.Annotations[rollout.BreakGlassReasonAnnotation],
+			Created: glass.CreationTimestamp.UTC().Format(time.RFC3339)}
+	}
 	if last != nil {
 		d.LastPromotion = &PromotionDetail{Name: last.Name, Freight: name(last.Spec.Freight),
 			Phase: string(cmp.Or(last.Status.Phase, kargo.PromotionPending)), Message: last.Status.Message,
 			Rollout: last.Labels[fleetv1alpha1.RolloutLabel], Created: last.CreationTimestamp.UTC().Format(time.RFC3339)}
 	}
 	return d, true
+}
+
+// newestBreakGlass returns the newest break-glass Promotion of fleet into
+// stage, nil when there is none.
+func newestBreakGlass(all []kargo.Promotion, fleet, stage string) *kargo.Promotion {
+	var newest *kargo.Promotion
+	for i := range all {
+		p := &all[i]
+		if p.Spec.Stage == stage && p.Labels[fleetv1alpha1.BreakGlassLabel] == fleet &&
+			(newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			newest = p
+		}
+	}
+	return newest
 }
 
 // firstFreight is the first Freight name of a freight collection, by origin.
