@@ -57,6 +57,17 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 	}
 	desired := append(slices.Clone(s.desired.Waves), s.desired.Targets...)
 	want := make(map[string]bool, len(desired))
+	// Copies: the writes below fill the desired Stages in from the API
+	// server's answers while the restore reads its copies.
+	stages := make([]*kargo.Stage, len(desired))
+	for i := range desired {
+		stages[i] = desired[i].DeepCopy()
+	}
+	// Before any write: the per-Stage restore compares the Stages this sync
+	// updates with this rendering, not the previous one, which it would
+	// otherwise write back (an adopted Stage or inventory change re-renders
+	// Stages without a new FleetStage generation).
+	r.desired.set(fs, stages, res.record)
 
 	var mu sync.Mutex
 	// One failed write does not cancel the others: a create cancelled on
@@ -119,10 +130,7 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 	}
 	r.recordMembershipEvents(fs, res)
 	setStagesSynced(fs, res)
-	stages := make([]*kargo.Stage, len(desired))
-	for i := range desired {
-		stages[i] = &desired[i]
-	}
+	// Again with the UIDs of the Stages created.
 	r.desired.set(fs, stages, res.record)
 	return true, nil
 }

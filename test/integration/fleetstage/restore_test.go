@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
@@ -75,4 +76,46 @@ func TestChangedGeneratedStageIsRestored(t *testing.T) {
 	}
 	settle(t)
 	require.Equal(t, int64(2), writes.Writes()-before, "one patch per restored Stage, nothing else")
+}
+
+// TestTemplateChangeWritesEachStageOnce changes the adopted Stage's
+// template, which re-renders every target Stage without a new FleetStage
+// generation: each target Stage is written once, and the per-Stage restore
+// does not write any back to the previous rendering.
+func TestTemplateChangeWritesEachStageOnce(t *testing.T) {
+	ctx := context.Background()
+	ns := "template-change"
+	newProject(t, ns)
+	prod := newProdStage(t, ns, "prod")
+	const n = 30
+	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").
+		InlineTargets(targets(n, func(int) map[string]string { return nil })...).Waves(threeWaves()...).Obj()
+	require.NoError(t, env.Client.Create(ctx, fs))
+	waitReady(t, client.ObjectKeyFromObject(fs))
+	settle(t)
+
+	before := writes.Writes()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(prod), prod); err != nil {
+			return err
+		}
+		prod.Spec.PromotionTemplate.Spec.Steps[0].As = "sync-v2"
+		return env.Client.Update(ctx, prod)
+	}))
+	require.Eventually(t, func() bool {
+		for _, st := range listGenerated(t, ns, "fleet", fleetv1alpha1.RoleTarget) {
+			if st.Spec.PromotionTemplate.Spec.Steps[0].As != "sync-v2" {
+				return false
+			}
+		}
+		return true
+	}, wait, tick, "every target Stage takes the adopted Stage's new template")
+	settle(t)
+	for _, st := range listGenerated(t, ns, "fleet", fleetv1alpha1.RoleTarget) {
+		require.Equal(t, "sync-v2", st.Spec.PromotionTemplate.Spec.Steps[0].As, "Stage %s was written back", st.Name)
+	}
+	changed := writes.Writes() - before
+	// Plus the adopted Stage's description and the status writes of the
+	// FleetStage reconciler and the version refresh.
+	require.LessOrEqual(t, changed, int64(n+4), "each target Stage is written once")
 }
