@@ -376,7 +376,7 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 		g.Freights = append(g.Freights, report.DisplayFreight(v.Freight))
 	}
 	promos := newestPromotions(in.Promotions, shown)
-	drifted := drift.DriftedStages(in.FleetStage, in.Rollouts, in.Stages)
+	drifted := drift.DriftedStages(in.FleetStage, in.Rollouts, in.Stages, breakGlassIntent(in))
 	targets := make([]gridTarget, 0, len(in.Stages))
 	for i := range in.Stages {
 		st := &in.Stages[i]
@@ -618,7 +618,7 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 	d := TargetDetail{ID: id, Name: cmp.Or(st.Annotations[fleetv1alpha1.TargetNameAnnotation], id),
 		Wave: st.Labels[fleetv1alpha1.WaveLabel], Stage: st.Name, Labels: map[string]string{}, Params: map[string]string{},
 		State: string(rollout.TargetPending), KargoURL: link.KargoStageURL(in.KargoURL, fs.Namespace, st.Name),
-		Drifted: drift.DriftedStages(fs, in.Rollouts, []kargo.Stage{*st})[st.Name]}
+		Drifted: drift.DriftedStages(fs, in.Rollouts, []kargo.Stage{*st}, breakGlassIntent(in))[st.Name]}
 	var member *plan.Target
 	var limits rollout.Limits
 	if in.Plan != nil {
@@ -683,14 +683,27 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 	return d, true
 }
 
+// breakGlassIntent maps each target Stage to the Freight of its newest
+// break-glass Promotion: intended, not drift (drift.Intent.BreakGlass).
+func breakGlassIntent(in FleetInput) map[string]string {
+	var glass []kargo.Promotion
+	for i := range in.Promotions {
+		if in.Promotions[i].Labels[fleetv1alpha1.BreakGlassLabel] == in.FleetStage.Name {
+			glass = append(glass, in.Promotions[i])
+		}
+	}
+	return drift.BreakGlassOf(glass)
+}
+
 // newestBreakGlass returns the newest break-glass Promotion of fleet into
-// stage, nil when there is none.
+// stage, nil when there is none. Newest by name, as drift.BreakGlassOf
+// has it: Kargo names Promotions after their ULID.
 func newestBreakGlass(all []kargo.Promotion, fleet, stage string) *kargo.Promotion {
 	var newest *kargo.Promotion
 	for i := range all {
 		p := &all[i]
 		if p.Spec.Stage == stage && p.Labels[fleetv1alpha1.BreakGlassLabel] == fleet &&
-			(newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			(newest == nil || p.Name > newest.Name) {
 			newest = p
 		}
 	}

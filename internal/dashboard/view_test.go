@@ -268,6 +268,10 @@ func TestBuildTarget_breakGlass(t *testing.T) {
 	in := fleetInput(dashtest.NewFleet(20, now), "")
 	st := &in.Stages[0]
 	id := st.Labels[fleetv1alpha1.TargetLabel]
+	// The target runs Freight no rollout intends, as after a break-glass
+	// Promotion.
+	st.Status.FreightHistory = append([]kargo.FreightCollection{{ID: "hotfix",
+		Items: map[string]kargo.FreightReference{"Warehouse/apps": {Name: "hotfix"}}}}, st.Status.FreightHistory...)
 	running := firstFreight(st.Status.FreightHistory[0])
 	glass := func(name, freight, reason string, age time.Duration) kargo.Promotion {
 		p := testutil.MakePromotion(st.Namespace, st.Name, freight).Name(name).
@@ -284,10 +288,10 @@ func TestBuildTarget_breakGlass(t *testing.T) {
 		want string
 	}{
 		{name: "the newest break-glass Promotion pushed the Freight the target runs",
-			promotions: []kargo.Promotion{glass("old", "other-freight", "INC-1", time.Hour), glass("new", running, "INC-7: hotfix", time.Minute)},
+			promotions: []kargo.Promotion{glass("glass.01a", "other-freight", "INC-1", time.Hour), glass("glass.01b", running, "INC-7: hotfix", time.Minute)},
 			want:       "INC-7: hotfix"},
 		{name: "a rollout has since replaced the break-glass Freight",
-			promotions: []kargo.Promotion{glass("old", "other-freight", "INC-1", time.Hour)}},
+			promotions: []kargo.Promotion{glass("glass.01a", "other-freight", "INC-1", time.Hour)}},
 		{name: "no break-glass Promotion"},
 	}
 	for _, tt := range tests {
@@ -299,12 +303,14 @@ func TestBuildTarget_breakGlass(t *testing.T) {
 			require.True(t, ok)
 			if tt.want == "" {
 				require.Nil(t, d.BreakGlass)
+				require.True(t, d.Drifted, "without break-glass, Freight no rollout intends is drift")
 				return
 			}
 			require.NotNil(t, d.BreakGlass)
 			require.Equal(t, tt.want, d.BreakGlass.Reason)
 			require.Equal(t, "kubernetes:oncall", d.BreakGlass.Actor)
-			require.Equal(t, "new", d.BreakGlass.Promotion)
+			require.Equal(t, "glass.01b", d.BreakGlass.Promotion)
+			require.False(t, d.Drifted, "break-glass Freight is intended, not drift")
 		})
 	}
 }
