@@ -8,6 +8,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -18,6 +19,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	fleetrule "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
@@ -29,6 +31,17 @@ const ValidatePromotionPath = "/validate-fleet-kargo-fleet-io-kargo-promotion"
 
 // +kubebuilder:rbac:groups=kargo.akuity.io,resources=stages,verbs=get;list;watch
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages;fleetrollouts,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// PromotionRefusedReason is the reason of the Warning Event the guard
+// records on the Stage a refused Promotion was for.
+const PromotionRefusedReason = "PromotionRefused"
+
+// RefusalRecorder records an Event about a Kargo object without waiting
+// for it to be written (kargoevents.Aggregator).
+type RefusalRecorder interface {
+	Eventf(ref *corev1.ObjectReference, eventtype, reason, format string, args ...any)
+}
 
 // PromotionGuard is the admission guard for Kargo Promotions in Projects
 // that hold a FleetStage (the webhook configuration selects their
@@ -38,12 +51,14 @@ const ValidatePromotionPath = "/validate-fleet-kargo-fleet-io-kargo-promotion"
 // write Stages) and asks fleetrule.JudgePromotionAdmission. It trusts the
 // controller by the admission request's user, never by a field of the
 // Promotion. On update it keeps a Promotion from becoming, or ceasing to
-// be, a break-glass Promotion.
+// be, a break-glass Promotion. A refused create is also recorded as a
+// Warning Event on the Stage, where Kargo's Events page shows it.
 type PromotionGuard struct {
 	reader     client.Reader
 	access     AccessReviewer
 	controller string
 	decoder    admission.Decoder
+	events     RefusalRecorder
 }
 
 var _ admission.Handler = (*PromotionGuard)(nil)
@@ -51,9 +66,11 @@ var _ admission.Handler = (*PromotionGuard)(nil)
 // NewPromotionGuard returns a guard that reads FleetStages, FleetRollouts
 // and Stages with r, reviews break-glass rights with a, and trusts the user
 // named controllerUsername (the controller's ServiceAccount) to carry out
-// the fleet's decisions.
-func NewPromotionGuard(r client.Reader, a AccessReviewer, controllerUsername string, d admission.Decoder) *PromotionGuard {
-	return &PromotionGuard{reader: r, access: a, controller: controllerUsername, decoder: d}
+// the fleet's decisions. It records refusals with events, which must not
+// block; nil records none.
+func NewPromotionGuard(r client.Reader, a AccessReviewer, controllerUsername string, d admission.Decoder,
+	events RefusalRecorder) *PromotionGuard {
+	return &PromotionGuard{reader: r, access: a, controller: controllerUsername, decoder: d, events: events}
 }
 
 // Handle admits or refuses a Promotion create or update.
@@ -95,9 +112,28 @@ func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admi
 	if !v.Allowed {
 		log.FromContext(ctx).V(1).Info("Refusing Promotion", "namespace", req.Namespace, "stage", p.Spec.Stage,
 			"freight", p.Spec.Freight, "user", req.UserInfo.Username)
+		g.recordRefusal(req, p, v.Message)
 		return admission.Denied(v.Message)
 	}
 	return admission.Allowed("")
+}
+
+// recordRefusal records a refused Promotion as a Warning Event on its
+// Stage, naming who asked: the person Kargo's API server acts for (its
+// create-actor annotation, which the guard shows but never trusts) and
+// the requesting user. The Event is queued, never awaited, so a slow or
+// failing Event write cannot slow or fail an admission; a dry run records
+// nothing.
+func (g *PromotionGuard) recordRefusal(req admission.Request, p *kargo.Promotion, message string) {
+	if g.events == nil || (req.DryRun != nil && *req.DryRun) || p.Spec.Stage == "" {
+		return
+	}
+	who := req.UserInfo.Username
+	if actor := p.Annotations[kargo.CreateActorAnnotation]; actor != "" && actor != who {
+		who = fmt.Sprintf("%s (through %s)", actor, req.UserInfo.Username)
+	}
+	g.events.Eventf(kargoevents.Stage(req.Namespace, p.Spec.Stage), corev1.EventTypeWarning, PromotionRefusedReason,
+		"Refused a Promotion of Freight %s into Stage %s asked by %s: %s", p.Spec.Freight, p.Spec.Stage, who, message)
 }
 
 // breakGlassMarks returns a Promotion's break-glass label and reason.

@@ -3,12 +3,14 @@ package webhook
 import (
 	"fmt"
 
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 )
 
 // Options configures the webhooks.
@@ -23,6 +25,10 @@ type Options struct {
 	ControllerUsername string
 }
 
+// PromotionGuardComponent is the source component of the Events the
+// admission guard for Kargo Promotions records.
+const PromotionGuardComponent = "kargo-fleet-promotion-guard"
+
 // Setup serves the FleetStage and FleetRollout validating webhooks and the
 // admission guard for Kargo Promotions from the manager's webhook server.
 func Setup(mgr ctrl.Manager, o Options) error {
@@ -35,7 +41,15 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &fleetv1alpha1.FleetRollout{}).WithValidator(ro).Complete(); err != nil {
 		return fmt.Errorf("error setting up the FleetRollout webhook: %w", err)
 	}
-	guard := NewPromotionGuard(mgr.GetClient(), access, o.ControllerUsername, admission.NewDecoder(mgr.GetScheme()))
+	core, err := typedcorev1.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("error creating the client of the Promotion guard's Events: %w", err)
+	}
+	refusals := kargoevents.NewAggregator(core, mgr.GetScheme(), PromotionGuardComponent)
+	if err := mgr.Add(refusals); err != nil {
+		return fmt.Errorf("error adding the Promotion guard's Event recorder: %w", err)
+	}
+	guard := NewPromotionGuard(mgr.GetClient(), access, o.ControllerUsername, admission.NewDecoder(mgr.GetScheme()), refusals)
 	mgr.GetWebhookServer().Register(ValidatePromotionPath, &webhook.Admission{Handler: guard})
 	return nil
 }

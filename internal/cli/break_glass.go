@@ -82,7 +82,9 @@ func (o *breakGlassOptions) run(ctx context.Context) error {
 		stage = render.TargetStageName(fs.Name, o.target)
 	}
 	p := kargo.NewPromotion(fs.Namespace, stage, o.freight,
-		map[string]string{fleetv1alpha1.BreakGlassLabel: fs.Name},
+		// The FleetStage label lets the fleet dashboard, which watches
+		// only the fleet's Promotions, show who pushed the target and why.
+		map[string]string{fleetv1alpha1.BreakGlassLabel: fs.Name, fleetv1alpha1.FleetStageLabel: fs.Name},
 		map[string]string{rolloutplan.BreakGlassReasonAnnotation: strings.TrimSpace(o.reason)})
 	if err := c.Create(ctx, p); err != nil {
 		return breakGlassError(err, fs.Namespace, o.freight, stage)

@@ -35,6 +35,7 @@ func newHistoryCommand(streams genericiooptions.IOStreams, kube kubeOptions) *co
 			"it took, its result, each wave's outcome (with the time Kargo recorded the Freight approved for the " +
 			"wave, if it was: Kargo records no approver), the threshold breach and who last paused, resumed or " +
 			"aborted it. Rollouts the history limit deleted come from the summaries the FleetStage keeps. " +
+			"Break-glass Promotions into its target Stages follow, with who created them and why: intended, not drift. " +
 			"--target shows one target Stage's Freight history as Kargo records it. -o name prints the " +
 			"FleetRollouts that still exist (or, with --target, the target Stage).",
 		Example: "  kargo-fleet history prod -n shop\n" +
@@ -83,7 +84,12 @@ func (o *historyOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	in := report.HistoryInput{FleetStage: fs, Freight: freight.Items, Aliases: aliases}
+	breakGlass := &kargo.PromotionList{}
+	if err := c.List(ctx, breakGlass, client.InNamespace(fs.Namespace),
+		client.MatchingLabels{fleetv1alpha1.BreakGlassLabel: fs.Name}); err != nil {
+		return fmt.Errorf("error listing break-glass Promotions of FleetStage %q: %w", fs.Name, err)
+	}
+	in := report.HistoryInput{FleetStage: fs, Freight: freight.Items, Aliases: aliases, BreakGlass: breakGlass.Items}
 	for _, ro := range rollouts {
 		in.Rollouts = append(in.Rollouts, *ro)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
+	rolloutplan "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -42,7 +43,13 @@ func historyFleet() []client.Object {
 	bf.Status.ApprovedFor = map[string]kargo.ApprovedStage{"prod-canary": {ApprovedAt: &metav1.Time{Time: t0.Add(time.Minute)}}}
 	target := testutil.MakeStage("shop", "prod-eu-west-1-003").Target("prod", "", plan.TargetID("eu-west-1-003")).
 		Annotations(map[string]string{fleetv1alpha1.TargetNameAnnotation: "eu-west-1-003"}).Current(badFreight).Current(goodFreight).Obj()
-	return []client.Object{fs, bad, rb, bf, freight(goodFreight, "v1.4.0"), target}
+	glass := testutil.MakePromotion("shop", "prod-eu-west-1-003", badFreight).Name("prod-eu-west-1-003.01jglass.9f8e7d6").
+		Labels(map[string]string{fleetv1alpha1.BreakGlassLabel: "prod"}).Phase(kargo.PromotionSucceeded).Obj()
+	glass.Annotations = map[string]string{kargo.CreateActorAnnotation: "kubernetes:oncall",
+		rolloutplan.BreakGlassReasonAnnotation: "INC-7: hotfix one cluster"}
+	glass.CreationTimestamp = metav1.Time{Time: t0.Add(10 * time.Minute)}
+	other := testutil.MakePromotion("shop", "prod-eu-west-1-003", badFreight).Name("prod-eu-west-1-003.01jother.9f8e7d6").Obj()
+	return []client.Object{fs, bad, rb, bf, freight(goodFreight, "v1.4.0"), target, glass, other}
 }
 
 const wantHistory = `FleetStage shop/prod: 3 rollout(s)
@@ -59,6 +66,10 @@ prod-bad  Forward  Freight v1.5.0 (9f8e7d6)  Halted
 
 prod-bad-rb  Rollback  Freight v1.4.0 (1a2b3c4)  Succeeded
   started 2026-11-22T09:04:01Z by kubernetes:kargo-fleet, took 1m59s
+
+1 break-glass Promotion(s), intended (not drift):
+  2026-11-22T09:10:00Z  prod-eu-west-1-003  Freight v1.5.0 (9f8e7d6)  Succeeded
+    by kubernetes:oncall: INC-7: hotfix one cluster
 `
 
 func TestHistoryCommand(t *testing.T) {

@@ -376,7 +376,7 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 		g.Freights = append(g.Freights, report.DisplayFreight(v.Freight))
 	}
 	promos := newestPromotions(in.Promotions, shown)
-	drifted := drift.DriftedStages(in.FleetStage, in.Rollouts, in.Stages)
+	drifted := drift.DriftedStages(in.FleetStage, in.Rollouts, in.Stages, breakGlassIntent(in))
 	targets := make([]gridTarget, 0, len(in.Stages))
 	for i := range in.Stages {
 		st := &in.Stages[i]
@@ -576,6 +576,19 @@ type TargetDetail struct {
 	// Drifted is set when the target runs Freight the fleet does not
 	// intend and no open rollout explains (drift.Detect).
 	Drifted bool `json:"drifted"`
+	// BreakGlass is the break-glass Promotion that pushed the Freight the
+	// target runs: intended, not drift.
+	BreakGlass *BreakGlassDetail `json:"breakGlass,omitempty"`
+}
+
+// BreakGlassDetail describes a break-glass Promotion: who pushed the
+// target and why.
+type BreakGlassDetail struct {
+	Promotion string `json:"promotion"`
+	Freight   string `json:"freight"`
+	Actor     string `json:"actor,omitempty"`
+	Reason    string `json:"reason"`
+	Created   string `json:"created"`
 }
 
 // PromotionDetail describes one Promotion.
@@ -605,7 +618,7 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 	d := TargetDetail{ID: id, Name: cmp.Or(st.Annotations[fleetv1alpha1.TargetNameAnnotation], id),
 		Wave: st.Labels[fleetv1alpha1.WaveLabel], Stage: st.Name, Labels: map[string]string{}, Params: map[string]string{},
 		State: string(rollout.TargetPending), KargoURL: link.KargoStageURL(in.KargoURL, fs.Namespace, st.Name),
-		Drifted: drift.DriftedStages(fs, in.Rollouts, []kargo.Stage{*st})[st.Name]}
+		Drifted: drift.DriftedStages(fs, in.Rollouts, []kargo.Stage{*st}, breakGlassIntent(in))[st.Name]}
 	var member *plan.Target
 	var limits rollout.Limits
 	if in.Plan != nil {
@@ -656,12 +669,45 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 			last = p
 		}
 	}
+	if glass := newestBreakGlass(in.Promotions, fs.Name, st.Name); glass != nil &&
+		len(st.Status.FreightHistory) > 0 && firstFreight(st.Status.FreightHistory[0]) == glass.Spec.Freight {
+		d.BreakGlass = &BreakGlassDetail{Promotion: glass.Name, Freight: name(glass.Spec.Freight),
+			Actor: glass.Annotations[kargo.CreateActorAnnotation], Reason: glass.Annotations[rollout.BreakGlassReasonAnnotation],
+			Created: glass.CreationTimestamp.UTC().Format(time.RFC3339)}
+	}
 	if last != nil {
 		d.LastPromotion = &PromotionDetail{Name: last.Name, Freight: name(last.Spec.Freight),
 			Phase: string(cmp.Or(last.Status.Phase, kargo.PromotionPending)), Message: last.Status.Message,
 			Rollout: last.Labels[fleetv1alpha1.RolloutLabel], Created: last.CreationTimestamp.UTC().Format(time.RFC3339)}
 	}
 	return d, true
+}
+
+// breakGlassIntent maps each target Stage to the Freight of its newest
+// break-glass Promotion: intended, not drift (drift.Intent.BreakGlass).
+func breakGlassIntent(in FleetInput) map[string]string {
+	var glass []kargo.Promotion
+	for i := range in.Promotions {
+		if in.Promotions[i].Labels[fleetv1alpha1.BreakGlassLabel] == in.FleetStage.Name {
+			glass = append(glass, in.Promotions[i])
+		}
+	}
+	return drift.BreakGlassOf(glass)
+}
+
+// newestBreakGlass returns the newest break-glass Promotion of fleet into
+// stage, nil when there is none. Newest by name, as drift.BreakGlassOf
+// has it: Kargo names Promotions after their ULID.
+func newestBreakGlass(all []kargo.Promotion, fleet, stage string) *kargo.Promotion {
+	var newest *kargo.Promotion
+	for i := range all {
+		p := &all[i]
+		if p.Spec.Stage == stage && p.Labels[fleetv1alpha1.BreakGlassLabel] == fleet &&
+			(newest == nil || p.Name > newest.Name) {
+			newest = p
+		}
+	}
+	return newest
 }
 
 // firstFreight is the first Freight name of a freight collection, by origin.

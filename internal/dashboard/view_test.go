@@ -1,16 +1,21 @@
 package dashboard
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/dashtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 func Test_newThreshold(t *testing.T) {
@@ -256,4 +261,56 @@ func Test_fleetLabels(t *testing.T) {
 	require.Equal(t, map[string]map[string]string{
 		"a": {"region": "new"}, "b": {"region": "eu"}, "c": {"region": "ap"}, "u": {"region": "us"},
 	}, got)
+}
+
+func TestBuildTarget_breakGlass(t *testing.T) {
+	t.Parallel()
+	in := fleetInput(dashtest.NewFleet(20, now), "")
+	st := &in.Stages[0]
+	id := st.Labels[fleetv1alpha1.TargetLabel]
+	// The target runs Freight no rollout intends, as after a break-glass
+	// Promotion.
+	st.Status.FreightHistory = append([]kargo.FreightCollection{{ID: "hotfix",
+		Items: map[string]kargo.FreightReference{"Warehouse/apps": {Name: "hotfix"}}}}, st.Status.FreightHistory...)
+	running := firstFreight(st.Status.FreightHistory[0])
+	glass := func(name, freight, reason string, age time.Duration) kargo.Promotion {
+		p := testutil.MakePromotion(st.Namespace, st.Name, freight).Name(name).
+			Labels(map[string]string{fleetv1alpha1.BreakGlassLabel: in.FleetStage.Name}).Phase(kargo.PromotionSucceeded).Obj()
+		p.Annotations = map[string]string{kargo.CreateActorAnnotation: "kubernetes:oncall",
+			rollout.BreakGlassReasonAnnotation: reason}
+		p.CreationTimestamp = metav1.Time{Time: now.Add(-age)}
+		return *p
+	}
+	tests := []struct {
+		name       string
+		promotions []kargo.Promotion
+		// want is the reason shown, empty for none.
+		want string
+	}{
+		{name: "the newest break-glass Promotion pushed the Freight the target runs",
+			promotions: []kargo.Promotion{glass("glass.01a", "other-freight", "INC-1", time.Hour), glass("glass.01b", running, "INC-7: hotfix", time.Minute)},
+			want:       "INC-7: hotfix"},
+		{name: "a rollout has since replaced the break-glass Freight",
+			promotions: []kargo.Promotion{glass("glass.01a", "other-freight", "INC-1", time.Hour)}},
+		{name: "no break-glass Promotion"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := in
+			in.Promotions = append(slices.Clone(in.Promotions), tt.promotions...)
+			d, ok := BuildTarget(in, id)
+			require.True(t, ok)
+			if tt.want == "" {
+				require.Nil(t, d.BreakGlass)
+				require.True(t, d.Drifted, "without break-glass, Freight no rollout intends is drift")
+				return
+			}
+			require.NotNil(t, d.BreakGlass)
+			require.Equal(t, tt.want, d.BreakGlass.Reason)
+			require.Equal(t, "kubernetes:oncall", d.BreakGlass.Actor)
+			require.Equal(t, "glass.01b", d.BreakGlass.Promotion)
+			require.False(t, d.Drifted, "break-glass Freight is intended, not drift")
+		})
+	}
 }

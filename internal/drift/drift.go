@@ -189,14 +189,18 @@ func TargetsOf(stages []kargo.Stage) []Target {
 }
 
 // DriftedStages returns the names of the drifted target Stages of a
-// FleetStage, for views that mark them.
-func DriftedStages(fs *fleetv1alpha1.FleetStage, rollouts []fleetv1alpha1.FleetRollout, stages []kargo.Stage) map[string]bool {
+// FleetStage, for views that mark them; breakGlass is Intent.BreakGlass
+// (BreakGlassOf the FleetStage's break-glass Promotions).
+func DriftedStages(fs *fleetv1alpha1.FleetStage, rollouts []fleetv1alpha1.FleetRollout, stages []kargo.Stage,
+	breakGlass map[string]string) map[string]bool {
 	ptrs := make([]*fleetv1alpha1.FleetRollout, len(rollouts))
 	for i := range rollouts {
 		ptrs[i] = &rollouts[i]
 	}
+	intent := IntentOf(&fs.Status, ptrs)
+	intent.BreakGlass = breakGlass
 	out := map[string]bool{}
-	for _, d := range Detect(IntentOf(&fs.Status, ptrs), TargetsOf(stages)) {
+	for _, d := range Detect(intent, TargetsOf(stages)) {
 		out[d.Stage] = true
 	}
 	return out

@@ -71,18 +71,11 @@ func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 // the annotations Kargo puts on its own Events.
 func (r *Recorder) event(ref *corev1.ObjectReference, eventtype, reason, action, message string) *corev1.Event {
 	now := r.clock.Now()
-	annotations := map[string]string{kargo.EventProjectAnnotation: ref.Namespace}
-	switch ref.Kind {
-	case "Stage":
-		annotations[kargo.EventStageAnnotation] = ref.Name
-	case "Freight":
-		annotations[kargo.EventFreightAnnotation] = ref.Name
-	}
 	return &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   ref.Namespace,
 			Name:        fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()),
-			Annotations: annotations,
+			Annotations: annotations(ref),
 		},
 		InvolvedObject:      *ref,
 		Reason:              reason,
@@ -96,6 +89,19 @@ func (r *Recorder) event(ref *corev1.ObjectReference, eventtype, reason, action,
 		ReportingController: r.component,
 		ReportingInstance:   strutil.Truncate(r.instance, 128),
 	}
+}
+
+// annotations returns the annotations Kargo puts on its own Events about
+// the object ref names.
+func annotations(ref *corev1.ObjectReference) map[string]string {
+	out := map[string]string{kargo.EventProjectAnnotation: ref.Namespace}
+	switch ref.Kind {
+	case "Stage":
+		out[kargo.EventStageAnnotation] = ref.Name
+	case "Freight":
+		out[kargo.EventFreightAnnotation] = ref.Name
+	}
+	return out
 }
 
 // KargoObject returns the reference of obj when it is a Kargo object: an

@@ -204,7 +204,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if o.Components&TargetGuard != 0 {
-		r := targetguard.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("kargo-fleet-targetguard"))
+		r := targetguard.NewReconciler(mgr.GetClient(), kargoRecorder(mgr, "kargo-fleet-targetguard"))
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the target guard: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // HistoryInput is what `kargo-fleet history` reads.
@@ -26,6 +27,9 @@ type HistoryInput struct {
 	// records on them.
 	Freight []kargo.Freight
 	Aliases map[string]string
+	// BreakGlass are the FleetStage's break-glass Promotions (labelled
+	// fleetv1alpha1.BreakGlassLabel with its name).
+	BreakGlass []kargo.Promotion
 }
 
 // History is every rollout of a FleetStage, oldest first: the ones that
@@ -35,6 +39,21 @@ type History struct {
 	Namespace  string         `json:"namespace"`
 	FleetStage string         `json:"fleetStage"`
 	Rollouts   []HistoryEntry `json:"rollouts"`
+	// BreakGlass are the break-glass Promotions into the fleet's target
+	// Stages, oldest first: intended, not drift.
+	BreakGlass []BreakGlassEntry `json:"breakGlass,omitempty"`
+}
+
+// BreakGlassEntry is one break-glass Promotion.
+type BreakGlassEntry struct {
+	Promotion string      `json:"promotion"`
+	Stage     string      `json:"stage"`
+	Freight   FreightName `json:"freight"`
+	// Actor is who created it (Kargo's create-actor annotation).
+	Actor     string               `json:"actor,omitempty"`
+	Reason    string               `json:"reason"`
+	CreatedAt *time.Time           `json:"createdAt,omitempty"`
+	Phase     kargo.PromotionPhase `json:"phase,omitempty"`
 }
 
 // HistoryEntry is one rollout.
@@ -128,6 +147,16 @@ func BuildHistory(in HistoryInput) History {
 	slices.SortStableFunc(h.Rollouts, func(a, b HistoryEntry) int {
 		return cmp.Or(compareTimes(a.StartedAt, b.StartedAt), cmp.Compare(a.Name, b.Name))
 	})
+	for i := range in.BreakGlass {
+		p := &in.BreakGlass[i]
+		created := p.CreationTimestamp
+		h.BreakGlass = append(h.BreakGlass, BreakGlassEntry{Promotion: p.Name, Stage: p.Spec.Stage,
+			Freight: freightName(p.Spec.Freight, in.Aliases), Actor: p.Annotations[kargo.CreateActorAnnotation],
+			Reason: p.Annotations[rollout.BreakGlassReasonAnnotation], CreatedAt: toTime(&created), Phase: p.Status.Phase})
+	}
+	slices.SortStableFunc(h.BreakGlass, func(a, b BreakGlassEntry) int {
+		return cmp.Or(compareTimes(a.CreatedAt, b.CreatedAt), cmp.Compare(a.Promotion, b.Promotion))
+	})
 	return h
 }
 
@@ -205,6 +234,17 @@ func RenderHistoryText(w io.Writer, h History) error {
 		if e.IntentActor != "" {
 			fmt.Fprintf(&b, "  intent %s set by %s\n", e.Intent, e.IntentActor)
 		}
+	}
+	if len(h.BreakGlass) > 0 {
+		fmt.Fprintf(&b, "\n%d break-glass Promotion(s), intended (not drift):\n", len(h.BreakGlass))
+	}
+	for _, e := range h.BreakGlass {
+		created := "unknown time"
+		if e.CreatedAt != nil {
+			created = e.CreatedAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(&b, "  %s  %s  Freight %s  %s\n    by %s: %s\n", created, e.Stage, DisplayFreight(e.Freight),
+			cmp.Or(string(e.Phase), "Pending"), cmp.Or(e.Actor, "unknown"), e.Reason)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -60,6 +60,8 @@ type FleetStageReconciler struct {
 	// cache older than its own last status write must not take the Stage it
 	// just created for a forged one.
 	createdHere sync.Map
+	// desired is what the last sync rendered, for the per-Stage restore.
+	desired *desiredStages
 }
 
 var _ reconcile.Reconciler = &FleetStageReconciler{}
@@ -68,7 +70,7 @@ var _ reconcile.Reconciler = &FleetStageReconciler{}
 // write.
 func NewFleetStageReconciler(c client.Client, inv fleetplan.Inventory, rec events.EventRecorder, clk clock.PassiveClock) *FleetStageReconciler {
 	return &FleetStageReconciler{client: c, inventory: inv, kinds: inventory.DefaultKinds(), recorder: rec, clock: clk,
-		records: stagerecord.NewReader(c)}
+		records: stagerecord.NewReader(c), desired: newDesiredStages()}
 }
 
 // WithStageRecords makes the reconciler read Stage records with records,
@@ -94,9 +96,13 @@ func (r *FleetStageReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	log := ctrl.LoggerFrom(ctx)
 	fs := &fleetv1alpha1.FleetStage{}
 	if err := r.client.Get(ctx, req.NamespacedName, fs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.desired.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !fs.DeletionTimestamp.IsZero() {
+		r.desired.forget(req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, fs)
 	}
 	if !controllerutil.ContainsFinalizer(fs, Finalizer) {

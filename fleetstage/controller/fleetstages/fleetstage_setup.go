@@ -41,10 +41,12 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		return err
 	}
 	events := make(chan event.GenericEvent)
+	restores := make(chan event.GenericEvent)
 	served, optional := r.inventoryWatches(r.kinds)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&fleetv1alpha1.FleetStage{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&kargo.Stage{}, builder.WithPredicates(stageChangedPredicate())).
+		WatchesRawSource(source.Channel(restores, &handler.EnqueueRequestForObject{})).
 		Watches(&kargo.Stage{}, handler.EnqueueRequestsFromMapFunc(r.adoptersOf)).
 		Watches(&kargo.Promotion{}, handler.EnqueueRequestsFromMapFunc(r.ownerOfPromotedStage),
 			builder.WithPredicates(promotionFinishedPredicate())).
@@ -56,6 +58,12 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 	}
 	c, err := b.WithOptions(opts).Named("fleetstage").Build(r)
 	if err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("fleetstage_restore").
+		For(&kargo.Stage{}, builder.WithPredicates(stageSpecChangedPredicate())).
+		WithOptions(opts).
+		Complete(&restoreReconciler{client: r.client, desired: r.desired, fleets: restores}); err != nil {
 		return err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
@@ -192,14 +200,16 @@ func requests(list *fleetv1alpha1.FleetStageList) []reconcile.Request {
 	return out
 }
 
-// stageChangedPredicate passes Stage events that can change what the
-// reconciler decides: creation, deletion, changes of spec, labels or
-// annotations other than the description. The FleetRollout controller owns
-// an owned Stage's description and rewrites it as a rollout progresses;
-// nothing here reads it, and reconciling a FleetStage compares every one of
-// its Stages, so each description write would cost a pass over the fleet.
+// stageChangedPredicate passes the events of generated Stages the
+// whole-fleet reconcile looks at: creation, deletion, changes of labels or
+// of annotations other than the description. A change of spec alone goes to
+// the per-Stage restore (stageSpecChangedPredicate), which hands the Stage
+// on when it cannot decide. The FleetRollout controller owns a wave Stage's
+// description and rewrites it as a rollout progresses; nothing here reads
+// it, and reconciling a FleetStage compares every one of its Stages, so
+// each description write would cost a pass over the fleet.
 func stageChangedPredicate() predicate.Predicate {
-	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+	return predicate.Or(predicate.LabelChangedPredicate{},
 		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			if e.ObjectOld == nil || e.ObjectNew == nil {
 				return false
@@ -225,6 +235,20 @@ func annotationsEqualBut(a, b map[string]string, key string) bool {
 		n++
 	}
 	return n == len(b)
+}
+
+// stageSpecChangedPredicate passes spec changes (a new generation) of
+// generated Stages, for the per-Stage restore.
+func stageSpecChangedPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectNew.GetLabels()[fleetv1alpha1.FleetStageLabel] != "" &&
+				e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+		},
+	}
 }
 
 // promotionFinishedPredicate passes Promotions reaching a final phase: that

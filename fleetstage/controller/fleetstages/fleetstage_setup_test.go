@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
@@ -22,7 +23,7 @@ func TestStageChangedPredicate(t *testing.T) {
 		want     bool
 	}{
 		{name: "nothing changed", old: stage(1, nil, nil), new: stage(1, nil, nil), want: false},
-		{name: "spec", old: stage(1, nil, nil), new: stage(2, nil, nil), want: true},
+		{name: "spec alone: the per-Stage restore's", old: stage(1, nil, nil), new: stage(2, nil, nil), want: false},
 		{name: "label", old: stage(1, nil, nil), new: stage(1, map[string]string{"a": "b"}, nil), want: true},
 		{name: "description set", old: stage(1, nil, nil), new: stage(1, nil, map[string]string{desc: "wave canary: 3 of 50"}), want: false},
 		{name: "description rewritten", old: stage(1, nil, map[string]string{desc: "x", "k": "v"}),
@@ -43,4 +44,9 @@ func TestStageChangedPredicate(t *testing.T) {
 	}
 	require.True(t, stageChangedPredicate().Create(event.CreateEvent{Object: stage(1, nil, nil)}))
 	require.True(t, stageChangedPredicate().Delete(event.DeleteEvent{Object: stage(1, nil, nil)}))
+	generated := map[string]string{fleetv1alpha1.FleetStageLabel: "prod"}
+	require.True(t, stageSpecChangedPredicate().Update(event.UpdateEvent{ObjectOld: stage(1, generated, nil), ObjectNew: stage(2, generated, nil)}),
+		"a generated Stage's spec change goes to the per-Stage restore")
+	require.False(t, stageSpecChangedPredicate().Update(event.UpdateEvent{ObjectOld: stage(1, generated, nil),
+		ObjectNew: stage(1, generated, map[string]string{kargo.DescriptionAnnotation: "x"})}))
 }

@@ -57,6 +57,17 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 	}
 	desired := append(slices.Clone(s.desired.Waves), s.desired.Targets...)
 	want := make(map[string]bool, len(desired))
+	// Copies: the writes below fill the desired Stages in from the API
+	// server's answers while the restore reads its copies.
+	stages := make([]*kargo.Stage, len(desired))
+	for i := range desired {
+		stages[i] = desired[i].DeepCopy()
+	}
+	// Before any write: the per-Stage restore compares the Stages this sync
+	// updates with this rendering, not the previous one, which it would
+	// otherwise write back (an adopted Stage or inventory change re-renders
+	// Stages without a new FleetStage generation).
+	r.desired.set(fs, stages, res.record)
 
 	var mu sync.Mutex
 	// One failed write does not cancel the others: a create cancelled on
@@ -96,11 +107,8 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 		default:
 			movedFrom := cur.Labels[fleetv1alpha1.WaveLabel]
 			g.Go(func() error {
-				patch := client.MergeFrom(cur.DeepCopy())
-				render.Apply(cur, d)
-				delete(cur.Annotations, fleetv1alpha1.PruneAnnotation)
-				if err := r.client.Patch(ctx, cur, patch); err != nil {
-					return fmt.Errorf("error updating Stage %q: %w", d.Name, err)
+				if err := restoreStage(ctx, r.client, cur, d); err != nil {
+					return err
 				}
 				mu.Lock()
 				defer mu.Unlock()
@@ -122,6 +130,8 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 	}
 	r.recordMembershipEvents(fs, res)
 	setStagesSynced(fs, res)
+	// Again with the UIDs of the Stages created.
+	r.desired.set(fs, stages, res.record)
 	return true, nil
 }
 

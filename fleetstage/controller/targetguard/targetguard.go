@@ -30,6 +30,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
@@ -211,13 +212,14 @@ func (r *Reconciler) event(fs *fleetv1alpha1.FleetStage, format string, args ...
 	r.recorder.Eventf(fs, nil, corev1.EventTypeWarning, ForeignPromotionRefusedReason, "Guard", strutil.Ellipsis(fmt.Sprintf(format, args...), 1024))
 }
 
-// recordBreakGlass records a break-glass Promotion on the FleetStage: who,
-// which Freight, which target and why.
+// recordBreakGlass records a break-glass Promotion on the FleetStage and
+// its target Stage (where Kargo's Events page shows it): who, which
+// Freight, which target and why.
 func (r *Reconciler) recordBreakGlass(fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) {
 	if r.recorder == nil {
 		return
 	}
-	r.recorder.Eventf(fs, nil, corev1.EventTypeWarning, BreakGlassPromotionReason, "BreakGlass", "%s",
+	r.recorder.Eventf(fs, kargoevents.Stage(p.Namespace, p.Spec.Stage), corev1.EventTypeWarning, BreakGlassPromotionReason, "BreakGlass", "%s",
 		strutil.Ellipsis(fmt.Sprintf("Break-glass Promotion %s by %s: Freight %s into target Stage %s, intended (not drift): %s",
 			p.Name, p.Annotations[kargo.CreateActorAnnotation], p.Spec.Freight, p.Spec.Stage,
 			p.Annotations[rollout.BreakGlassReasonAnnotation]), 1024))

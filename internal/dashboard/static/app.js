@@ -125,6 +125,11 @@
     row('previous Freight', t.previous);
     row('health', t.health);
     if (t.drifted) row('drift', 'drifted');
+    if (t.breakGlass) {
+      const g = t.breakGlass;
+      row('break-glass', 'Freight ' + g.freight + ' by ' + (g.actor || 'unknown') + ': ' + g.reason + ' (intended, not drift)');
+      row('break-glass Promotion', g.promotion + ', ' + g.created);
+    }
     if (t.lastPromotion) {
       const p = t.lastPromotion;
       row('last Promotion', p.name);

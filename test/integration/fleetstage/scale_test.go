@@ -23,7 +23,8 @@ import (
 // TestScaleExpansion expands a FleetStage over 1,000 targets on the real
 // apiserver and reports the time until every Stage is in step, the API writes
 // it took and the size of the FleetStage status; a second reconcile of the
-// unchanged FleetStage must write nothing.
+// unchanged FleetStage must write nothing, and a changed target and wave
+// Stage are restored (the time is reported).
 func TestScaleExpansion(t *testing.T) {
 	const n = 1000
 	ctx := context.Background()
@@ -77,6 +78,11 @@ func TestScaleExpansion(t *testing.T) {
 	settle(t)
 	again := writes.Writes() - before
 	require.Zero(t, again, "a second reconcile of the unchanged FleetStage writes nothing")
+
+	for _, name := range []string{"fleet.cluster-500", "fleet-canary"} {
+		took := changeAndAwaitRestore(t, ns, name)
+		fmt.Printf("report: restore of Stage %s in a %d-target fleet: %s\n", name, n, took.Round(time.Millisecond))
+	}
 
 	fmt.Printf("report: FleetStage expansion over %d targets: all Stages synced in %s, %d API writes (%.2f per target), status %d bytes, second reconcile %d writes\n",
 		n, elapsed.Round(10*time.Millisecond), expandWrites, float64(expandWrites)/n, len(raw), again)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,11 +17,13 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
@@ -71,11 +74,11 @@ func run(m *testing.M) (int, error) {
 		InventoryNamespaces:     inventoryNamespaces,
 		ControllerUsername:      controllerUser,
 		NewClient: func(config *rest.Config, options client.Options) (client.Client, error) {
-			c, err := client.New(config, options)
+			c, err := client.NewWithWatch(config, options)
 			if err != nil {
 				return nil, err
 			}
-			writes = testutil.NewCountingClient(c)
+			writes = testutil.NewCountingClient(interceptor.NewClient(c, interceptor.Funcs{List: slowStageLists}))
 			return writes, nil
 		},
 	})
@@ -98,6 +101,30 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	return m.Run(), nil
+}
+
+// slowProjects holds the Projects where listing Stages takes
+// slowStageListDelay: every whole-fleet reconcile of their FleetStages
+// (it lists the fleet's Stages) is then as slow as one of a large fleet on
+// a busy API server.
+var slowProjects sync.Map
+
+const slowStageListDelay = 15 * time.Second
+
+// slowStageLists lists, after slowStageListDelay when the list is of Stages
+// in one of slowProjects.
+func slowStageLists(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+	if _, stages := list.(*kargo.StageList); stages {
+		lo := (&client.ListOptions{}).ApplyOptions(opts)
+		if _, slow := slowProjects.Load(lo.Namespace); slow {
+			select {
+			case <-time.After(slowStageListDelay):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return c.List(ctx, list, opts...)
 }
 
 func zapLevel() zapcore.Level {

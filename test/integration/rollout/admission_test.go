@@ -218,6 +218,9 @@ func TestBreakGlassNeedsTheRightAndIsNotDrift(t *testing.T) {
 	require.NoError(t, err)
 	stageRuns(t, f, stage, f.bad)
 	requireEvent(t, f.ns, "BreakGlassPromotion", "INC-7: hotfix one cluster")
+	e := f.kargoEvent("Stage", stage, "BreakGlassPromotion", "INC-7: hotfix one cluster")
+	require.Contains(t, e.Message, "intended (not drift)", "Kargo's Events page shows it on the target Stage as intended")
+	require.Contains(t, e.Message, "oncall-"+f.ns, "and who pushed it")
 
 	// Its marks never change afterwards.
 	patch := client.MergeFrom(p.DeepCopy())
