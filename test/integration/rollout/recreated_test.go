@@ -64,8 +64,13 @@ func TestRecreatedTargetStageIsPromotedAgain(t *testing.T) {
 	}
 	require.Equal(t, map[types.UID]int{old.UID: 1, recreated.UID: 1}, byStage)
 
-	ro = f.findRollout(f.good, fleetv1alpha1.DirectionForward)
-	require.Equal(t, fleetv1alpha1.RolloutWaitingForApproval, ro.Status.Phase, ro.Status.Message)
+	// The rollout's status follows the re-created Stage's Promotion with its
+	// own write: wait for it, then it must be where it was, with no failure.
+	require.Eventually(t, func() bool {
+		ro = f.findRollout(f.good, fleetv1alpha1.DirectionForward)
+		return ro != nil && ro.Status.Phase == fleetv1alpha1.RolloutWaitingForApproval &&
+			len(ro.Status.Waves) > 0 && ro.Status.Waves[0].InFlight == 0
+	}, wait, tick, "the rollout never settled back to waiting for approval (last: %s)", describe(&ro))
 	require.Empty(t, ro.Status.Failures, "a re-created Stage is no failure")
 }
 
