@@ -304,6 +304,9 @@ func TestDashboard_breach(t *testing.T) {
 	// The fleet page follows the rollback, and the breach stays beside it.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/projects/breach/fleetstages/prod")))
 	waitTrue(t, ctx, 20*time.Second, gridReady)
+	// The rollout panel renders from its own response, which may come after
+	// the grid's.
+	waitTrue(t, ctx, 20*time.Second, `(document.querySelector('#rollout h2')?.textContent || '').length > 0`)
 	require.Contains(t, text(t, ctx, "#rollout h2"), dashtest.Rollback)
 	require.Contains(t, text(t, ctx, "#rollout h2"), "RollingBack")
 	breach := text(t, ctx, "#breach")
