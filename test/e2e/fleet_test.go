@@ -59,6 +59,8 @@ type fleetSpec struct {
 	policy  fleetv1alpha1.FleetPolicy
 	// downstream adds a Stage "after-prod" taking Freight from prod.
 	downstream bool
+	// shards, when set, puts the fleet's Stages on Kargo shards.
+	shards *fleetv1alpha1.ShardsSpec
 }
 
 // newFleet creates a Project named <prefix>-<random> and waits until its
@@ -94,6 +96,7 @@ func newFleet(t *testing.T, prefix string, spec fleetSpec) *fleet {
 			}}},
 			Waves:  spec.waves,
 			Policy: spec.policy,
+			Shards: spec.shards,
 		},
 	}))
 	start := time.Now()

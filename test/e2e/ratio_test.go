@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/auditlog"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 )
@@ -42,7 +44,26 @@ var (
 		"kargo-fleet's /metrics URL: print its apiserver requests (by verb) made during each fleet run.")
 	ratioKargoMetrics = flag.String("ratio.kargo-metrics-url", "",
 		"Kargo controller's /metrics URL: print its reconciles (by controller) during each run.")
+	ratioAuditLog = flag.String("ratio.audit-log", "",
+		"The kube-apiserver's audit log (JSON lines): print kargo-fleet's writes in each fleet run's Project, per target.")
+	ratioFleetUser = flag.String("ratio.fleet-user", "system:serviceaccount:kargo-fleet:kargo-fleet",
+		"The user kargo-fleet's controller acts as, for -ratio.audit-log.")
+	ratioShards = flag.String("ratio.shards", "",
+		"Comma-separated Kargo shards: target i of both sides goes on shard i mod their number (empty: Kargo's default controller).")
 )
+
+// ratioShardLabel is the inline target label the fleet side reads its
+// shard from (spec.shards.targetLabel).
+const ratioShardLabel = "shard"
+
+// shardOf returns the shard of target i under -ratio.shards, "" without.
+func shardOf(i int) string {
+	if *ratioShards == "" {
+		return ""
+	}
+	shards := strings.Split(*ratioShards, ",")
+	return strings.TrimSpace(shards[i%len(shards)])
+}
 
 // writeParallel is how many Promotions the baseline creates at once (the
 // same bound kargo-fleet uses for target Promotions).
@@ -156,6 +177,7 @@ func measureBaseline(t *testing.T, n, run int) ratioResult {
 		require.NoError(t, kube.Create(ctx, &kargo.Stage{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names[i]},
 			Spec: kargo.StageSpec{
+				Shard: shardOf(i),
 				Vars: []kargo.ExpressionVariable{
 					{Name: "targetURL", Value: cfg.targetURL},
 					{Name: render.VarTargetID, Value: names[i]},
@@ -203,8 +225,15 @@ func measureFleet(t *testing.T, n, run int) ratioResult {
 	names := make([]string, n)
 	for i := range targetsSpec {
 		targetsSpec[i] = fleetv1alpha1.InlineTarget{Name: fmt.Sprintf("t-%02d", i)}
+		if sh := shardOf(i); sh != "" {
+			targetsSpec[i].Labels = map[string]string{ratioShardLabel: sh}
+		}
 	}
-	f := newFleet(t, "ratio-fleet", fleetSpec{targets: targetsSpec, waves: []fleetv1alpha1.Wave{wave}})
+	spec := fleetSpec{targets: targetsSpec, waves: []fleetv1alpha1.Wave{wave}}
+	if *ratioShards != "" {
+		spec.shards = &fleetv1alpha1.ShardsSpec{TargetLabel: ratioShardLabel}
+	}
+	f := newFleet(t, "ratio-fleet", spec)
 	report(t, "run=%d fleet project=%s", run, f.ns)
 	list := &kargo.StageList{}
 	require.NoError(t, kube.List(context.Background(), list, client.InNamespace(f.ns),
@@ -220,7 +249,27 @@ func measureFleet(t *testing.T, n, run int) ratioResult {
 	f.promote(freight, wave.Name)
 	r := awaitVerified(t, f.ns, freight, names, start, f)
 	printDeltas(t, run, "fleet", fleetBefore, kargoBefore)
+	printAuditWrites(t, run, f.ns, n, start)
 	return r
+}
+
+// printAuditWrites reports kargo-fleet's writes in the Project ns since
+// start, from the apiserver's audit log.
+func printAuditWrites(t *testing.T, run int, ns string, n int, start time.Time) {
+	t.Helper()
+	if *ratioAuditLog == "" {
+		return
+	}
+	// The log backend writes each Event as the request completes; give
+	// the last ones a moment.
+	time.Sleep(2 * time.Second)
+	file, err := os.Open(*ratioAuditLog)
+	require.NoError(t, err)
+	defer func() { _ = file.Close() }()
+	counts, err := auditlog.CountWrites(file, auditlog.Filter{User: *ratioFleetUser, Namespace: ns, From: start})
+	require.NoError(t, err)
+	report(t, "run=%d fleet audit_writes=%d per_target=%.2f (goal <= 2) %s", run, counts.Total(),
+		float64(counts.Total())/float64(n), counts)
 }
 
 // awaitVerified polls until every Stage of names has freight verified (and,
