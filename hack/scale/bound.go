@@ -19,8 +19,14 @@ import (
 // finishes close to it; one whose own work per reconcile sets the pace
 // falls behind it as the fleet grows.
 type policyBound struct {
-	rounds    int
-	perTarget time.Duration // median target Promotion, created → finished (watch receive times)
+	rounds int
+	// perTarget is the median time a target holds a slot: its Promotion
+	// created → its Stage seen verified on the Freight (watch receive
+	// times). A slot frees only then: the wave counts a target in flight
+	// until Kargo verified it.
+	perTarget time.Duration
+	// promotion is the median target Promotion alone, created → finished.
+	promotion time.Duration
 	soaks     time.Duration
 	// maxConcurrent is each wave's, from the plan snapshot.
 	maxConcurrent map[string]int
@@ -31,7 +37,8 @@ func (b policyBound) total() time.Duration {
 }
 
 func (b policyBound) String() string {
-	return fmt.Sprintf("%s (%d rounds × %s median target Promotion + %s soak)", ms(b.total()), b.rounds, ms(b.perTarget), ms(b.soaks))
+	return fmt.Sprintf("%s (%d rounds × %s median target, Promotion created → Stage verified, + %s soak; the Promotion alone: %s median)",
+		ms(b.total()), b.rounds, ms(b.perTarget), ms(b.soaks), ms(b.promotion))
 }
 
 // boundOf computes the policy bound of a rollout from its plan snapshot
@@ -51,15 +58,27 @@ func (h *harness) boundOf(ctx context.Context, rollout string) (policyBound, err
 		b.rounds += (len(w.Members) + max(w.MaxConcurrent, 1) - 1) / max(w.MaxConcurrent, 1)
 		b.soaks += w.Soak
 	}
-	var took []time.Duration
+	var promoted, held []time.Duration
 	for _, s := range h.obs.rolloutPromotions(rollout) {
 		if !s.finished.IsZero() {
-			took = append(took, s.finished.Sub(s.added))
+			promoted = append(promoted, s.finished.Sub(s.added))
+		}
+		if at := h.obs.verifiedAt(s.stage, s.freight); !at.IsZero() && at.After(s.added) {
+			held = append(held, at.Sub(s.added))
 		}
 	}
-	if len(took) > 0 {
-		slices.Sort(took)
-		b.perTarget = took[len(took)/2]
+	b.promotion, b.perTarget = median(promoted), median(held)
+	if b.perTarget == 0 {
+		b.perTarget = b.promotion
 	}
 	return b, nil
+}
+
+// median returns the median of ds, 0 for none.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }

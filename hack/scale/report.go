@@ -104,7 +104,7 @@ func (r *results) writeRollout(p printer) {
 	p("| Waves | %s | |\n", waveSizes(r.good.waves))
 	p("| Rollout wall time, first wave Promotion → FleetRollout Succeeded | %s | |\n", ms(r.good.rolloutWall))
 	bound := r.good.bound.total()
-	p("| Policy bound of the rollout: Σ waves ⌈members / maxConcurrent⌉ × target Promotion time + soaks | %s | |\n", r.good.bound)
+	p("| Policy bound of the rollout: Σ waves ⌈members / maxConcurrent⌉ × the time a target holds its slot + soaks | %s | |\n", r.good.bound)
 	p("| Rollout wall time / policy bound | %.2f | %s |\n", r.good.rolloutWall.Seconds()/max(bound.Seconds(), 0.001),
 		goal(bound > 0 && r.good.rolloutWall <= 3*bound, "≤ 3"))
 	p("| Controller CPU per target during the rollout | %.1f ms (%.1f s) | |\n", 1000*r.good.cpu/float64(max(n, 1)), r.good.cpu)

@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
@@ -23,7 +22,9 @@ import (
 // coarse for sub-second latencies.
 type promoSeen struct {
 	rollout, wave string
-	added         time.Time
+	// stage and freight are what the Promotion promotes.
+	stage, freight string
+	added          time.Time
 	finished      time.Time
 	phase         kargo.PromotionPhase
 }
@@ -73,7 +74,13 @@ type observer struct {
 	mu       sync.Mutex
 	promos   map[string]*promoSeen
 	rollouts map[string]*rolloutSeen
+	// verified is when a Stage was first seen running a Freight with a
+	// successful verification, by verifiedKey.
+	verified map[string]time.Time
 }
+
+// verifiedKey keys observer.verified.
+func verifiedKey(stage, freight string) string { return stage + "/" + freight }
 
 func startObserver(ctx context.Context, cfg *rest.Config) (*observer, error) {
 	cfg = rest.CopyConfig(cfg)
@@ -85,7 +92,7 @@ func startObserver(ctx context.Context, cfg *rest.Config) (*observer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error creating the observer's cache: %w", err)
 	}
-	o := &observer{Cache: c, promos: map[string]*promoSeen{}, rollouts: map[string]*rolloutSeen{}}
+	o := &observer{Cache: c, promos: map[string]*promoSeen{}, rollouts: map[string]*rolloutSeen{}, verified: map[string]time.Time{}}
 	pi, err := c.GetInformer(ctx, &kargo.Promotion{})
 	if err != nil {
 		return nil, err
@@ -106,10 +113,18 @@ func startObserver(ctx context.Context, cfg *rest.Config) (*observer, error) {
 	}); err != nil {
 		return nil, err
 	}
-	for _, obj := range []client.Object{&kargo.Stage{}, &fleetv1alpha1.FleetStage{}} {
-		if _, err := c.GetInformer(ctx, obj); err != nil {
-			return nil, err
-		}
+	si, err := c.GetInformer(ctx, &kargo.Stage{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := si.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.stage(obj) },
+		UpdateFunc: func(_, obj any) { o.stage(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := c.GetInformer(ctx, &fleetv1alpha1.FleetStage{}); err != nil {
+		return nil, err
 	}
 	go func() { _ = c.Start(ctx) }()
 	if !c.WaitForCacheSync(ctx) {
@@ -128,12 +143,41 @@ func (o *observer) promotion(obj any) {
 	defer o.mu.Unlock()
 	s := o.promos[p.Name]
 	if s == nil {
-		s = &promoSeen{rollout: p.Labels[fleetv1alpha1.RolloutLabel], wave: p.Labels[fleetv1alpha1.WaveLabel], added: now}
+		s = &promoSeen{rollout: p.Labels[fleetv1alpha1.RolloutLabel], wave: p.Labels[fleetv1alpha1.WaveLabel],
+			stage: p.Spec.Stage, freight: p.Spec.Freight, added: now}
 		o.promos[p.Name] = s
 	}
 	if p.Status.Phase.IsTerminal() && s.finished.IsZero() {
 		s.finished, s.phase = now, p.Status.Phase
 	}
+}
+
+// stage records when a Stage is first seen verified on the Freight it
+// runs: the end of the time a target holds one of its wave's slots.
+func (o *observer) stage(obj any) {
+	now := time.Now()
+	st, ok := obj.(*kargo.Stage)
+	if !ok {
+		return
+	}
+	v := st.LastVerification()
+	if v == nil || v.Phase != kargo.VerificationSuccessful {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, f := range st.CurrentFreightNames() {
+		if k := verifiedKey(st.Name, f); o.verified[k].IsZero() {
+			o.verified[k] = now
+		}
+	}
+}
+
+// verifiedAt returns when stage was first seen verified on freight.
+func (o *observer) verifiedAt(stage, freight string) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.verified[verifiedKey(stage, freight)]
 }
 
 func (o *observer) rollout(obj any) {

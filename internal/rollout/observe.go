@@ -43,9 +43,9 @@ type Snapshot struct {
 	// Promotions are the Promotions Observe sorts: the rollout's own, those
 	// of its FleetStage's wave Stages, and those of the Project still
 	// running. Others may be included; Observe ignores them.
-	Promotions []kargo.Promotion
+	Promotions []*kargo.Promotion
 	// Stages are the FleetStage's target Stages.
-	Stages []kargo.Stage
+	Stages []*kargo.Stage
 	// Recorded are the names and UIDs of the Stages the FleetStage
 	// generated (its Stage record); nil when it recorded none. A target
 	// Stage not recorded is no target's: labels and owner references can
@@ -233,8 +233,7 @@ func (o *Observed) observePromotions(s Snapshot) map[string]bool {
 	}
 	busy := map[string]bool{}
 	alive := map[string]bool{}
-	for i := range s.Promotions {
-		p := &s.Promotions[i]
+	for _, p := range s.Promotions {
 		if wave, ok := waveOfStage[p.Spec.Stage]; ok {
 			o.observeWavePromotion(ro, wave, p, alive)
 			if w, ok := requestedBy[p.Name]; ok {
@@ -290,8 +289,8 @@ func (o *Observed) observeMine(p *kargo.Promotion) {
 // observeTargets records what each member's Stage and newest Promotion show.
 func (o *Observed) observeTargets(s Snapshot, busy map[string]bool) {
 	byName := make(map[string]*kargo.Stage, len(s.Stages))
-	for i := range s.Stages {
-		byName[s.Stages[i].Name] = &s.Stages[i]
+	for _, st := range s.Stages {
+		byName[st.Name] = st
 	}
 	for _, w := range s.Plan.Waves {
 		for _, t := range w.Members {

@@ -59,7 +59,7 @@ func reconcileBench(b *testing.B, n int) Snapshot {
 		st := testutil.MakeStage("shop", name).Target(fs.Name, "general", t.ID).Current(freight).Obj()
 		st.UID = types.UID("uid-" + name)
 		st.Status.Health = &kargo.Health{Status: kargo.HealthHealthy}
-		s.Stages = append(s.Stages, *st)
+		s.Stages = append(s.Stages, st)
 		s.Recorded[name] = st.UID
 		if i >= done+inFlight {
 			continue
@@ -73,7 +73,7 @@ func reconcileBench(b *testing.B, n int) Snapshot {
 			fleetv1alpha1.WaveLabel: "general", fleetv1alpha1.TargetLabel: t.ID,
 		}).Phase(phase).Obj()
 		pr.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
-		s.Promotions = append(s.Promotions, *pr)
+		s.Promotions = append(s.Promotions, pr)
 	}
 	idx, err := NewIndex(ro, fs, p)
 	require.NoError(b, err)

@@ -183,8 +183,8 @@ status:
 // kargoObjects decodes multi-document YAML into the Kargo objects a
 // snapshot holds.
 type kargoObjects struct {
-	promotions []kargo.Promotion
-	stages     []kargo.Stage
+	promotions []*kargo.Promotion
+	stages     []*kargo.Stage
 	freight    *kargo.Freight
 }
 
@@ -201,7 +201,7 @@ func decodeKargo(t *testing.T, docs ...string) kargoObjects {
 		case "Promotion":
 			var p kargo.Promotion
 			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &p))
-			out.promotions = append(out.promotions, p)
+			out.promotions = append(out.promotions, &p)
 		case "Stage":
 			var s kargo.Stage
 			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &s))
@@ -209,11 +209,11 @@ func decodeKargo(t *testing.T, docs ...string) kargoObjects {
 			replaced := false
 			for i := range out.stages {
 				if out.stages[i].Name == s.Name {
-					out.stages[i], replaced = s, true
+					out.stages[i], replaced = &s, true
 				}
 			}
 			if !replaced {
-				out.stages = append(out.stages, s)
+				out.stages = append(out.stages, &s)
 			}
 		case "Freight":
 			var f kargo.Freight
@@ -243,8 +243,7 @@ func obsSnapshot(t *testing.T, docs ...string) Snapshot {
 	// The FleetStage recorded every target Stage, as its controller does
 	// when it creates them.
 	recorded := map[string]types.UID{}
-	for i := range objs.stages {
-		st := &objs.stages[i]
+	for _, st := range objs.stages {
 		if st.UID == "" {
 			st.UID = types.UID("uid-" + st.Name)
 		}
@@ -556,7 +555,7 @@ status: {phase: Pending}
 			mutate: func(s *Snapshot) {
 				// The new one, listed: its expectation is met and the wave is alive.
 				s.Expected = map[string]bool{WaveKey("pilot"): true}
-				s.Promotions = append(s.Promotions, s.Promotions[0])
+				s.Promotions = append(s.Promotions, s.Promotions[0].DeepCopy())
 				s.Promotions[1].Name = "prod-pilot.01jdx3z0a1b2c3d4e5f6g7h8j9.9f8e7d6"
 				s.Promotions[1].Status.Phase = ""
 			},

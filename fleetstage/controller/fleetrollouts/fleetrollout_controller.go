@@ -18,7 +18,9 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetplan"
+	"github.com/kargo-fleet/kargo-fleet/internal/cacheindex"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
@@ -66,6 +68,11 @@ type FleetRolloutReconciler struct {
 	lastWrite map[types.UID]time.Time
 	uids      map[types.NamespacedName]types.UID
 	described map[types.NamespacedName]described
+
+	// ownPromotions and targetStages read a rollout's Promotions and a
+	// fleet's target Stages from the cache without copying them.
+	ownPromotions *cacheindex.Index[*kargo.Promotion]
+	targetStages  *cacheindex.Index[*kargo.Stage]
 }
 
 var _ reconcile.Reconciler = &FleetRolloutReconciler{}
@@ -74,10 +81,11 @@ var _ reconcile.Reconciler = &FleetRolloutReconciler{}
 // not be cached (plan snapshots are read once, through it); refresh may be nil.
 func NewFleetRolloutReconciler(c client.Client, reader client.Reader, inv fleetplan.Inventory, rec events.EventRecorder,
 	clk clock.Clock, refresh RefreshFunc) *FleetRolloutReconciler {
+	own, targets := newCacheIndexes()
 	return &FleetRolloutReconciler{client: c, reader: reader, inventory: inv, recorder: rec, clock: clk, refresh: refresh,
 		metrics: defaultRolloutMetrics, id: newControllerID(), lastWrite: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{},
 		described: map[types.NamespacedName]described{},
-		records:   stagerecord.NewReader(reader)}
+		records:   stagerecord.NewReader(reader), ownPromotions: own, targetStages: targets}
 }
 
 // WithStageRecords makes the reconciler read Stage records with records,

@@ -63,6 +63,7 @@ func newFixture(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *
 	for _, ix := range promotionIndexes {
 		b = b.WithIndex(&kargo.Promotion{}, ix.name, ix.extract)
 	}
+	b = b.WithIndex(&kargo.Stage{}, stageTargetIndex, targetStageOf)
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}

@@ -120,3 +120,24 @@ func TestReconcile_freightReadOnlyForUnknownApprovals(t *testing.T) {
 		})
 	}
 }
+
+func TestTargetStageOf(t *testing.T) {
+	t.Parallel()
+	stage := func(labels map[string]string) client.Object {
+		return testutil.MakeStage("shop", "prod.eu-1").Labels(labels).Obj()
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   []string
+	}{
+		{"target", map[string]string{fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}, []string{"prod"}},
+		{"wave Stage", map[string]string{fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleWave}, nil},
+		{"no FleetStage", map[string]string{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}, nil},
+		{"plain Stage", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, targetStageOf(stage(tc.labels)))
+		})
+	}
+}

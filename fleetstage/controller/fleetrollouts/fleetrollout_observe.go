@@ -62,12 +62,9 @@ func (r *FleetRolloutReconciler) snapshot(ctx context.Context, ro *fleetv1alpha1
 	if s.Promotions, err = r.promotionsOf(ctx, ro, fs, waves); err != nil {
 		return s, err
 	}
-	stages := &kargo.StageList{}
-	if err := r.client.List(ctx, stages, client.InNamespace(ro.Namespace), client.UnsafeDisableDeepCopy,
-		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs.Name, fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}); err != nil {
-		return s, fmt.Errorf("error listing target Stages: %w", err)
+	if s.Stages, err = r.targetStagesOf(ctx, fs); err != nil {
+		return s, err
 	}
-	s.Stages = stages.Items
 	rec, err := r.records.Read(ctx, fs)
 	switch {
 	case err == nil:

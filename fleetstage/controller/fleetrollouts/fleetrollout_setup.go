@@ -32,6 +32,9 @@ func (r *FleetRolloutReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 	if err := indexPromotions(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	if err := r.registerCacheIndexes(context.Background(), mgr.GetCache()); err != nil {
+		return err
+	}
 	freight := &metav1.PartialObjectMetadata{}
 	freight.SetGroupVersionKind(kargo.GroupVersion.WithKind("Freight"))
 	return ctrl.NewControllerManagedBy(mgr).

@@ -147,8 +147,9 @@ func (r *restoreReconciler) reconcileFleet(ctx context.Context, fs *fleetv1alpha
 
 // restoreStage patches cur to what desired renders, keeping everything
 // else, and clears the prune mark: the Stage is wanted.
-func restoreStage(ctx context.Context, c client.Client, cur, desired *kargo.Stage) error {
-	patch := client.MergeFrom(cur.DeepCopy())
+func restoreStage(ctx context.Context, c client.Client, cached, desired *kargo.Stage) error {
+	cur := cached.DeepCopy()
+	patch := client.MergeFrom(cached)
 	render.Apply(cur, desired)
 	delete(cur.Annotations, fleetv1alpha1.PruneAnnotation)
 	if err := c.Patch(ctx, cur, patch); err != nil {

@@ -43,8 +43,11 @@ type syncResult struct {
 // is pending or running; until then it is marked with the prune annotation.
 func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, error) {
 	fs := s.fs
+	// The cache's own objects, read only (restoreStage and prune copy the
+	// one they change): copying every Stage of a 10,000-target fleet on
+	// each reconcile was a tenth of the controller's heap at its peak.
 	existing := &kargo.StageList{}
-	if err := r.client.List(ctx, existing, client.InNamespace(fs.Namespace),
+	if err := r.client.List(ctx, existing, client.InNamespace(fs.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs.Name}); err != nil {
 		return false, fmt.Errorf("error listing Stages of FleetStage %q: %w", fs.Name, err)
 	}
@@ -57,11 +60,12 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 	}
 	desired := append(slices.Clone(s.desired.Waves), s.desired.Targets...)
 	want := make(map[string]bool, len(desired))
-	// Copies: the writes below fill the desired Stages in from the API
-	// server's answers while the restore reads its copies.
+	// The rendering itself is what the per-Stage restore keeps; nothing
+	// below changes it (a create sends a copy, which the API server's
+	// answer fills in).
 	stages := make([]*kargo.Stage, len(desired))
 	for i := range desired {
-		stages[i] = desired[i].DeepCopy()
+		stages[i] = &desired[i]
 	}
 	// Before any write: the per-Stage restore compares the Stages this sync
 	// updates with this rendering, not the previous one, which it would
@@ -82,9 +86,10 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 		switch {
 		case !ok:
 			g.Go(func() error {
-				err := r.client.Create(ctx, d)
+				created := d.DeepCopy()
+				err := r.client.Create(ctx, created)
 				if err == nil {
-					r.createdHere.Store(d.UID, struct{}{})
+					r.createdHere.Store(created.UID, struct{}{})
 				}
 				mu.Lock()
 				defer mu.Unlock()
@@ -95,7 +100,7 @@ func (r *FleetStageReconciler) syncStages(ctx context.Context, s *scope) (bool, 
 					return fmt.Errorf("error creating Stage %q: %w", d.Name, err)
 				default:
 					res.created++
-					res.record[d.Name] = d.UID
+					res.record[d.Name] = created.UID
 					if d.Labels[fleetv1alpha1.RoleLabel] == fleetv1alpha1.RoleTarget {
 						res.joined = append(res.joined, d.Annotations[fleetv1alpha1.TargetNameAnnotation])
 					}
@@ -156,9 +161,9 @@ func (r *FleetStageReconciler) prune(ctx context.Context, s *scope, have map[str
 		if busy[st.Name] {
 			res.waitingForPrune++
 			if st.Annotations[fleetv1alpha1.PruneAnnotation] == "" {
-				patch := client.MergeFrom(st.DeepCopy())
-				metav1.SetMetaDataAnnotation(&st.ObjectMeta, fleetv1alpha1.PruneAnnotation, "true")
-				if err := r.client.Patch(ctx, st, patch); err != nil {
+				marked := st.DeepCopy()
+				metav1.SetMetaDataAnnotation(&marked.ObjectMeta, fleetv1alpha1.PruneAnnotation, "true")
+				if err := r.client.Patch(ctx, marked, client.MergeFrom(st)); err != nil {
 					return fmt.Errorf("error marking Stage %q for pruning: %w", st.Name, err)
 				}
 			}
