@@ -106,7 +106,16 @@ func (r *FleetRolloutReconciler) claim(ctx context.Context, s *scope, b batch) (
 			}
 		}
 	}
-	exist, err := r.existing(ctx, s, b.keys())
+	// A rollout that never claimed a batch has no target Promotion: each
+	// is created only after a claim, and status.dispatch is never cleared.
+	// The claim below is locked on the version read here, so if any
+	// controller claimed in between, it loses. Its first batch (a
+	// rollback's, right after a breach) needs no read-back of the targets.
+	keys := b.keys()
+	if ro.Status.Dispatch == nil {
+		keys = waveKeys(keys)
+	}
+	exist, err := r.existing(ctx, s, keys)
 	if err != nil {
 		return batch{}, 0, err
 	}
@@ -133,6 +142,13 @@ func (r *FleetRolloutReconciler) claim(ctx context.Context, s *scope, b batch) (
 	ro.Status.Dispatch = claimed.Status.Dispatch
 	s.status.Dispatch = claimed.Status.Dispatch.DeepCopy()
 	return b, 0, nil
+}
+
+// waveKeys returns the wave Stage keys of keys. Wave Stage Promotions
+// are checked always: kargo-fleet records a rollback on wave Stages
+// without a claim.
+func waveKeys(keys []string) []string {
+	return slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !strings.HasPrefix(k, rollout.WavePromotionKey) })
 }
 
 // existingPromotions says which keys already have their Promotion, and for

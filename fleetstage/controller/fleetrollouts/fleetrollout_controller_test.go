@@ -494,11 +494,36 @@ func TestClaim(t *testing.T) {
 	t.Run("drops Promotions that exist already", func(t *testing.T) {
 		t.Parallel()
 		ro := forward("prod-bad", badFreight, fleetv1alpha1.RolloutProgressing, 0)
+		// The batch that created eu-2's Promotion was claimed.
+		ro.Status.Dispatch = &fleetv1alpha1.Dispatch{Controller: "elsewhere/abc", Keys: []string{"eu-2"}, At: metav1.NewTime(t0.Add(-time.Minute))}
 		f := newFixture(t, nil, ro, targetPromotion("prod-bad", "eu-2", kargo.PromotionRunning))
 		s := &scope{ro: f.rollout(t, "prod-bad"), fs: fleetStage(), status: ro.Status.DeepCopy()}
 		b, _, err := f.r.claim(t.Context(), s, batch{starts: starts})
 		require.NoError(t, err)
 		require.Equal(t, []rollout.Start{starts[1]}, b.starts)
+	})
+	t.Run("a rollout's first claim reads no target back: none can exist", func(t *testing.T) {
+		t.Parallel()
+		ro := forward("prod-bad", badFreight, fleetv1alpha1.RolloutProgressing, 0)
+		listed := 0
+		f := newFixture(t, &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := l.(*metav1.PartialObjectMetadataList); ok {
+				listed++
+			}
+			return c.List(ctx, l, opts...)
+		}}, ro)
+		s := &scope{ro: f.rollout(t, "prod-bad"), fs: fleetStage(), status: ro.Status.DeepCopy()}
+		b, _, err := f.r.claim(t.Context(), s, batch{starts: starts})
+		require.NoError(t, err)
+		require.Equal(t, starts, b.starts)
+		require.Zero(t, listed)
+		require.NotNil(t, f.rollout(t, "prod-bad").Status.Dispatch, "the claim is written all the same")
+
+		// The next batch reads its targets back.
+		s = &scope{ro: f.rollout(t, "prod-bad"), fs: fleetStage(), status: ro.Status.DeepCopy()}
+		_, _, err = f.r.claim(t.Context(), s, batch{starts: []rollout.Start{{Target: plan.Target{ID: "us-2"}, Wave: "canary"}}})
+		require.NoError(t, err)
+		require.Equal(t, 1, listed)
 	})
 	t.Run("another controller's fresh claim whose Promotions are not all there holds it back", func(t *testing.T) {
 		t.Parallel()
