@@ -25,8 +25,8 @@ type promoSeen struct {
 	// stage and freight are what the Promotion promotes.
 	stage, freight string
 	added          time.Time
-	finished      time.Time
-	phase         kargo.PromotionPhase
+	finished       time.Time
+	phase          kargo.PromotionPhase
 }
 
 // rolloutSeen is what the watch saw of one FleetRollout.
