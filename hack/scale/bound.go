@@ -20,11 +20,16 @@ import (
 // falls behind it as the fleet grows.
 type policyBound struct {
 	rounds int
-	// perTarget is the median time a target holds a slot: its Promotion
+	// perTarget is the mean time a target holds a slot: its Promotion
 	// created → its Stage seen verified on the Freight (watch receive
 	// times). A slot frees only then: the wave counts a target in flight
-	// until Kargo verified it.
+	// until Kargo verified it. The mean, not the median: Σ rounds × the
+	// mean is what full slots take (Little's law), and the times are
+	// skewed (the first targets of a wave queue behind each other in
+	// Kargo, the last do not).
 	perTarget time.Duration
+	// heldMedian is the median of the same.
+	heldMedian time.Duration
 	// promotion is the median target Promotion alone, created → finished.
 	promotion time.Duration
 	soaks     time.Duration
@@ -37,8 +42,8 @@ func (b policyBound) total() time.Duration {
 }
 
 func (b policyBound) String() string {
-	return fmt.Sprintf("%s (%d rounds × %s median target, Promotion created → Stage verified, + %s soak; the Promotion alone: %s median)",
-		ms(b.total()), b.rounds, ms(b.perTarget), ms(b.soaks), ms(b.promotion))
+	return fmt.Sprintf("%s (%d rounds × %s, the mean time a target holds its slot, Promotion created → Stage verified (median %s), + %s soak; the Promotion alone: %s median)",
+		ms(b.total()), b.rounds, ms(b.perTarget), ms(b.heldMedian), ms(b.soaks), ms(b.promotion))
 }
 
 // boundOf computes the policy bound of a rollout from its plan snapshot
@@ -67,11 +72,23 @@ func (h *harness) boundOf(ctx context.Context, rollout string) (policyBound, err
 			held = append(held, at.Sub(s.added))
 		}
 	}
-	b.promotion, b.perTarget = median(promoted), median(held)
+	b.promotion, b.heldMedian, b.perTarget = median(promoted), median(held), mean(held)
 	if b.perTarget == 0 {
 		b.perTarget = b.promotion
 	}
 	return b, nil
+}
+
+// mean returns the mean of ds, 0 for none.
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
 }
 
 // median returns the median of ds, 0 for none.

@@ -11,8 +11,8 @@ import (
 func TestVersionRefreshIntervalGrowsWithTheFleet(t *testing.T) {
 	t.Parallel()
 	for targets, want := range map[int]time.Duration{
-		0: 2 * time.Second, 200: 2 * time.Second, 2000: 2 * time.Second,
-		5000: 5 * time.Second, 10000: 10 * time.Second, 50000: 10 * time.Second,
+		0: 2 * time.Second, 200: 2 * time.Second, 1000: 2 * time.Second,
+		5000: 10 * time.Second, 10000: 20 * time.Second, 50000: 20 * time.Second,
 	} {
 		require.Equal(t, want, versionRefreshInterval(targets), "%d targets", targets)
 	}
