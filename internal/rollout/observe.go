@@ -133,7 +133,7 @@ func Observe(s Snapshot, now time.Time) (*Observed, error) {
 			Targets:        make(map[string]TargetObservation, s.Plan.Members()),
 		},
 		WaveRequests: fleetrollout.WaveRequests(ro),
-		Mine:         map[string]*kargo.Promotion{},
+		Mine:         make(map[string]*kargo.Promotion, len(s.Promotions)),
 	}
 	if ro.Spec.Direction == fleetv1alpha1.DirectionRollback && fs.Spec.Policy.Rollback.MaxConcurrent != nil {
 		o.RollbackMaxConcurrent = ResolvePercent(fs.Spec.Policy.Rollback.MaxConcurrent, s.Plan.Members())

@@ -127,8 +127,15 @@ func (r *FleetRolloutReconciler) ensureSnapshot(ctx context.Context, ro *fleetv1
 	if p := r.snapshots.get(ro.UID); p != nil {
 		return p, nil
 	}
-	p, err := r.readSnapshot(ctx, ro)
-	if apierrors.IsNotFound(err) {
+	var p *plan.WavePlan
+	var err error
+	if ro.Spec.Direction == fleetv1alpha1.DirectionRollback && ro.Status.Snapshot == nil {
+		// A new rollback, most often, created right after a breach: take
+		// the snapshot straight away, its first Promotion waits for it.
+		// One taken before a restart that the status does not show yet is
+		// found by the create, which then reads it instead.
+		p, err = r.takeSnapshot(ctx, ro, fs)
+	} else if p, err = r.readSnapshot(ctx, ro); apierrors.IsNotFound(err) {
 		p, err = r.takeSnapshot(ctx, ro, fs)
 	}
 	if err != nil {
@@ -220,9 +227,13 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 	if err := checkRollbackOf(ro, of); err != nil {
 		return nil, err
 	}
-	orig, err := r.readSnapshot(ctx, of)
-	if err != nil {
-		return nil, fmt.Errorf("error reading the plan of rolled-back rollout %q: %w", of.Name, err)
+	// The rolled-back rollout's plan is in memory when this process ran
+	// it: a breach is followed by its rollback at once.
+	orig := r.snapshots.get(of.UID)
+	if orig == nil {
+		if orig, err = r.readSnapshot(ctx, of); err != nil {
+			return nil, fmt.Errorf("error reading the plan of rolled-back rollout %q: %w", of.Name, err)
+		}
 	}
 	// The targets that moved are read from the API server, not the cache: a
 	// Promotion created just before the breach may not be in the cache yet,
