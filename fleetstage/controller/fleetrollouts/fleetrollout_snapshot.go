@@ -215,7 +215,22 @@ var errClaimLanding = errors.New("the rolled-back rollout's last claimed Promoti
 // targets that moved. A rollback PlanRollback refuses (whoever created the
 // object) is a *rollout.RollbackRefusal: it never runs.
 func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) (*plan.WavePlan, error) {
+	// The targets that moved are read from the API server, not the cache: a
+	// Promotion created just before the breach may not be in the cache yet,
+	// and the rollback's plan is frozen once taken. The read runs beside
+	// that of the rollouts: right after a breach each round trip delays
+	// the rollback's first Promotion.
+	type listed struct {
+		promos *metav1.PartialObjectMetadataList
+		err    error
+	}
+	movedOf := make(chan listed, 1)
+	go func() {
+		l, err := r.promotionsOfRollout(ctx, ro.Namespace, ro.Spec.RollbackOf)
+		movedOf <- listed{l, err}
+	}()
 	records, err := fleetrollout.RollbackRecords(ctx, r.reader, fs, ro.Spec.RollbackOf)
+	moved := <-movedOf
 	if err != nil {
 		return nil, err
 	}
@@ -235,18 +250,15 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 			return nil, fmt.Errorf("error reading the plan of rolled-back rollout %q: %w", of.Name, err)
 		}
 	}
-	// The targets that moved are read from the API server, not the cache: a
-	// Promotion created just before the breach may not be in the cache yet,
-	// and the rollback's plan is frozen once taken.
-	promos := &metav1.PartialObjectMetadataList{}
-	promos.SetGroupVersionKind(kargo.GroupVersion.WithKind("PromotionList"))
-	if err := r.reader.List(ctx, promos, client.InNamespace(ro.Namespace),
-		client.MatchingLabels{fleetv1alpha1.RolloutLabel: of.Name}); err != nil {
-		return nil, fmt.Errorf("error listing Promotions of rollout %q: %w", of.Name, err)
+	if of.Name != ro.Spec.RollbackOf {
+		moved.promos, moved.err = r.promotionsOfRollout(ctx, ro.Namespace, of.Name)
 	}
-	moved := map[string]bool{}
-	for i := range promos.Items {
-		moved[promos.Items[i].Labels[fleetv1alpha1.TargetLabel]] = true
+	if moved.err != nil {
+		return nil, moved.err
+	}
+	movedTargets := map[string]bool{}
+	for i := range moved.promos.Items {
+		movedTargets[moved.promos.Items[i].Labels[fleetv1alpha1.TargetLabel]] = true
 	}
 	returned, err := r.returnedEarlier(ctx, ro)
 	if err != nil {
@@ -257,7 +269,7 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 	// Its targets move, so they must be in the frozen plan.
 	if d := of.Status.Dispatch; d != nil && r.clock.Since(d.At.Time) < claimWindow {
 		for _, k := range d.Keys {
-			if !strings.HasPrefix(k, rollout.WavePromotionKey) && !moved[k] {
+			if !strings.HasPrefix(k, rollout.WavePromotionKey) && !movedTargets[k] {
 				return nil, errClaimLanding
 			}
 		}
@@ -265,9 +277,21 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 	// A retry after an aborted or failed attempt returns only the targets
 	// the earlier attempts did not.
 	for id := range returned {
-		delete(moved, id)
+		delete(movedTargets, id)
 	}
-	return p.Waves(orig, moved), nil
+	return p.Waves(orig, movedTargets), nil
+}
+
+// promotionsOfRollout lists, from the API server, the metadata of the
+// target Promotions the rollout named rollout created.
+func (r *FleetRolloutReconciler) promotionsOfRollout(ctx context.Context, namespace, rollout string) (*metav1.PartialObjectMetadataList, error) {
+	promos := &metav1.PartialObjectMetadataList{}
+	promos.SetGroupVersionKind(kargo.GroupVersion.WithKind("PromotionList"))
+	if err := r.reader.List(ctx, promos, client.InNamespace(namespace),
+		client.MatchingLabels{fleetv1alpha1.RolloutLabel: rollout}); err != nil {
+		return nil, fmt.Errorf("error listing Promotions of rollout %q: %w", rollout, err)
+	}
+	return promos, nil
 }
 
 func shortHash(h string) string {
