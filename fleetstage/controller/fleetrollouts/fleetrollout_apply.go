@@ -318,8 +318,11 @@ func (r *FleetRolloutReconciler) writeStatus(ctx context.Context, s *scope) (boo
 	if reflect.DeepEqual(before, s.status) {
 		return true, nil
 	}
-	if !phasesChanged(before, s.status) && conditionsEqual(before, s.status) && r.sinceLastWrite(s.ro) < statusInterval {
-		return false, nil
+	if !phasesChanged(before, s.status) && conditionsEqual(before, s.status) {
+		if due, retry := rollout.ProgressWriteDue(before, s.status, r.sinceLastWrite(s.ro)); !due {
+			s.writeRetry = retry
+			return false, nil
+		}
 	}
 	after := s.ro.DeepCopy()
 	after.Status = *s.status

@@ -35,8 +35,9 @@ import (
 
 // statusInterval is the least time between two progress-only status writes
 // of one rollout: at 10,000 targets every Promotion finishing would otherwise
-// be a write. Phase and wave changes are written at once.
-const statusInterval = time.Second
+// be a write. Phase and wave changes are written at once; counts as
+// rollout.ProgressWriteDue says.
+const statusInterval = rollout.ProgressWriteInterval
 
 // RefreshFunc asks Kargo to run a Promotion's polling step again now.
 type RefreshFunc func(ctx context.Context, c client.Client, namespace, promotion string) error
@@ -109,6 +110,9 @@ type scope struct {
 	// describeAgain is how soon a wave Stage description held back to
 	// coalesce count changes is due.
 	describeAgain time.Duration
+	// writeRetry is how soon a progress-only status write held back is
+	// due at the latest.
+	writeRetry time.Duration
 }
 
 // Reconcile moves one FleetRollout forward. Its phases compute the new
@@ -144,8 +148,9 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			return
 		}
 		if !written {
-			// A progress-only change was held back to coalesce writes.
-			res.RequeueAfter = minPositive(res.RequeueAfter, statusInterval)
+			// A progress-only change was held back to coalesce writes; the
+			// targets' events bring the next reconcile sooner.
+			res.RequeueAfter = minPositive(res.RequeueAfter, s.writeRetry)
 			return
 		}
 		retErr = errors.Join(retErr, r.afterWrite(ctx, s))

@@ -591,11 +591,27 @@ func TestWriteStatus(t *testing.T) {
 
 	current = f.rollout(t, "prod-bad")
 	f.clock.Step(statusInterval)
+	started := current.Status.DeepCopy()
+	started.Waves[0].InFlight = 1
+	s := &scope{ro: current, status: started}
+	written, err = f.r.writeStatus(t.Context(), s)
+	require.NoError(t, err)
+	require.False(t, written, "no target finished: the start waits to be written with more")
+	require.Equal(t, rollout.ProgressWriteMaxWait-statusInterval, s.writeRetry)
+
 	later := current.Status.DeepCopy()
-	later.Waves[0].Total = 3
+	later.Waves[0].Succeeded = 2
 	written, err = f.r.writeStatus(t.Context(), &scope{ro: current, status: later})
 	require.NoError(t, err)
-	require.True(t, written, "after statusInterval the counts are written")
+	require.True(t, written, "after statusInterval a finished target is written")
+
+	current = f.rollout(t, "prod-bad")
+	f.clock.Step(rollout.ProgressWriteMaxWait)
+	idle := current.Status.DeepCopy()
+	idle.Waves[0].InFlight = 0
+	written, err = f.r.writeStatus(t.Context(), &scope{ro: current, status: idle})
+	require.NoError(t, err)
+	require.True(t, written, "after the longest wait any change is written")
 }
 
 func TestRecordOnFleetStage(t *testing.T) {

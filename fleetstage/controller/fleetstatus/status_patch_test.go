@@ -38,3 +38,18 @@ func TestFleetStageStatusPatchCarriesOnlyTheStatusChange(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{}`, string(same))
 }
+
+func TestVersionsMoved(t *testing.T) {
+	t.Parallel()
+	fc := func(pairs ...any) []fleetv1alpha1.FreightCount {
+		var out []fleetv1alpha1.FreightCount
+		for i := 0; i < len(pairs); i += 2 {
+			out = append(out, fleetv1alpha1.FreightCount{Freight: pairs[i].(string), Targets: int32(pairs[i+1].(int))})
+		}
+		return out
+	}
+	require.Equal(t, 0, VersionsMoved(fc("f1", 10), fc("f1", 10)))
+	require.Equal(t, 3, VersionsMoved(fc("f1", 10), fc("f1", 7, "f2", 3)))
+	require.Equal(t, 7, VersionsMoved(fc("f1", 7, "f2", 3), fc("f2", 10)), "the targets that left f1 for f2")
+	require.Equal(t, 2, VersionsMoved(nil, fc(NoFreight, 2)), "new targets count as moved")
+}

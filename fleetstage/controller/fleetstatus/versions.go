@@ -54,6 +54,25 @@ func CountVersions(targets []kargo.Stage) []fleetv1alpha1.FreightCount {
 	return versions
 }
 
+// VersionsMoved returns how many targets moved from one Freight to another
+// between two version distributions.
+func VersionsMoved(before, after []fleetv1alpha1.FreightCount) int {
+	diff := map[string]int32{}
+	for _, v := range before {
+		diff[v.Freight] -= v.Targets
+	}
+	for _, v := range after {
+		diff[v.Freight] += v.Targets
+	}
+	moved := 0
+	for _, d := range diff {
+		if d > 0 {
+			moved += int(d)
+		}
+	}
+	return moved
+}
+
 // versionsGauge is kargo_fleet_targets_by_freight, on controller-runtime's
 // registry.
 var versionsGauge = func() *prometheus.GaugeVec {

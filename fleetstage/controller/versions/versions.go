@@ -219,6 +219,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	after.Versions = versions
 	after.Drift = drift.Status(drifts)
 	drift.SetCondition(&after.Conditions, after.Drift, fs.Generation)
+	if held := r.holdVersions(req.NamespacedName, &fs.Status, after); held > 0 {
+		return reconcile.Result{RequeueAfter: max(wait, held)}, revertErr
+	}
 	if !reflect.DeepEqual(&fs.Status, after) {
 		// Locked: the change replaces the conditions list, which the
 		// FleetStage reconciler writes too; a stale read must not wipe its
@@ -234,6 +237,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.writes.wrote(req.NamespacedName, r.clock.Now())
 	}
 	return reconcile.Result{RequeueAfter: wait}, revertErr
+}
+
+// versionWriteSteps is how many writes of the version distribution alone
+// a FleetStage's targets moving from one Freight to another make at most
+// (beside one every versionWriteMaxWait): however long Kargo takes to
+// record each target's Freight, the writes per target stay bounded.
+const (
+	versionWriteSteps   = 250
+	versionWriteMaxWait = 30 * time.Second
+)
+
+// holdVersions returns how long to hold back a status write that changes
+// only the version distribution, by fewer targets than one
+// versionWriteSteps-th of the fleet, within versionWriteMaxWait of the
+// last write; zero when it is written now.
+func (r *Reconciler) holdVersions(key types.NamespacedName, before, after *fleetv1alpha1.FleetStageStatus) time.Duration {
+	onlyVersions := *before.DeepCopy()
+	onlyVersions.Versions = after.Versions
+	if !reflect.DeepEqual(&onlyVersions, after) || reflect.DeepEqual(before.Versions, after.Versions) {
+		return 0
+	}
+	total := 0
+	for _, v := range after.Versions {
+		total += int(v.Targets)
+	}
+	step := max(1, (total+versionWriteSteps-1)/versionWriteSteps)
+	if fleetstatus.VersionsMoved(before.Versions, after.Versions) >= step {
+		return 0
+	}
+	return r.writes.wait(key, versionWriteMaxWait, r.clock.Now())
 }
 
 // anyOpen reports whether a rollout is not final.
