@@ -68,8 +68,11 @@ func (h *harness) boundOf(ctx context.Context, rollout string) (policyBound, err
 		if !s.finished.IsZero() {
 			promoted = append(promoted, s.finished.Sub(s.added))
 		}
-		if at := h.obs.verifiedAt(s.stage, s.freight); !at.IsZero() && at.After(s.added) {
-			held = append(held, at.Sub(s.added))
+		// From the creationTimestamp, not the watch's first sight: the
+		// watch of a busy harness can show a Promotion late, which would
+		// shorten the time.
+		if at := h.obs.verifiedAt(s.stage, s.freight); !at.IsZero() && !s.created.IsZero() && at.After(s.created) {
+			held = append(held, at.Sub(s.created))
 		}
 	}
 	b.promotion, b.heldMedian, b.perTarget = median(promoted), median(held), mean(held)

@@ -24,9 +24,12 @@ type promoSeen struct {
 	rollout, wave string
 	// stage and freight are what the Promotion promotes.
 	stage, freight string
-	added          time.Time
-	finished       time.Time
-	phase          kargo.PromotionPhase
+	// created is the Promotion's creationTimestamp (the apiserver's clock,
+	// whole seconds); added is when the watch first showed it.
+	created  time.Time
+	added    time.Time
+	finished time.Time
+	phase    kargo.PromotionPhase
 }
 
 // rolloutSeen is what the watch saw of one FleetRollout.
@@ -144,7 +147,7 @@ func (o *observer) promotion(obj any) {
 	s := o.promos[p.Name]
 	if s == nil {
 		s = &promoSeen{rollout: p.Labels[fleetv1alpha1.RolloutLabel], wave: p.Labels[fleetv1alpha1.WaveLabel],
-			stage: p.Spec.Stage, freight: p.Spec.Freight, added: now}
+			stage: p.Spec.Stage, freight: p.Spec.Freight, created: p.CreationTimestamp.Time, added: now}
 		o.promos[p.Name] = s
 	}
 	if p.Status.Phase.IsTerminal() && s.finished.IsZero() {
