@@ -32,6 +32,9 @@ type Start struct {
 type Decision struct {
 	// Start are the target Promotions to create now.
 	Start []Start
+	// MoreToStart says free slots are left for targets beyond
+	// Observation.MaxStarts: decide again at once.
+	MoreToStart bool
 	// Abort names running target Promotions to abort.
 	Abort []string
 	// Phase and Message are the rollout's new phase and explanation.
@@ -284,6 +287,9 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 		}
 	}
 	dec := plan.Schedule(o.Index, req)
+	if o.MaxStarts > 0 && len(dec.Start) > o.MaxStarts {
+		dec.Start, d.MoreToStart = dec.Start[:o.MaxStarts], true
+	}
 	for _, t := range dec.Start {
 		d.Start = append(d.Start, Start{Target: *t, Wave: ws.pw.Name, StageUID: o.Targets[t.ID].StageUID})
 	}

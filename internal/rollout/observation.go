@@ -61,6 +61,11 @@ type Observation struct {
 	// does not show yet: they count as in flight, never as pending, so no
 	// second Promotion is created for them.
 	Expected map[string]bool
+	// MaxStarts bounds the target Promotions one decision starts; zero: no
+	// bound. The reconciler creates a decision's Promotions before it
+	// decides again, so a wave with hundreds of free slots fills them over
+	// several decisions, and the wave's counts say what was started.
+	MaxStarts int
 }
 
 // WaveStage returns the name of the wave Stage of the named wave.

@@ -199,6 +199,7 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	obs.MaxStarts = maxStartsPerReconcile
 	d := rollout.Decide(obs.Observation)
 	s.obs, s.decision = obs, &d
 	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "FleetRollout", klog.KObj(ro), "phase", d.Phase, "start", len(d.Start), "abort", len(d.Abort))
@@ -208,12 +209,10 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.abort(ctx, ro, d.Abort); err != nil {
 		errs = append(errs, err)
 	}
-	starts := d.Start
-	if len(starts) > maxStartsPerReconcile {
-		starts = starts[:maxStartsPerReconcile]
+	if d.MoreToStart {
 		retry = time.Millisecond // come back at once for the rest
 	}
-	b, heldBack, err := r.claim(ctx, s, batch{starts: starts, wave: d.PromoteWave})
+	b, heldBack, err := r.claim(ctx, s, batch{starts: d.Start, wave: d.PromoteWave})
 	switch {
 	case err != nil:
 		errs = append(errs, err)
