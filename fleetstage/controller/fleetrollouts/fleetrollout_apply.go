@@ -58,16 +58,19 @@ const writeParallelism = 32
 
 // startTargets creates the target Promotions of a decision, a few at a time.
 // It returns how many were refused because the Freight was not available yet
-// (the caller looks again shortly).
+// (the caller looks again shortly), and how many it did not create because
+// a target Promotion of the rollout failed since failures was counted (the
+// caller decides again at once).
 func (r *FleetRolloutReconciler) startTargets(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage,
-	starts []rollout.Start) (int, error) {
+	starts []rollout.Start, failures uint64) (int, int, error) {
 	if len(starts) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	var (
-		mu          sync.Mutex
-		unavailable int
+		mu                   sync.Mutex
+		unavailable, skipped int
 	)
+	key := client.ObjectKeyFromObject(ro)
 	// One failed create must not cancel the others: a create cancelled on
 	// the client side may or may not have reached the apiserver, so its
 	// target would be expected for expectationTTL instead of retried.
@@ -75,6 +78,12 @@ func (r *FleetRolloutReconciler) startTargets(ctx context.Context, ro *fleetv1al
 	g.SetLimit(writeParallelism)
 	for _, s := range starts {
 		g.Go(func() error {
+			if r.failures.count(key) != failures {
+				mu.Lock()
+				skipped++
+				mu.Unlock()
+				return nil
+			}
 			annotations := map[string]string{}
 			if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
 				annotations[kargo.RollbackAnnotation] = "true"
@@ -113,7 +122,7 @@ func (r *FleetRolloutReconciler) startTargets(ctx context.Context, ro *fleetv1al
 		})
 	}
 	err := g.Wait()
-	return unavailable, err
+	return unavailable, skipped, err
 }
 
 func isStatusError(err error) bool {

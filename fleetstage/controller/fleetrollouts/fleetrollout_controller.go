@@ -65,6 +65,7 @@ type FleetRolloutReconciler struct {
 	snapshots snapshots
 	expected  expectations
 	refused   refusals
+	failures  failureSignal
 	mu        sync.Mutex
 	lastWrite map[types.UID]time.Time
 	uids      map[types.NamespacedName]types.UID
@@ -191,6 +192,9 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 // run observes the rollout, decides and applies the decision.
 func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ro, fs := s.ro, s.fs
+	// Taken before the observation: a failure the batch below would have
+	// to stop for is either observed or counted after this.
+	failures := r.failures.count(client.ObjectKeyFromObject(ro))
 	snap, err := r.ensureSnapshot(ctx, ro, fs)
 	if err != nil {
 		return r.snapshotFailed(s, err)
@@ -219,10 +223,15 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	case heldBack > 0:
 		retry = heldBack
 	}
-	if n, err := r.startTargets(ctx, ro, fs, b.starts); err != nil {
+	if n, skipped, err := r.startTargets(ctx, ro, fs, b.starts, failures); err != nil {
 		errs = append(errs, err)
-	} else if n > 0 {
-		retry = max(retry, 250*time.Millisecond)
+	} else {
+		if n > 0 {
+			retry = max(retry, 250*time.Millisecond)
+		}
+		if skipped > 0 {
+			retry = time.Millisecond // decide again, with the failure seen
+		}
 	}
 	if b.wave != "" {
 		if unavailable, err := r.promoteWave(ctx, ro, fs, b.wave); err != nil {
@@ -369,6 +378,7 @@ func (r *FleetRolloutReconciler) forget(key types.NamespacedName) {
 	delete(r.lastWrite, uid)
 	r.mu.Unlock()
 	r.metrics.forget(key.Namespace, key.Name)
+	r.failures.forget(key)
 	if ok {
 		r.snapshots.forget(uid)
 		r.expected.clear(uid)

@@ -425,7 +425,8 @@ func TestStartTargets(t *testing.T) {
 				return c.Create(ctx, obj, opts...)
 			}})
 			ro := forward("prod-bad", badFreight, fleetv1alpha1.RolloutProgressing, 0)
-			n, err := f.r.startTargets(t.Context(), ro, fleetStage(), []rollout.Start{{Target: plan.Target{ID: "eu-1", Name: "eu-1"}, Wave: "pilot"}})
+			n, skipped, err := f.r.startTargets(t.Context(), ro, fleetStage(), []rollout.Start{{Target: plan.Target{ID: "eu-1", Name: "eu-1"}, Wave: "pilot"}}, 0)
+			require.Zero(t, skipped)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				require.ErrorContains(t, err, `error creating Promotion of target "eu-1"`)

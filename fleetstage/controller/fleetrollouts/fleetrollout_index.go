@@ -49,6 +49,15 @@ func targetStageOf(o client.Object) []string {
 	return []string{l[fleetv1alpha1.FleetStageLabel]}
 }
 
+// rolloutOf is the promotionRolloutIndex value of o: the rollout its
+// RolloutLabel names.
+func rolloutOf(o client.Object) []string {
+	if v := o.GetLabels()[fleetv1alpha1.RolloutLabel]; v != "" {
+		return []string{v}
+	}
+	return nil
+}
+
 // promotionIndex is a field index of Promotions.
 type promotionIndex struct {
 	name    string
@@ -57,12 +66,7 @@ type promotionIndex struct {
 
 // promotionIndexes are the indexes the reconciler reads Promotions through.
 var promotionIndexes = []promotionIndex{
-	{name: promotionRolloutIndex, extract: func(o client.Object) []string {
-		if v := o.GetLabels()[fleetv1alpha1.RolloutLabel]; v != "" {
-			return []string{v}
-		}
-		return nil
-	}},
+	{name: promotionRolloutIndex, extract: rolloutOf},
 	{name: promotionStageIndex, extract: func(o client.Object) []string {
 		if p, ok := o.(*kargo.Promotion); ok && p.Spec.Stage != "" {
 			return []string{p.Spec.Stage}
@@ -170,12 +174,7 @@ func pointers[T any](items []T) []*T {
 // Promotions and its fleet's target Stages through, not registered yet:
 // until SetupWithManager registers them, reads list through the client.
 func newCacheIndexes() (*cacheindex.Index[*kargo.Promotion], *cacheindex.Index[*kargo.Stage]) {
-	own := cacheindex.New(ownPromotionsIndex, func(p *kargo.Promotion) []string {
-		if v := p.Labels[fleetv1alpha1.RolloutLabel]; v != "" {
-			return []string{v}
-		}
-		return nil
-	})
+	own := cacheindex.New(ownPromotionsIndex, func(p *kargo.Promotion) []string { return rolloutOf(p) })
 	targets := cacheindex.New(ownTargetStagesIndex, func(st *kargo.Stage) []string { return targetStageOf(st) })
 	return own, targets
 }

@@ -61,6 +61,9 @@ func (r *FleetRolloutReconciler) rolloutsOfPromotion(ctx context.Context, o clie
 	p := o.(*kargo.Promotion)
 	if name := p.Labels[fleetv1alpha1.RolloutLabel]; name != "" {
 		own := []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: p.Namespace, Name: name}}}
+		if ph := p.Status.Phase; ph.IsTerminal() && ph != kargo.PromotionSucceeded {
+			r.failures.note(own[0].NamespacedName)
+		}
 		fs := p.Labels[fleetv1alpha1.FleetStageLabel]
 		if !p.Status.Phase.IsTerminal() || fs == "" {
 			return own
