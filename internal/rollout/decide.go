@@ -35,6 +35,10 @@ type Decision struct {
 	// MoreToStart says free slots are left for targets beyond
 	// Observation.MaxStarts: decide again at once.
 	MoreToStart bool
+	// HeldBatch says the decision held back a batch too small to start
+	// (holdBatch): the reconciler remembers since when, in
+	// Observation.BatchHeldSince, until a batch starts.
+	HeldBatch bool
 	// Abort names running target Promotions to abort.
 	Abort []string
 	// Phase and Message are the rollout's new phase and explanation.
@@ -289,6 +293,11 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 	dec := plan.Schedule(o.Index, req)
 	if o.MaxStarts > 0 && len(dec.Start) > o.MaxStarts {
 		dec.Start, d.MoreToStart = dec.Start[:o.MaxStarts], true
+	}
+	if !rollback && holdBatch(len(dec.Start), ws.pending, ws.inFlight, ws.pw.MaxConcurrent, o.BatchHeldSince, o.Now) {
+		// A rollback is the way out of trouble and never waits.
+		dec.Start, d.HeldBatch = nil, true
+		d.RequeueAt = earliest(d.RequeueAt, cmp.Or(o.BatchHeldSince, o.Now).Add(BatchWait))
 	}
 	for _, t := range dec.Start {
 		d.Start = append(d.Start, Start{Target: *t, Wave: ws.pw.Name, StageUID: o.Targets[t.ID].StageUID})

@@ -66,6 +66,9 @@ type Observation struct {
 	// decides again, so a wave with hundreds of free slots fills them over
 	// several decisions, and the wave's counts say what was started.
 	MaxStarts int
+	// BatchHeldSince is when the rollout's decisions began holding back a
+	// batch too small to start (Decision.HeldBatch); zero when none is held.
+	BatchHeldSince time.Time
 }
 
 // WaveStage returns the name of the wave Stage of the named wave.

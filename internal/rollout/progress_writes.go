@@ -13,9 +13,12 @@ const (
 	// ProgressWriteMaxWait is the longest a count change waits to be
 	// written.
 	ProgressWriteMaxWait = 30 * time.Second
-	// progressWriteSteps is how many count-only writes a rollout makes at
-	// most as its targets finish (beside the ProgressWriteMaxWait ones).
-	progressWriteSteps = 250
+	// progressWriteSteps is the share of a rollout's targets (one
+	// progressWriteSteps-th) that must start or finish before a count-only
+	// write: each target starts once and finishes once, so a rollout makes
+	// at most twice progressWriteSteps such writes, beside the
+	// ProgressWriteMaxWait ones.
+	progressWriteSteps = 100
 )
 
 // ProgressWriteDue says whether a status write that only changes counts
@@ -26,8 +29,8 @@ const (
 // (any one, in a rollout of up to progressWriteSteps targets), or
 // ProgressWriteMaxWait has passed. The writes per target thus stay bounded
 // however long Kargo takes per target: a rollout of 1,000 targets whose
-// verification Kargo spreads over half an hour writes about 250 + 60 times,
-// not once a second.
+// verification Kargo spreads over half an hour writes at most 200 + 60
+// times, not once a second.
 func ProgressWriteDue(written, next *fleetv1alpha1.FleetRolloutStatus, since time.Duration) (bool, time.Duration) {
 	switch {
 	case since < ProgressWriteInterval:

@@ -27,11 +27,11 @@ func TestProgressWriteDue(t *testing.T) {
 		retry         time.Duration
 	}{
 		{"within the interval nothing is written", waves(0, 0), waves(100, 0), 500 * time.Millisecond, false, 500 * time.Millisecond},
-		{"a 250th of the rollout finished: written", waves(10, 0), waves(14, 0), 2 * time.Second, true, 0},
-		{"less than a 250th: waits for the longest wait", waves(10, 0), waves(13, 0), 2 * time.Second, false, 28 * time.Second},
+		{"a 100th of the rollout finished: written", waves(10, 0), waves(20, 0), 2 * time.Second, true, 0},
+		{"less than a 100th: waits for the longest wait", waves(10, 0), waves(19, 0), 2 * time.Second, false, 28 * time.Second},
 		{"after the longest wait anything is written", waves(10, 0), waves(11, 0), 30 * time.Second, true, 0},
-		{"finished targets of every wave count", waves(10, 5), waves(12, 7), 2 * time.Second, true, 0},
-		{"a wave not written before counts from zero", waves(10), waves(10, 4), 2 * time.Second, true, 0},
+		{"finished targets of every wave count", waves(10, 5), waves(15, 10), 2 * time.Second, true, 0},
+		{"a wave not written before counts from zero", waves(10), waves(10, 10), 2 * time.Second, true, 0},
 		{"targets started count too", &fleetv1alpha1.FleetRolloutStatus{Waves: []fleetv1alpha1.WaveProgress{{Name: "a", Total: 1000, Pending: 1000}}},
 			&fleetv1alpha1.FleetRolloutStatus{Waves: []fleetv1alpha1.WaveProgress{{Name: "a", Total: 1000, Pending: 937, InFlight: 63}}}, 2 * time.Second, true, 0},
 		{"in-flight counts alone do not", &fleetv1alpha1.FleetRolloutStatus{Waves: []fleetv1alpha1.WaveProgress{{Name: "a", Total: 1000, InFlight: 10}}},

@@ -68,6 +68,9 @@ type FleetRolloutReconciler struct {
 	failures  failureSignal
 	mu        sync.Mutex
 	lastWrite map[types.UID]time.Time
+	// batchHeld is when each rollout's decisions began holding back a
+	// batch too small to start.
+	batchHeld map[types.UID]time.Time
 	uids      map[types.NamespacedName]types.UID
 	described map[types.NamespacedName]described
 
@@ -85,7 +88,7 @@ func NewFleetRolloutReconciler(c client.Client, reader client.Reader, inv fleetp
 	clk clock.Clock, refresh RefreshFunc) *FleetRolloutReconciler {
 	own, targets := newCacheIndexes()
 	return &FleetRolloutReconciler{client: c, reader: reader, inventory: inv, recorder: rec, clock: clk, refresh: refresh,
-		metrics: defaultRolloutMetrics, id: newControllerID(), lastWrite: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{},
+		metrics: defaultRolloutMetrics, id: newControllerID(), lastWrite: map[types.UID]time.Time{}, batchHeld: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{},
 		described: map[types.NamespacedName]described{},
 		records:   stagerecord.NewReader(reader), ownPromotions: own, targetStages: targets}
 }
@@ -204,7 +207,9 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	obs.MaxStarts = maxStartsPerReconcile
+	obs.BatchHeldSince = r.batchHeldSince(ro.UID)
 	d := rollout.Decide(obs.Observation)
+	r.noteBatchHeld(ro.UID, d.HeldBatch)
 	s.obs, s.decision = obs, &d
 	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "FleetRollout", klog.KObj(ro), "phase", d.Phase, "start", len(d.Start), "abort", len(d.Abort))
 
@@ -376,6 +381,7 @@ func (r *FleetRolloutReconciler) forget(key types.NamespacedName) {
 	uid, ok := r.uids[key]
 	delete(r.uids, key)
 	delete(r.lastWrite, uid)
+	delete(r.batchHeld, uid)
 	r.mu.Unlock()
 	r.metrics.forget(key.Namespace, key.Name)
 	r.failures.forget(key)
@@ -383,6 +389,28 @@ func (r *FleetRolloutReconciler) forget(key types.NamespacedName) {
 		r.snapshots.forget(uid)
 		r.expected.clear(uid)
 		r.refused.clear(uid)
+	}
+}
+
+// batchHeldSince returns since when the rollout's decisions hold back a
+// small batch; zero when they do not.
+func (r *FleetRolloutReconciler) batchHeldSince(uid types.UID) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.batchHeld[uid]
+}
+
+// noteBatchHeld records whether the rollout's latest decision held back a
+// small batch: the first hold starts the wait, a decision that does not
+// hold ends it.
+func (r *FleetRolloutReconciler) noteBatchHeld(uid types.UID, held bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case held && r.batchHeld[uid].IsZero():
+		r.batchHeld[uid] = r.clock.Now()
+	case !held:
+		delete(r.batchHeld, uid)
 	}
 }
 
