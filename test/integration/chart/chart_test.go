@@ -99,7 +99,13 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 	// bound to the rendered metrics reader ClusterRole, and to the
 	// rendered ServiceMonitor's own scraper.
 	metricsURL := fmt.Sprintf("https://127.0.0.1:%d/metrics", ports["metrics"])
-	code, _ := getWithToken(metricsURL, "")
+	// The metrics server is a runnable of its own: ready probes do not
+	// wait for its listener.
+	var code int
+	require.Eventually(t, func() bool {
+		code, _ = getWithToken(metricsURL, "")
+		return code != 0
+	}, wait, tick, "the metrics server never answered")
 	require.Equal(t, http.StatusUnauthorized, code)
 	code, body = getWithToken(metricsURL, scraperToken(t))
 	require.Equal(t, http.StatusOK, code, body)
