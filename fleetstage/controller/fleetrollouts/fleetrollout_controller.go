@@ -66,6 +66,7 @@ type FleetRolloutReconciler struct {
 	expected  expectations
 	refused   refusals
 	failures  failureSignal
+	landed    landedClaims
 	mu        sync.Mutex
 	lastWrite map[types.UID]time.Time
 	// batchHeld is when each rollout's decisions began holding back a
@@ -228,6 +229,7 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	case heldBack > 0:
 		retry = heldBack
 	}
+	claimed := !b.empty()
 	if n, skipped, err := r.startTargets(ctx, ro, fs, b.starts, failures); err != nil {
 		errs = append(errs, err)
 	} else {
@@ -244,6 +246,9 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 		} else if unavailable {
 			retry = minPositive(retry, 250*time.Millisecond)
 		}
+	}
+	if claimed && len(errs) == 0 {
+		r.landed.note(ro.UID, s.status.Dispatch)
 	}
 	r.setDecided(s)
 	if d.Breach != nil {
@@ -389,6 +394,7 @@ func (r *FleetRolloutReconciler) forget(key types.NamespacedName) {
 		r.snapshots.forget(uid)
 		r.expected.clear(uid)
 		r.refused.clear(uid)
+		r.landed.forget(uid)
 	}
 }
 

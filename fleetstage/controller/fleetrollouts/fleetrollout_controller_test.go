@@ -284,6 +284,37 @@ func TestReconcile_snapshot(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, f.r.snapshots.get("uid-rb").Members(), "after the claim window the plan freezes with what moved")
 	})
+	t.Run("a rollback does not wait for a batch of this controller that returned", func(t *testing.T) {
+		t.Parallel()
+		for _, landed := range []bool{true, false} {
+			bad := breach(forward("prod-bad", badFreight, fleetv1alpha1.RolloutFailed, 0))
+			bad.UID = "uid-bad"
+			rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: bad, Freight: fleetv1alpha1.FreightReference{Name: goodFreight}})
+			rb.UID = "uid-rb"
+			f := newFixture(t, nil, fleetStage(), bad, rb, snapshotOf(t, bad, testPlan(), false),
+				targetPromotion("prod-bad", "eu-1", kargo.PromotionSucceeded))
+			// eu-2 was claimed but its create was dropped: a target failed
+			// while the batch was being created.
+			claim := &fleetv1alpha1.Dispatch{Controller: f.r.id, Keys: []string{"eu-1", "eu-2"},
+				At: metav1.NewTime(t0.Add(-time.Second + 300*time.Millisecond))}
+			stored := f.rollout(t, bad.Name)
+			stored.Status.Dispatch = claim.DeepCopy()
+			stored.Status.Dispatch.At = metav1.NewTime(claim.At.Truncate(time.Second)) // as the API server keeps it
+			require.NoError(t, f.c.Status().Update(t.Context(), stored))
+			if landed {
+				f.r.landed.note(bad.UID, claim)
+			}
+			res, err := f.reconcile(t, rb.Name)
+			require.NoError(t, err)
+			if !landed {
+				require.Equal(t, claimRetry, res.RequeueAfter, "a claim not known to have landed holds the plan back")
+				require.Nil(t, f.r.snapshots.get("uid-rb"))
+				continue
+			}
+			require.NotNil(t, f.r.snapshots.get("uid-rb"), "the plan is taken at once")
+			require.Equal(t, 1, f.r.snapshots.get("uid-rb").Members())
+		}
+	})
 }
 
 // configMapList wraps the list so the test reads as what it counts.

@@ -266,8 +266,9 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 	}
 	// A batch claimed a moment ago may still be landing: another controller
 	// that overlapped the leader can have claimed it just before the halt.
-	// Its targets move, so they must be in the frozen plan.
-	if d := of.Status.Dispatch; d != nil && r.clock.Since(d.At.Time) < claimWindow {
+	// Its targets move, so they must be in the frozen plan. A batch of this
+	// process whose creates all returned has landed, whatever it dropped.
+	if d := of.Status.Dispatch; d != nil && r.clock.Since(d.At.Time) < claimWindow && !r.landed.has(of.UID, d) {
 		for _, k := range d.Keys {
 			if !strings.HasPrefix(k, rollout.WavePromotionKey) && !movedTargets[k] {
 				return nil, errClaimLanding
