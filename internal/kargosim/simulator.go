@@ -31,7 +31,8 @@ type Simulator struct {
 	opts   Options
 	client client.Client
 	// reader reads straight from the apiserver where a stale cache would
-	// change a decision (admission, Freight availability). The controllers
+	// change a decision, and where the Promotion webhook's cache does not
+	// hold an object yet (admissionStage). The controllers
 	// read through client's cache: every write they base on a cached read is
 	// either guarded by the object's resourceVersion or idempotent, and the
 	// watch event that makes the cache current reconciles again.
@@ -116,14 +117,35 @@ func logger(ctx context.Context) logr.Logger {
 	return logr.FromContextOrDiscard(ctx).WithName(LoggerName)
 }
 
-// getStage reads a Stage from the apiserver; nil when it does not exist.
-func (s *Simulator) getStage(ctx context.Context, namespace, name string) (*kargo.Stage, error) {
+// admissionStage reads the Stage a Promotion names, for the Promotion
+// webhook. Kargo's webhook reads it through its manager's cache; so does
+// the simulator, so that a Promotion costs the apiserver what it costs with
+// Kargo. A Stage the cache does not hold yet is read from the apiserver
+// (Kargo would refuse the Promotion until its cache caught up): a caller
+// that promotes a Stage it has just created is not refused by a race.
+// Nil when the Stage does not exist.
+func (s *Simulator) admissionStage(ctx context.Context, namespace, name string) (*kargo.Stage, error) {
+	st, err := s.cachedStage(ctx, namespace, name)
+	if st != nil || err != nil {
+		return st, err
+	}
 	return getOrNil[kargo.Stage](ctx, s.reader, "Stage", namespace, name)
 }
 
 // cachedStage reads a Stage from the cache; nil when it does not exist.
 func (s *Simulator) cachedStage(ctx context.Context, namespace, name string) (*kargo.Stage, error) {
 	return getOrNil[kargo.Stage](ctx, s.client, "Stage", namespace, name)
+}
+
+// cacheFirst reads an object the Promotion webhook needs as admissionStage
+// reads the Stage: from the cache, and from the apiserver when the cache
+// does not hold it (yet).
+func (s *Simulator) cacheFirst(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+	err := s.client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return s.reader.Get(ctx, key, obj)
+	}
+	return err
 }
 
 // getOrNil reads an object; nil when it does not exist.
@@ -198,13 +220,13 @@ func (s *Simulator) getTask(ctx context.Context, namespace string, ref *kargo.Pr
 	switch ref.Kind {
 	case kargo.PromotionTaskKind, "":
 		var t kargo.PromotionTask
-		if err := s.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, &t); err != nil {
+		if err := s.cacheFirst(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, &t); err != nil {
 			return nil, err
 		}
 		return &t.Spec, nil
 	case kargo.ClusterPromotionTaskKind:
 		var t kargo.ClusterPromotionTask
-		if err := s.reader.Get(ctx, types.NamespacedName{Name: ref.Name}, &t); err != nil {
+		if err := s.cacheFirst(ctx, types.NamespacedName{Name: ref.Name}, &t); err != nil {
 			return nil, err
 		}
 		return &t.Spec, nil

@@ -108,7 +108,7 @@ func (s *Simulator) defaultPromotion(ctx context.Context, req admission.Request,
 	if promo.Annotations == nil {
 		promo.Annotations = map[string]string{}
 	}
-	stage, err := s.getStage(ctx, req.Namespace, promo.Spec.Stage)
+	stage, err := s.admissionStage(ctx, req.Namespace, promo.Spec.Stage)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
@@ -279,7 +279,7 @@ func (s *Simulator) validatePromotion(ctx context.Context, req admission.Request
 			return apierrors.NewInvalid(promotionGroupKind, promo.Name, field.ErrorList{field.Invalid(
 				field.NewPath("spec"), promo.Spec, "exactly one of spec.freight or spec.origin must be set")})
 		}
-		stage, err := s.getStage(ctx, req.Namespace, promo.Spec.Stage)
+		stage, err := s.admissionStage(ctx, req.Namespace, promo.Spec.Stage)
 		if err != nil {
 			return apierrors.NewInternalError(fmt.Errorf("get stage: %w", err))
 		}
@@ -317,12 +317,12 @@ func (s *Simulator) validatePromotion(ctx context.Context, req admission.Request
 func (s *Simulator) validateProject(ctx context.Context, namespace, name string) error {
 	var ns metav1.PartialObjectMetadata
 	ns.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
-	if err := s.reader.Get(ctx, keyOf("", namespace), &ns); err != nil {
+	if err := s.cacheFirst(ctx, keyOf("", namespace), &ns); err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("error getting namespace %q: %w", namespace, err))
 	}
 	if ns.Labels[kargo.ProjectLabel] != "true" {
 		var p kargo.Project
-		if err := s.reader.Get(ctx, keyOf("", namespace), &p); err != nil {
+		if err := s.cacheFirst(ctx, keyOf("", namespace), &p); err != nil {
 			return apierrors.NewInvalid(promotionGroupKind, name, field.ErrorList{field.Invalid(
 				field.NewPath("metadata", "namespace"), namespace,
 				fmt.Sprintf("namespace %q does not belong to Kargo project", namespace))})
