@@ -72,8 +72,10 @@ type FleetRolloutReconciler struct {
 	// batchHeld is when each rollout's decisions began holding back a
 	// batch too small to start.
 	batchHeld map[types.UID]time.Time
-	uids      map[types.NamespacedName]types.UID
-	described map[types.NamespacedName]described
+	// lastDecided is what each forward rollout's last decision saw (pace.go).
+	lastDecided map[types.UID]decided
+	uids        map[types.NamespacedName]types.UID
+	described   map[types.NamespacedName]described
 
 	// ownPromotions and targetStages read a rollout's Promotions and a
 	// fleet's target Stages from the cache without copying them.
@@ -89,7 +91,7 @@ func NewFleetRolloutReconciler(c client.Client, reader client.Reader, inv fleetp
 	clk clock.Clock, refresh RefreshFunc) *FleetRolloutReconciler {
 	own, targets := newCacheIndexes()
 	return &FleetRolloutReconciler{client: c, reader: reader, inventory: inv, recorder: rec, clock: clk, refresh: refresh,
-		metrics: defaultRolloutMetrics, id: newControllerID(), lastWrite: map[types.UID]time.Time{}, batchHeld: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{},
+		metrics: defaultRolloutMetrics, id: newControllerID(), lastWrite: map[types.UID]time.Time{}, batchHeld: map[types.UID]time.Time{}, lastDecided: map[types.UID]decided{}, uids: map[types.NamespacedName]types.UID{},
 		described: map[types.NamespacedName]described{},
 		records:   stagerecord.NewReader(reader), ownPromotions: own, targetStages: targets}
 }
@@ -145,6 +147,9 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.syncFinalizer(ctx, ro); err != nil {
 		return ctrl.Result{}, err
 	}
+	if wait := r.paceWait(ro); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	s := &scope{ro: ro, status: ro.Status.DeepCopy()}
 	defer func() {
 		written, err := r.writeStatus(ctx, s)
@@ -199,6 +204,7 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	// Taken before the observation: a failure the batch below would have
 	// to stop for is either observed or counted after this.
 	failures := r.failures.count(client.ObjectKeyFromObject(ro))
+	r.noteDecided(ro.UID, decided{at: r.clock.Now(), failures: failures, generation: ro.Generation})
 	snap, err := r.ensureSnapshot(ctx, ro, fs)
 	if err != nil {
 		return r.snapshotFailed(s, err)
@@ -387,6 +393,7 @@ func (r *FleetRolloutReconciler) forget(key types.NamespacedName) {
 	delete(r.uids, key)
 	delete(r.lastWrite, uid)
 	delete(r.batchHeld, uid)
+	delete(r.lastDecided, uid)
 	r.mu.Unlock()
 	r.metrics.forget(key.Namespace, key.Name)
 	r.failures.forget(key)
