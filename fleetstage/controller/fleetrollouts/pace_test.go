@@ -54,7 +54,7 @@ func TestReconcilePacesLargeRollouts(t *testing.T) {
 		t.Helper()
 		before := decisions.Load()
 		_, err := f.reconcile(t, ro.Name)
-		require.NoError(t, err)
+		require.NoError(t, err, name)
 		return decisions.Load() > before
 	}
 	require.True(t, decided("first"))
