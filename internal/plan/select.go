@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
 // selectTargets runs the selection pipeline and returns the selected targets
@@ -21,6 +22,22 @@ func (p *Planner) selectTargets(in PlanInput, ev *expressionEvaluator, out *Wave
 	unique := p.dedupe(in.Candidates, out)
 	out.Candidates += len(unique)
 	selected := make([]*Target, 0, len(unique))
+	// The allowed teams are listed once, not for every target they exclude.
+	var teamsText string
+	if in.AllowedTeams != nil {
+		teamsText = allowedTeamsText(in.AllowedTeams)
+	}
+	// Exclusions are noted compactly and copied once into out.Excluded at
+	// its final size: when a hostile inventory gets every target excluded,
+	// growing the list of full ExcludedTargets would cost more than planning
+	// the same fleet does.
+	var excluded []exclusion
+	exclude := func(t *Target, reason ExclusionReason, message string) {
+		if len(excluded) == cap(excluded) {
+			excluded = slices.Grow(excluded, max(len(excluded), 16))
+		}
+		excluded = append(excluded, exclusion{target: t, reason: reason, message: message})
+	}
 	for _, t := range unique {
 		if !p.selection.matchLabels(t) {
 			out.NotSelected++
@@ -29,11 +46,7 @@ func (p *Planner) selectTargets(in PlanInput, ev *expressionEvaluator, out *Wave
 		if p.selection.expression != nil {
 			ok, err := ev.eval(p.selection.expression, t)
 			if err != nil {
-				out.Excluded = append(out.Excluded, ExcludedTarget{
-					Target:  *t,
-					Reason:  ExclusionExpressionError,
-					Message: "spec.targets.selector.expression: " + firstLine(err),
-				})
+				exclude(t, ExclusionExpressionError, "spec.targets.selector.expression: "+evaluationError(err))
 				continue
 			}
 			if !ok {
@@ -41,14 +54,14 @@ func (p *Planner) selectTargets(in PlanInput, ev *expressionEvaluator, out *Wave
 				continue
 			}
 		}
-		if reason, msg, excluded := p.exclusion(t, in.AllowedTeams); excluded {
-			out.Excluded = append(out.Excluded, ExcludedTarget{Target: *t, Reason: reason, Message: msg})
+		if reason, msg, excluded := p.exclusion(t, in.AllowedTeams, teamsText); excluded {
+			exclude(t, reason, msg)
 			continue
 		}
 		if p.shards != nil {
-			shard, err := p.shards.resolve(t, ev)
-			if err != nil {
-				out.Excluded = append(out.Excluded, ExcludedTarget{Target: *t, Reason: ExclusionInvalidShard, Message: err.Error()})
+			shard, problem := p.shards.resolve(t, ev)
+			if problem != "" {
+				exclude(t, ExclusionInvalidShard, problem)
 				continue
 			}
 			if shard != t.Shard {
@@ -60,6 +73,10 @@ func (p *Planner) selectTargets(in PlanInput, ev *expressionEvaluator, out *Wave
 		}
 		selected = append(selected, t)
 	}
+	out.Excluded = slices.Grow(out.Excluded, len(excluded))
+	for _, e := range excluded {
+		out.Excluded = append(out.Excluded, ExcludedTarget{Target: *e.target, Reason: e.reason, Message: e.message})
+	}
 	slices.SortFunc(out.Excluded, func(a, b ExcludedTarget) int {
 		if c := cmp.Compare(a.Target.ID, b.Target.ID); c != 0 {
 			return c
@@ -69,23 +86,32 @@ func (p *Planner) selectTargets(in PlanInput, ev *expressionEvaluator, out *Wave
 	return selected
 }
 
-// exclusion applies team scoping and exclusion labels to a selected target.
-func (p *Planner) exclusion(t *Target, teams TeamSet) (ExclusionReason, string, bool) {
+// exclusion is an excluded target while selection runs.
+type exclusion struct {
+	target  *Target
+	reason  ExclusionReason
+	message string
+}
+
+// teamLabelMissing is the message of every TeamLabelMissing exclusion.
+var teamLabelMissing = fmt.Sprintf("team scoping is on and the target has no %s label", fleetv1alpha1.TeamLabel)
+
+// exclusion applies team scoping and exclusion labels to a selected target;
+// teamsText lists the allowed teams for the message (allowedTeamsText).
+func (p *Planner) exclusion(t *Target, teams TeamSet, teamsText string) (ExclusionReason, string, bool) {
 	if teams != nil {
 		team, ok := t.Labels[fleetv1alpha1.TeamLabel]
 		if !ok || team == "" {
-			return ExclusionTeamLabelMissing,
-				fmt.Sprintf("team scoping is on and the target has no %s label", fleetv1alpha1.TeamLabel), true
+			return ExclusionTeamLabelMissing, teamLabelMissing, true
 		}
 		if !teams.Has(team) {
 			return ExclusionTeamNotAllowed,
-				fmt.Sprintf("team %q is not among the Project's allowed teams [%s]", team,
-					strings.Join(teams.Sorted(), ", ")), true
+				valueMessage("team ", team, " is not among the Project's allowed teams [", teamsText, "]"), true
 		}
 	}
 	for _, key := range p.excludeLabels {
 		if _, ok := t.Labels[key]; ok {
-			return ExclusionLabel, fmt.Sprintf("label %s is set", key), true
+			return ExclusionLabel, "label " + key + " is set", true
 		}
 	}
 	return "", "", false
@@ -152,8 +178,8 @@ func (p *Planner) dedupe(candidates []Target, out *WavePlan) []*Target {
 		out.Excluded = append(out.Excluded, ExcludedTarget{
 			Target: copies[0],
 			Reason: ExclusionDuplicateTarget,
-			Message: fmt.Sprintf("%d different targets have ID %q (sources: %s); none is promoted until only one remains",
-				len(copies), id, strings.Join(sources, ", ")),
+			Message: fmt.Sprintf("%d different targets have ID %s (sources: %s); none is promoted until only one remains",
+				len(copies), quoteValue(id), strutil.Sample(sources, maxMessageTeams)),
 		})
 	}
 	return kept

@@ -31,6 +31,15 @@ type shardResolver struct {
 	def          string
 }
 
+// Why a name cannot be a shard: the same text for every target, so it is
+// built once.
+var (
+	shardNameTooLong = fmt.Sprintf("must be at most %d characters (it becomes the value of label %s)",
+		fleetv1alpha1.MaxShardNameLength, kargo.ShardLabel)
+	shardNameNotLabel = fmt.Sprintf("must be a label value (%s): Kargo copies it into label %s",
+		fleetv1alpha1.ShardNamePattern, kargo.ShardLabel)
+)
+
 // ValidShardName reports why name cannot be a Kargo shard, or "" when it
 // can. The empty name (Kargo's default controller) is valid.
 func ValidShardName(name string) string {
@@ -38,11 +47,9 @@ func ValidShardName(name string) string {
 	case name == "":
 		return ""
 	case len(name) > fleetv1alpha1.MaxShardNameLength:
-		return fmt.Sprintf("must be at most %d characters (it becomes the value of label %s)",
-			fleetv1alpha1.MaxShardNameLength, kargo.ShardLabel)
+		return shardNameTooLong
 	case !shardNameRE.MatchString(name):
-		return fmt.Sprintf("must be a label value (%s): Kargo copies it into label %s",
-			fleetv1alpha1.ShardNamePattern, kargo.ShardLabel)
+		return shardNameNotLabel
 	}
 	return ""
 }
@@ -88,10 +95,11 @@ func compileShards(spec *fleetv1alpha1.ShardsSpec, fldPath *field.Path) (*shardR
 }
 
 // resolve returns t's shard: from its label, its param or the expression,
-// else the default. It fails when the expression fails or the result is not
-// a valid shard name.
-func (r *shardResolver) resolve(t *Target, ev *expressionEvaluator) (string, error) {
-	var shard string
+// else the default. When the expression fails or the result is not a valid
+// shard name it returns why instead, as an exclusion message: a string, not
+// an error, since every target of a fleet may fail alike and a message is
+// all that is kept.
+func (r *shardResolver) resolve(t *Target, ev *expressionEvaluator) (shard, problem string) {
 	switch {
 	case r.label != "":
 		shard = t.Labels[r.label]
@@ -100,22 +108,22 @@ func (r *shardResolver) resolve(t *Target, ev *expressionEvaluator) (string, err
 	case r.expression != nil:
 		out, err := ev.run(r.expression, t)
 		if err != nil {
-			return "", fmt.Errorf("spec.shards.expression: %s", firstLine(err))
+			return "", "spec.shards.expression: " + evaluationError(err)
 		}
 		s, ok := out.(string)
 		if !ok {
-			return "", fmt.Errorf("spec.shards.expression: returned %T, not a string", out)
+			return "", fmt.Sprintf("spec.shards.expression: returned %T, not a string", out)
 		}
 		shard = s
 	}
 	shard = strings.TrimSpace(shard)
 	if shard == "" {
-		return r.def, nil
+		return r.def, ""
 	}
 	if msg := ValidShardName(shard); msg != "" {
-		return "", fmt.Errorf("shard %q %s", shard, msg)
+		return "", valueMessage("shard ", shard, " ", msg)
 	}
-	return shard, nil
+	return shard, ""
 }
 
 // ShardLimits is the per-shard bound on target Promotions in flight
