@@ -324,16 +324,31 @@ func (e *Env) startStepServer() error {
 	})
 }
 
+// StopStepServer stops the step server: Kargo's calls fail to connect
+// until StartStepServer.
+func (e *Env) StopStepServer() error {
+	if e.stepsStop == nil {
+		return nil
+	}
+	e.stepsStop()
+	err := <-e.stepsDone
+	e.stepsStop, e.stepsDone = nil, nil
+	if err != nil {
+		return fmt.Errorf("the step server stopped with an error: %w", err)
+	}
+	return nil
+}
+
+// StartStepServer starts a stopped step server again on its address.
+func (e *Env) StartStepServer() error { return e.startStepServer() }
+
 // RestartStepServer stops the step server and starts a fresh one on the
 // same address, as a rolling restart of the replicas would: requests Kargo
 // sends in between fail to connect, which the shipped tasks' error
 // threshold absorbs.
 func (e *Env) RestartStepServer() error {
-	if e.stepsStop != nil {
-		e.stepsStop()
-		if err := <-e.stepsDone; err != nil {
-			return fmt.Errorf("the step server stopped with an error: %w", err)
-		}
+	if err := e.StopStepServer(); err != nil {
+		return err
 	}
 	return e.startStepServer()
 }

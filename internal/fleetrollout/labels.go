@@ -23,6 +23,10 @@ const (
 	// created to hand the Freight on from the previous wave, names the
 	// rollout that did.
 	WavePromotionLabel = "fleet.kargo-fleet.io/promoted-by"
+	// RecoversAnnotation, on a wave Stage Promotion kargo-fleet created
+	// because the wave's previous one ended Errored, names that errored
+	// Promotion: each errored Promotion is recovered once.
+	RecoversAnnotation = "fleet.kargo-fleet.io/recovers"
 	// StepKeyAnnotation records the Promotion and step alias that created
 	// the rollout ("<promotion>/<alias>"), which makes step requests
 	// idempotent.

@@ -54,6 +54,9 @@ type Decision struct {
 	// PromoteWave names the wave whose wave Stage kargo-fleet promotes the
 	// rollout's Freight into now: the previous wave passed and soaked.
 	PromoteWave string
+	// RecoverWave, when set, is a wave whose wave Stage Promotion errored:
+	// kargo-fleet promotes the rollout's Freight into the wave Stage again.
+	RecoverWave *WaveRecovery
 	// RequeueAt is when to look again if no event comes first (a progress
 	// deadline, a window opening); zero when events suffice.
 	RequeueAt time.Time
@@ -70,6 +73,13 @@ type waveState struct {
 // Decide computes the next step of a rollout from an observation. It is
 // deterministic and does no I/O.
 func Decide(o Observation) Decision {
+	d := decide(o)
+	planRecovery(o, &d)
+	return d
+}
+
+// decide decides the targets, the waves and the rollout's phase.
+func decide(o Observation) Decision {
 	r := o.Rollout
 	d := Decision{Phase: r.Status.Phase}
 	if d.Phase == "" {
@@ -153,6 +163,8 @@ func handOff(o Observation, d Decision, current int) Decision {
 	case w.ManualPromotion:
 		wp.Waiting = fmt.Sprintf("waiting for the Freight to be promoted into wave Stage %s (spec.waves[].promotion: Manual): "+
 			"kargo promote --project %s --freight %s --stage %s", stage, r.Namespace, r.Spec.Freight.Name, stage)
+	case o.recoveryNote(w.Name) != "":
+		wp.Waiting = o.recoveryNote(w.Name)
 	case o.WaveGaveUp[w.Name] != "":
 		wp.Waiting = fmt.Sprintf("the Promotion of the Freight into wave Stage %s ended %s: promote it again to run the wave: "+
 			"kargo promote --project %s --freight %s --stage %s", stage, o.WaveGaveUp[w.Name], r.Namespace, r.Spec.Freight.Name, stage)
@@ -161,6 +173,8 @@ func handOff(o Observation, d Decision, current int) Decision {
 	case r.Spec.Intent == fleetv1alpha1.IntentPause:
 		wp.Waiting = fmt.Sprintf("paused: wave Stage %s is promoted when the rollout resumes", stage)
 		d.Phase = fleetv1alpha1.RolloutPaused
+	case o.recoveryNote(prev.Name) != "":
+		wp.Waiting = o.recoveryNote(prev.Name) + ", to hand it on"
 	case o.RequestPhases[prev.Name].IsTerminal() && o.RequestPhases[prev.Name] != kargo.PromotionSucceeded:
 		// Its fleet-wave step gave up (the step server was unreachable
 		// longer than the step's errorThreshold, or someone aborted it):

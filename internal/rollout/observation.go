@@ -51,6 +51,11 @@ type Observation struct {
 	// the phase of one of them: Kargo will not mark the Freight verified
 	// there until someone promotes it again.
 	WaveGaveUp map[string]kargo.PromotionPhase
+	// WaveErrored are the waves whose newest wave Stage Promotion of the
+	// rollout (the one that asked for the wave, or one kargo-fleet made)
+	// ended Errored and has no recovery yet: kargo-fleet promotes the wave
+	// Stage again (Decision.RecoverWave).
+	WaveErrored map[string]ErroredWavePromotion
 	// Targets holds what was observed of each member, by target ID. A member
 	// missing here has no Promotion of this rollout and no observed Stage.
 	Targets map[string]TargetObservation

@@ -85,6 +85,8 @@ type Observed struct {
 	// Seen are the Expected keys whose Promotion the snapshot shows: their
 	// expectation is met.
 	Seen []string
+	// recovered are the errored wave Stage Promotions a recovery exists for.
+	recovered map[string]bool
 }
 
 // Observe interprets Kargo's objects for one rollout: which target
@@ -130,6 +132,7 @@ func Observe(s Snapshot, now time.Time) (*Observed, error) {
 			RequestPhases:  map[string]kargo.PromotionPhase{},
 			WavePromoted:   map[string]bool{},
 			WaveGaveUp:     map[string]kargo.PromotionPhase{},
+			WaveErrored:    map[string]ErroredWavePromotion{},
 			Targets:        make(map[string]TargetObservation, s.Plan.Members()),
 		},
 		WaveRequests: fleetrollout.WaveRequests(ro),
@@ -233,12 +236,15 @@ func (o *Observed) observePromotions(s Snapshot) map[string]bool {
 	}
 	busy := map[string]bool{}
 	alive := map[string]bool{}
+	waves := newWavePromotions()
 	for _, p := range s.Promotions {
 		if wave, ok := waveOfStage[p.Spec.Stage]; ok {
 			o.observeWavePromotion(ro, wave, p, alive)
-			if w, ok := requestedBy[p.Name]; ok {
+			w, requested := requestedBy[p.Name]
+			if requested {
 				o.RequestPhases[w] = p.Status.Phase
 			}
+			waves.add(ro, wave, p, requested && w == wave)
 		}
 		switch {
 		case p.Labels[fleetv1alpha1.RolloutLabel] == ro.Name:
@@ -256,6 +262,8 @@ func (o *Observed) observePromotions(s Snapshot) map[string]bool {
 	for wave := range alive {
 		delete(o.WaveGaveUp, wave)
 	}
+	o.WaveErrored = waves.errored()
+	o.recovered = waves.recovered
 	return busy
 }
 
@@ -394,6 +402,17 @@ func observePromotion(p *kargo.Promotion) *PromotionObservation {
 func (o *Observed) observeExpected(expected map[string]bool) {
 	o.Expected = make(map[string]bool, len(expected))
 	for key := range expected {
+		if wave, errored, ok := ParseWaveRecoveryKey(key); ok {
+			if o.recovered[errored] {
+				o.Seen = append(o.Seen, key)
+				continue
+			}
+			// Created a moment ago: the wave is alive again.
+			delete(o.WaveErrored, wave)
+			delete(o.WaveGaveUp, wave)
+			o.Expected[key] = true
+			continue
+		}
 		wave, isWave := strings.CutPrefix(key, WavePromotionKey)
 		if isWave && o.WavePromoted[wave] || !isWave && o.Mine[key] != nil {
 			o.Seen = append(o.Seen, key)

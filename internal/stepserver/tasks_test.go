@@ -206,9 +206,17 @@ func TestClusterPromotionTasks(t *testing.T) {
 				require.GreaterOrEqual(t, poll, 10*time.Second, "Kargo's floor")
 				require.NotNil(t, s.Retry, s.As)
 				require.NotEmpty(t, s.Retry.Timeout, "%s: Kargo has no default timeout for http", s.As)
-				// Kargo backs off 5 ms, doubling, between errors: 12 errors span
-				// about 10 s, a replica's restart.
-				require.GreaterOrEqual(t, s.Retry.ErrorThreshold, uint32(12), s.As)
+				// Kargo backs off 5 ms, doubling, between errors, and counts
+				// them over the step's whole life: 20 span the 5 minutes of
+				// a short step, and a step that waits (a wave's approval, a
+				// change window) outlasts hundreds of step server restarts.
+				require.GreaterOrEqual(t, s.Retry.ErrorThreshold, uint32(20), s.As)
+				if s.As == "wait" {
+					require.GreaterOrEqual(t, s.Retry.ErrorThreshold, uint32(1000), s.As)
+				}
+				if task.Name == "fleet-wave" && s.As == "wait" {
+					require.GreaterOrEqual(t, s.Retry.Timeout.Duration, 7*24*time.Hour, "a wave may wait a week for its approval")
+				}
 				require.Equal(t, "${{ vars.insecureSkipTLSVerify }}", cfg.InsecureSkipTLSVerify, s.As)
 				for _, v := range task.Spec.Vars {
 					if v.Name != "serverURL" && v.Name != "insecureSkipTLSVerify" {

@@ -51,14 +51,16 @@ func newControllerID() string {
 	return host + "/" + hex.EncodeToString(b)
 }
 
-// batch is what one reconcile is about to create: target Promotions, and
-// at most one wave Stage Promotion.
+// batch is what one reconcile is about to create: target Promotions, at
+// most one wave Stage Promotion, and at most one that recovers a wave
+// whose wave Stage Promotion errored.
 type batch struct {
-	starts []rollout.Start
-	wave   string
+	starts   []rollout.Start
+	wave     string
+	recovery *rollout.WaveRecovery
 }
 
-func (b batch) empty() bool { return len(b.starts) == 0 && b.wave == "" }
+func (b batch) empty() bool { return len(b.starts) == 0 && b.wave == "" && b.recovery == nil }
 
 func (b batch) keys() []string {
 	keys := make([]string, 0, len(b.starts)+1)
@@ -67,6 +69,9 @@ func (b batch) keys() []string {
 	}
 	if b.wave != "" {
 		keys = append(keys, rollout.WaveKey(b.wave))
+	}
+	if b.recovery != nil {
+		keys = append(keys, b.recovery.Key())
 	}
 	return keys
 }
@@ -123,6 +128,9 @@ func (r *FleetRolloutReconciler) claim(ctx context.Context, s *scope, b batch) (
 	if exist.keys[rollout.WaveKey(b.wave)] {
 		b.wave = ""
 	}
+	if b.recovery != nil && exist.keys[b.recovery.Key()] {
+		b.recovery = nil
+	}
 	if b.empty() {
 		return b, 0, nil
 	}
@@ -148,7 +156,9 @@ func (r *FleetRolloutReconciler) claim(ctx context.Context, s *scope, b batch) (
 // are checked always: kargo-fleet records a rollback on wave Stages
 // without a claim.
 func waveKeys(keys []string) []string {
-	return slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !strings.HasPrefix(k, rollout.WavePromotionKey) })
+	return slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
+		return !strings.HasPrefix(k, rollout.WavePromotionKey) && !strings.HasPrefix(k, rollout.WaveRecoveryKeyPrefix)
+	})
 }
 
 // existingPromotions says which keys already have their Promotion, and for
@@ -178,7 +188,12 @@ func (r *FleetRolloutReconciler) existing(ctx context.Context, s *scope, keys []
 	ro := s.ro
 	out := existingPromotions{keys: map[string]bool{}, stages: map[string]map[types.UID]bool{}}
 	var targets, waves []string
+	recoveries := map[string]string{}
 	for _, k := range keys {
+		if w, errored, ok := rollout.ParseWaveRecoveryKey(k); ok {
+			recoveries[errored] = w
+			continue
+		}
 		if w, ok := strings.CutPrefix(k, rollout.WavePromotionKey); ok {
 			waves = append(waves, w)
 		} else {
@@ -207,7 +222,7 @@ func (r *FleetRolloutReconciler) existing(ctx context.Context, s *scope, keys []
 			out.stages[id][rollout.PromotionStageUID(p)] = true
 		}
 	}
-	if len(waves) > 0 && s.fs != nil {
+	if (len(waves) > 0 || len(recoveries) > 0) && s.fs != nil {
 		list := &kargo.PromotionList{}
 		if err := r.reader.List(ctx, list, client.InNamespace(ro.Namespace),
 			client.MatchingLabels{fleetrollout.WavePromotionLabel: ro.Name}); err != nil {
@@ -216,9 +231,16 @@ func (r *FleetRolloutReconciler) existing(ctx context.Context, s *scope, keys []
 		for _, w := range waves {
 			stage := render.WaveStageName(s.fs.Name, w)
 			for _, p := range list.Items {
-				if p.Spec.Stage == stage && p.Spec.Freight == ro.Spec.Freight.Name {
+				if p.Spec.Stage == stage && p.Spec.Freight == ro.Spec.Freight.Name && p.Annotations[fleetrollout.RecoversAnnotation] == "" {
 					out.keys[rollout.WaveKey(w)] = true
 				}
+			}
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			errored := p.Annotations[fleetrollout.RecoversAnnotation]
+			if w, ok := recoveries[errored]; ok && p.Spec.Stage == render.WaveStageName(s.fs.Name, w) {
+				out.keys[rollout.WaveRecoveryKey(w, errored)] = true
 			}
 		}
 	}

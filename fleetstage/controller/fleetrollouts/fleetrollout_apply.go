@@ -161,6 +161,35 @@ func (r *FleetRolloutReconciler) promoteWave(ctx context.Context, ro *fleetv1alp
 	}
 }
 
+// recoverWave promotes the rollout's Freight into a wave Stage again
+// because the wave's Promotion ended Errored (its step met its error
+// threshold or timed out: Kargo counts a step's errors over its whole life,
+// so a wave that waits long enough meets enough step server restarts). The
+// new Promotion's fleet-wave step takes the wave over where it stands. It
+// names the errored Promotion, so each is recovered once, whichever
+// controller replica tries.
+func (r *FleetRolloutReconciler) recoverWave(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage,
+	rec rollout.WaveRecovery) error {
+	stage := render.WaveStageName(fs.Name, rec.Wave)
+	p := kargo.NewPromotion(ro.Namespace, stage, ro.Spec.Freight.Name, map[string]string{
+		fleetv1alpha1.FleetStageLabel:   fs.Name,
+		fleetrollout.WavePromotionLabel: ro.Name,
+	}, map[string]string{fleetrollout.RecoversAnnotation: rec.Errored.Name})
+	key := rec.Key()
+	r.expected.expect(ro.UID, key, r.clock.Now())
+	if err := r.client.Create(ctx, p); err != nil {
+		if !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) && isStatusError(err) {
+			r.expected.forget(ro.UID, key)
+		}
+		return fmt.Errorf("error promoting Freight %s into wave Stage %q again: %w", ro.Spec.Freight.Name, stage, err)
+	}
+	r.metrics.waveRecoveries.Inc()
+	r.eventAbout(ro, kargoevents.Stage(ro.Namespace, stage), corev1.EventTypeWarning, WavePromotionRecoveredReason,
+		"Promoted Freight %s into wave Stage %s again: Promotion %s ended Errored (%s); the new Promotion takes wave %s over where it stands",
+		ro.Spec.Freight.Name, stage, rec.Errored.Name, rec.Errored.Message, rec.Wave)
+	return nil
+}
+
 // recordRollbackOnWaveStages makes the wave Stages that took the Freight a
 // succeeded rollback took back show the Freight it returned to, so the Kargo
 // UI tells the truth: each gets a Promotion of that Freight, marked as a

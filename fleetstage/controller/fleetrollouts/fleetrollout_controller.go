@@ -228,7 +228,7 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	if d.MoreToStart {
 		retry = time.Millisecond // come back at once for the rest
 	}
-	b, heldBack, err := r.claim(ctx, s, batch{starts: d.Start, wave: d.PromoteWave})
+	b, heldBack, err := r.claim(ctx, s, batch{starts: d.Start, wave: d.PromoteWave, recovery: d.RecoverWave})
 	switch {
 	case err != nil:
 		errs = append(errs, err)
@@ -251,6 +251,11 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 			errs = append(errs, err)
 		} else if unavailable {
 			retry = minPositive(retry, 250*time.Millisecond)
+		}
+	}
+	if b.recovery != nil {
+		if err := r.recoverWave(ctx, ro, fs, *b.recovery); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if claimed && len(errs) == 0 {

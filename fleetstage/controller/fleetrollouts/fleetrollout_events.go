@@ -37,6 +37,9 @@ const (
 	RollbackImpossibleReason = "RollbackImpossible"
 	HistoryPrunedReason      = "HistoryPruned"
 	WavePromotedReason       = "WavePromoted"
+	// WavePromotionRecoveredReason: a wave Stage Promotion ended Errored
+	// and kargo-fleet promoted the Freight into the wave Stage again.
+	WavePromotionRecoveredReason = "WavePromotionRecovered"
 )
 
 // recordTransitions emits an Event for every change of phase of the rollout

@@ -17,6 +17,7 @@ type rolloutMetrics struct {
 	promotionsCreated *prometheus.CounterVec
 	claimsHeldBack    prometheus.Counter
 	claimsLost        prometheus.Counter
+	waveRecoveries    prometheus.Counter
 	reconcileSeconds  prometheus.Histogram
 }
 
@@ -52,13 +53,17 @@ func newRolloutMetrics(reg prometheus.Registerer) *rolloutMetrics {
 			Name: "kargo_fleet_dispatch_claims_lost_total",
 			Help: "Claims of a Promotion batch lost to a concurrent write of the rollout (two controllers overlap, or a stale cache).",
 		}),
+		waveRecoveries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kargo_fleet_wave_promotions_recovered_total",
+			Help: "Wave Stage Promotions made again because the wave's Promotion ended Errored (its step met its error threshold or timed out).",
+		}),
 		reconcileSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "kargo_fleet_rollout_reconcile_seconds",
 			Help:    "Time to reconcile one FleetRollout.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
 	}
-	reg.MustRegister(m.phase, m.targets, m.breaches, m.rollbacks, m.promotionsCreated, m.claimsHeldBack, m.claimsLost, m.reconcileSeconds)
+	reg.MustRegister(m.phase, m.targets, m.breaches, m.rollbacks, m.promotionsCreated, m.claimsHeldBack, m.claimsLost, m.waveRecoveries, m.reconcileSeconds)
 	return m
 }
 

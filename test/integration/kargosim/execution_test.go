@@ -179,6 +179,47 @@ func TestHTTPStepConnectionErrorsUseUpErrorThreshold(t *testing.T) {
 		"retries after errors ignore pollInterval")
 }
 
+// Kargo v1.11.2 resets a step's error count only when the step first
+// starts (StepMetadata.Started), never after a good call: errors add up
+// over the step's whole life, so short step-server gaps between good polls
+// use up errorThreshold together.
+func TestHTTPStepErrorsAddUpOverTheStepsLife(t *testing.T) {
+	ns := newProject(t)
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n%2 == 1 {
+			// Every other call meets a step server that went away: the
+			// connection closes without an answer.
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"state":"running"}`))
+	}))
+	t.Cleanup(srv.Close)
+	newFreight(t, ns, "f1")
+	newStage(t, stage(ns, "dev").Steps(func() kargo.PromotionStep {
+		s := httpStep(srv.URL, "x", "")
+		s.Retry = &kargo.PromotionStepRetry{ErrorThreshold: 4}
+		return s
+	}()))
+	done := testutil.Await(t, k8s, mustPromote(t, ns, "dev", "f1"), 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionErrored))
+	meta := done.Status.StepExecutionMetadata[0]
+	require.Equal(t, uint32(4), meta.ErrorCount)
+	require.Contains(t, meta.Message, `step "wait" met error threshold of 4`)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 7, calls, "four errors with a good poll between each two: the good polls reset nothing")
+}
+
 func TestHTTPStepNonJSONBodyErrors(t *testing.T) {
 	ns := newProject(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
