@@ -161,6 +161,13 @@ func TestRender(t *testing.T) {
 				operator := Find(r.objs, "ClusterRole", "-fleet-operator")
 				require.Equal(t, "true", operator.GetLabels()["rbac.authorization.k8s.io/aggregate-to-edit"])
 				require.Empty(t, operator.GetLabels()["rbac.authorization.k8s.io/aggregate-to-view"])
+				d, _ := r.deployment(t)
+				spread := d.Spec.Template.Spec.TopologySpreadConstraints
+				require.Len(t, spread, 1)
+				require.Equal(t, "kubernetes.io/hostname", spread[0].TopologyKey)
+				require.Equal(t, corev1.ScheduleAnyway, spread[0].WhenUnsatisfiable)
+				require.Equal(t, d.Spec.Selector.MatchLabels, spread[0].LabelSelector.MatchLabels,
+					"the replicas are spread by the Deployment's own selector")
 			},
 		},
 		{
@@ -315,6 +322,20 @@ func TestRender(t *testing.T) {
 				d, _ := r.deployment(t)
 				require.Equal(t, int32(1), *d.Spec.Replicas)
 				require.Empty(t, r.names("PodDisruptionBudget"))
+			},
+		},
+		{
+			name: "no replicas once the Promotion admission guard is off",
+			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet", Values: map[string]any{"replicas": 0,
+				"webhook": map[string]any{"promotionGuard": map[string]any{"enabled": false}}}},
+			assertions: func(t *testing.T, r rendered) {
+				d, _ := r.deployment(t)
+				require.Equal(t, int32(0), *d.Spec.Replicas)
+				require.NotContains(t, yamlOf(t, Find(r.objs, "ValidatingWebhookConfiguration", "")), "promotions.fleet.kargo-fleet.io")
+				objs, err := Render(Release{Name: "kargo-fleet", Namespace: "kargo-fleet", Values: map[string]any{"replicas": 0,
+					"webhook": map[string]any{"enabled": false}}})
+				require.NoError(t, err, "without webhooks there is no guard to answer")
+				require.Empty(t, rendered{objs: objs}.names("ValidatingWebhookConfiguration"))
 			},
 		},
 		{
@@ -478,6 +499,8 @@ func TestRenderRefusesBadValues(t *testing.T) {
 			wantErr: "httpGet"},
 		{name: "a label that is not a string", values: map[string]any{"commonLabels": map[string]any{"tier": 1}},
 			wantErr: "commonLabels"},
+		{name: "no replica to answer the Promotion admission guard", values: map[string]any{"replicas": 0},
+			wantErr: "at '/webhook/promotionGuard/enabled': value must be false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
