@@ -101,7 +101,7 @@ func (p *Planner) matchWave(wi int, t *Target, ev *expressionEvaluator, out *Wav
 		out.EvaluationErrors = append(out.EvaluationErrors, EvaluationError{
 			Field:    fieldPathOfWaveExpression(wi),
 			TargetID: t.ID,
-			Message:  evaluationError(err),
+			Message:  evaluationError("", err),
 		})
 		return false
 	}

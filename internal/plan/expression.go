@@ -83,7 +83,8 @@ func compileProgram(source string, fastLookups bool, result expr.Option) (_ *par
 	}
 	if fastLookups {
 		options = append(options, lookupFunctions...)
-		options = append(options, expr.Patch(mapLookupPatcher{}))
+		options = append(options, convertFunctions...)
+		options = append(options, expr.Patch(mapLookupPatcher{}), expr.Patch(conversionPatcher{}))
 	}
 	program, err := expr.Compile(source, options...)
 	if err != nil {

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -69,29 +68,38 @@ func appendQuotedValue(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// evaluationError is an expression evaluation error for a message: its first
-// line, at most maxEvaluationError bytes. expr-lang errors may quote target
-// data (`int(params.x)` quotes the param), and their full text repeats the
-// expression with a caret, so an expr-lang error's own message and position
-// are used without rendering the rest.
-func evaluationError(err error) string {
+// evaluationError is prefix then an expression evaluation error, for a
+// message: the error's first line, at most maxEvaluationError bytes.
+// expr-lang errors may quote target data (a failing conversion quotes its
+// argument), and their full text repeats the expression with a caret, so an
+// expr-lang error's own message and position are used without rendering the
+// rest. The result takes one allocation and keeps no longer error alive.
+func evaluationError(prefix string, err error) string {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
-		return boundedLine(err.Error())
+		return withPrefix(prefix, firstLineBounded(err.Error()))
 	}
-	msg := boundedLine(fe.Message)
+	line := firstLineBounded(fe.Message)
 	if fe.Snippet == "" {
-		return msg
+		return withPrefix(prefix, line)
 	}
-	return fmt.Sprintf("%s (%d:%d)", msg, fe.Line, fe.Column+1)
+	return prefix + line + " (" + strconv.Itoa(fe.Line) + ":" + strconv.Itoa(fe.Column+1) + ")"
 }
 
-// boundedLine is the first line of s, trimmed, at most maxEvaluationError
-// bytes, in memory of its own: a short line cut from a long message must not
-// keep the message alive.
-func boundedLine(s string) string {
+// withPrefix is prefix+line in memory of its own: line may be cut from a
+// long error, which Go's concatenation would keep alive for an empty prefix.
+func withPrefix(prefix, line string) string {
+	if prefix == "" {
+		return strings.Clone(line)
+	}
+	return prefix + line
+}
+
+// firstLineBounded is the first line of s, trimmed, at most
+// maxEvaluationError bytes.
+func firstLineBounded(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
-	return strings.Clone(strutil.Ellipsis(strings.TrimSpace(line), maxEvaluationError))
+	return strutil.Ellipsis(strings.TrimSpace(line), maxEvaluationError)
 }
 
 // allowedTeamsText lists the allowed teams for an exclusion message: the

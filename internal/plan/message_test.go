@@ -123,7 +123,7 @@ func TestPlan_boundsEvaluationErrors(t *testing.T) {
 	msg := p.EvaluationErrors[0].Message
 	shown := strutil.Ellipsis(msg, 2*maxTestMessage)
 	require.LessOrEqual(t, len(msg), maxTestMessage, shown)
-	require.True(t, strings.HasPrefix(msg, "invalid operation: int(9x9x"), shown)
+	require.True(t, strings.HasPrefix(msg, `invalid operation: int("9x9x`), shown)
 }
 
 func Test_quoteValue(t *testing.T) {
@@ -170,7 +170,7 @@ func Test_evaluationError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.want, evaluationError(tt.err))
+			require.Equal(t, "prefix: "+tt.want, evaluationError("prefix: ", tt.err))
 		})
 	}
 }

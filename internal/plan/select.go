@@ -46,7 +46,7 @@ func (p *Planner) selectTargets(in PlanInput, ev *expressionEvaluator, out *Wave
 		if p.selection.expression != nil {
 			ok, err := ev.eval(p.selection.expression, t)
 			if err != nil {
-				exclude(t, ExclusionExpressionError, "spec.targets.selector.expression: "+evaluationError(err))
+				exclude(t, ExclusionExpressionError, evaluationError("spec.targets.selector.expression: ", err))
 				continue
 			}
 			if !ok {

@@ -108,7 +108,7 @@ func (r *shardResolver) resolve(t *Target, ev *expressionEvaluator) (shard, prob
 	case r.expression != nil:
 		out, err := ev.run(r.expression, t)
 		if err != nil {
-			return "", "spec.shards.expression: " + evaluationError(err)
+			return "", evaluationError("spec.shards.expression: ", err)
 		}
 		s, ok := out.(string)
 		if !ok {

@@ -14,8 +14,12 @@ import (
 const hostileTargets = 2000
 
 // hostileValue is 64 KiB that quoting triples: a shard value, team or
-// expression result a hostile inventory could hold.
-var hostileValue = strings.Repeat("\x00\"", 32<<10)
+// expression result a hostile inventory could hold. shortHostileValue is
+// its first 64 bytes: invalid alike, but short.
+var (
+	hostileValue      = strings.Repeat("\x00\"", 32<<10)
+	shortHostileValue = hostileValue[:64]
+)
 
 // hostileCase is one way spec.shards (or team scoping) meets a target value.
 type hostileCase struct {
@@ -25,6 +29,11 @@ type hostileCase struct {
 	value func(t *Target, v string)
 	// benign is the value of the benign run.
 	benign string
+	// evaluationFails says the hostile value makes expr-lang fail, which
+	// costs about 500 bytes a target whatever the value: its error, the
+	// expression snippet, the formatted message. Planning memory then does
+	// not grow with the value but may exceed twice the benign plan's.
+	evaluationFails bool
 }
 
 func setShardParam(t *Target, v string) { t.Params["shard"] = v }
@@ -36,12 +45,17 @@ var hostileCases = []hostileCase{
 	{name: "param", shards: &fleetv1alpha1.ShardsSpec{TargetParam: "shard"}, value: setShardParam, benign: "shard-a"},
 	{name: "label", shards: &fleetv1alpha1.ShardsSpec{TargetLabel: "shard"}, value: setShardLabel, benign: "shard-a"},
 	{name: "expression", shards: &fleetv1alpha1.ShardsSpec{Expression: `params.shard`}, value: setShardParam, benign: "shard-a"},
+	{
+		name:   "expression-error",
+		shards: &fleetv1alpha1.ShardsSpec{Expression: `"shard-" + string(int(params.shard) % 4)`},
+		value:  setShardParam, benign: "1", evaluationFails: true,
+	},
 	{name: "team", shards: &fleetv1alpha1.ShardsSpec{TargetParam: "shard"}, value: setTeamLabel, benign: "team-1"},
 }
 
-// hostileFleet is syntheticFleet(n) with c's value set on every target:
-// value for the hostile run, a valid shard (or allowed team) otherwise.
-func hostileFleet(c hostileCase, n int, hostile bool) (*fleetv1alpha1.FleetStageSpec, PlanInput) {
+// hostileFleet is syntheticFleet(n) with value set on every target the way
+// c says.
+func hostileFleet(c hostileCase, n int, value string) (*fleetv1alpha1.FleetStageSpec, PlanInput) {
 	spec := benchSpec()
 	spec.Shards = c.shards
 	in := PlanInput{
@@ -52,11 +66,7 @@ func hostileFleet(c hostileCase, n int, hostile bool) (*fleetv1alpha1.FleetStage
 	for i := range in.Candidates {
 		t := &in.Candidates[i]
 		t.Params["shard"] = "shard-a"
-		if hostile {
-			c.value(t, hostileValue)
-		} else {
-			c.value(t, c.benign)
-		}
+		c.value(t, value)
 	}
 	return spec, in
 }
@@ -66,12 +76,12 @@ func hostileFleet(c hostileCase, n int, hostile bool) (*fleetv1alpha1.FleetStage
 func BenchmarkPlanHostileShards(b *testing.B) {
 	for _, c := range hostileCases {
 		for _, hostile := range []bool{false, true} {
-			name := c.name + "/benign"
+			name, value := c.name+"/benign", c.benign
 			if hostile {
-				name = c.name + "/hostile"
+				name, value = c.name+"/hostile", hostileValue
 			}
 			b.Run(name, func(b *testing.B) {
-				spec, in := hostileFleet(c, hostileTargets, hostile)
+				spec, in := hostileFleet(c, hostileTargets, value)
 				p, err := Plan(spec, in)
 				require.NoError(b, err)
 				if hostile {
@@ -89,11 +99,11 @@ func BenchmarkPlanHostileShards(b *testing.B) {
 	}
 }
 
-// planBytes is the memory one Plan call over c's fleet allocates, after a
-// warm-up call.
-func planBytes(t *testing.T, c hostileCase, hostile bool) uint64 {
+// planBytes is the memory one Plan call over c's fleet with value
+// allocates, after a warm-up call.
+func planBytes(t *testing.T, c hostileCase, value string) uint64 {
 	t.Helper()
-	spec, in := hostileFleet(c, hostileTargets, hostile)
+	spec, in := hostileFleet(c, hostileTargets, value)
 	_, err := Plan(spec, in)
 	require.NoError(t, err)
 	var before, after runtime.MemStats
@@ -105,15 +115,21 @@ func planBytes(t *testing.T, c hostileCase, hostile bool) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// TestPlanHostileShardsMemory keeps planning 2,000 hostile targets within
-// twice the memory of 2,000 benign ones. It is not parallel: the allocation
-// counters are process-wide, and parallel tests start only once the
-// sequential ones are done.
+// TestPlanHostileShardsMemory keeps the memory of planning 2,000 hostile
+// targets independent of the size of their values and within twice the
+// memory of 2,000 benign ones (see evaluationFails). It is not parallel: the
+// allocation counters are process-wide, and parallel tests start only once
+// the sequential ones are done.
 func TestPlanHostileShardsMemory(t *testing.T) {
 	for _, c := range hostileCases {
-		benign := planBytes(t, c, false)
-		hostile := planBytes(t, c, true)
-		t.Logf("%s: benign %d B, hostile %d B", c.name, benign, hostile)
-		require.LessOrEqual(t, hostile, 2*benign, "%s: hostile values must not grow planning memory", c.name)
+		benign := planBytes(t, c, c.benign)
+		short := planBytes(t, c, shortHostileValue)
+		hostile := planBytes(t, c, hostileValue)
+		t.Logf("%s: benign %d B, hostile %d B (%.2fx), with 64-byte values %d B",
+			c.name, benign, hostile, float64(hostile)/float64(benign), short)
+		require.LessOrEqual(t, hostile, short+short/10, "%s: planning memory must not grow with the values", c.name)
+		if !c.evaluationFails {
+			require.LessOrEqual(t, hostile, 2*benign, "%s: hostile values must not grow planning memory", c.name)
+		}
 	}
 }
