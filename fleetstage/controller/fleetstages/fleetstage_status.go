@@ -23,7 +23,16 @@ const (
 	maxSamples = 10
 	// maxMessage bounds condition messages.
 	maxMessage = 1024
+	// maxSampleName and maxSampleReason are the CRD's bounds of a
+	// TargetSample: inventory names (an Argo CD cluster's, for one) have none.
+	maxSampleName   = 253
+	maxSampleReason = 256
 )
+
+// targetSample lists a target in status, within the CRD's bounds.
+func targetSample(name, reason string) fleetv1alpha1.TargetSample {
+	return fleetv1alpha1.TargetSample{Name: strutil.Ellipsis(name, maxSampleName), Reason: strutil.Ellipsis(reason, maxSampleReason)}
+}
 
 // setTargetsResolved records target counts, wave membership and samples of
 // excluded and unassigned targets: counts and capped lists only, so the
@@ -39,12 +48,12 @@ func setTargetsResolved(fs *fleetv1alpha1.FleetStage, p *plan.WavePlan) {
 	for _, e := range p.Excluded {
 		byReason[string(e.Reason)]++
 		if len(tc.Samples) < maxSamples {
-			tc.Samples = append(tc.Samples, fleetv1alpha1.TargetSample{Name: e.Target.Name, Reason: strutil.Ellipsis(e.Message, 256)})
+			tc.Samples = append(tc.Samples, targetSample(e.Target.Name, e.Message))
 		}
 	}
 	for _, t := range p.Unassigned {
 		if len(tc.Samples) < maxSamples {
-			tc.Samples = append(tc.Samples, fleetv1alpha1.TargetSample{Name: t.Name, Reason: "Unassigned: no wave matches it"})
+			tc.Samples = append(tc.Samples, targetSample(t.Name, "Unassigned: no wave matches it"))
 		}
 	}
 	for reason, n := range byReason {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -176,4 +177,32 @@ func Test_shardCounts(t *testing.T) {
 	fs.Spec.Shards = &fleetv1alpha1.ShardsSpec{}
 	require.Equal(t, []fleetv1alpha1.ShardCount{{Shard: "eu", Targets: 3}, {Shard: "us", Targets: 2}, {Shard: "", Targets: 1}},
 		shardCounts(fs, p))
+}
+
+// TestSetTargetsResolved_boundsUserData keeps inventory data within the
+// bounds the CRD sets: an Argo CD cluster name, for one, has no limit.
+func TestSetTargetsResolved_boundsUserData(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 40<<10)
+	p := &plan.WavePlan{
+		Candidates: 2,
+		Excluded: []plan.ExcludedTarget{{
+			Target: plan.Target{ID: "a", Name: "a" + long}, Reason: plan.ExclusionLabel, Message: long,
+		}},
+		Unassigned:       []plan.Target{{ID: "b", Name: "b" + long}},
+		EvaluationErrors: []plan.EvaluationError{{Field: "spec.waves[0].expression", TargetID: "b", Message: long}},
+	}
+	fs := &fleetv1alpha1.FleetStage{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}
+	setTargetsResolved(fs, p)
+	require.Len(t, fs.Status.Targets.Samples, 2)
+	for _, s := range fs.Status.Targets.Samples {
+		require.LessOrEqual(t, len(s.Name), 253)
+		require.LessOrEqual(t, len(s.Reason), 256)
+		require.True(t, utf8.ValidString(s.Name))
+		require.True(t, utf8.ValidString(s.Reason))
+	}
+	c := meta.FindStatusCondition(fs.Status.Conditions, fleetv1alpha1.TargetsResolvedCondition)
+	require.NotNil(t, c)
+	require.LessOrEqual(t, len(c.Message), maxMessage)
+	require.True(t, utf8.ValidString(c.Message))
 }
