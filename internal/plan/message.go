@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/expr-lang/expr/file"
 
@@ -29,43 +28,22 @@ const (
 	maxTeamsText = 128
 )
 
-// quoteValue quotes user data for a message (see appendQuotedValue).
+// quoteValue quotes user data for a message, in at most maxMessageValue
+// bytes (strutil.Quote).
 func quoteValue(s string) string {
-	var buf [maxMessageValue + 3]byte
-	return string(appendQuotedValue(buf[:0], s))
+	return strutil.Quote(s, maxMessageValue)
 }
 
-// valueMessage is prefix, value quoted by appendQuotedValue, then suffix,
-// built in one allocation: every target of a fleet may get such a message.
+// valueMessage is prefix, value quoted like quoteValue, then suffix, built in
+// one allocation: every target of a fleet may get such a message.
 func valueMessage(prefix, value string, suffix ...string) string {
 	var buf [512]byte
 	b := append(buf[:0], prefix...)
-	b = appendQuotedValue(b, value)
+	b = strutil.AppendQuote(b, value, maxMessageValue)
 	for _, s := range suffix {
 		b = append(b, s...)
 	}
 	return string(b)
-}
-
-// appendQuotedValue appends s quoted as by strconv.Quote, at most
-// maxMessageValue bytes of it: it quotes character by character while they
-// fit, since escaping can make one byte four. "..." after the closing quote
-// marks a cut.
-func appendQuotedValue(dst []byte, s string) []byte {
-	start := len(dst)
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		var buf [16]byte
-		q := strconv.AppendQuote(buf[:0], s[i:i+size])
-		q = q[1 : len(q)-1]
-		if len(dst)-start+len(q)+1 > maxMessageValue {
-			return append(dst, `"...`...)
-		}
-		dst = append(dst, q...)
-		i += size
-	}
-	return append(dst, '"')
 }
 
 // evaluationError is prefix then an expression evaluation error, for a

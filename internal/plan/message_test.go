@@ -3,7 +3,6 @@ package plan
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -124,31 +123,6 @@ func TestPlan_boundsEvaluationErrors(t *testing.T) {
 	shown := strutil.Ellipsis(msg, 2*maxTestMessage)
 	require.LessOrEqual(t, len(msg), maxTestMessage, shown)
 	require.True(t, strings.HasPrefix(msg, `invalid operation: int("9x9x`), shown)
-}
-
-func Test_quoteValue(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name, in, want string
-	}{
-		{name: "short", in: "eu-west", want: `"eu-west"`},
-		{name: "empty", in: "", want: `""`},
-		{name: "a shard name fits", in: strings.Repeat("a", 63), want: strconv.Quote(strings.Repeat("a", 63))},
-		{name: "cut", in: strings.Repeat("a", 100), want: `"` + strings.Repeat("a", 65) + `"...`},
-		{name: "escapes are not split", in: strings.Repeat("\x00", 100), want: `"` + strings.Repeat(`\x00`, 16) + `"...`},
-		{name: "characters are not split", in: strings.Repeat("é", 100), want: `"` + strings.Repeat("é", 32) + `"...`},
-		{name: "invalid UTF-8", in: "a\xffb", want: `"a\xffb"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got := quoteValue(tt.in)
-			require.Equal(t, tt.want, got)
-			require.LessOrEqual(t, len(got), maxMessageValue+3)
-			_, err := strconv.Unquote(strings.TrimSuffix(got, "..."))
-			require.NoError(t, err)
-		})
-	}
 }
 
 func Test_evaluationError(t *testing.T) {

@@ -4,6 +4,7 @@ package strutil
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -55,4 +56,33 @@ func Sample(names []string, n int) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// Quote quotes s as strconv.Quote does, in at most n bytes, quotes and
+// escapes included (see AppendQuote).
+func Quote(s string, n int) string {
+	var buf [128]byte
+	return string(AppendQuote(buf[:0], s, n))
+}
+
+// AppendQuote appends s quoted as by strconv.Quote, in at most n bytes,
+// quotes and escapes included: it quotes character by character while they
+// fit, since escaping can make one byte four, and never splits an escape.
+// "..." after the closing quote marks a cut, so at most n+3 bytes are
+// appended. n below 2 counts as 2.
+func AppendQuote(dst []byte, s string, n int) []byte {
+	start := len(dst)
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		var buf [16]byte
+		q := strconv.AppendQuote(buf[:0], s[i:i+size])
+		q = q[1 : len(q)-1]
+		if len(dst)-start+len(q)+1 > n {
+			return append(dst, `"...`...)
+		}
+		dst = append(dst, q...)
+		i += size
+	}
+	return append(dst, '"')
 }

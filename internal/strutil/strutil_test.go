@@ -1,6 +1,8 @@
 package strutil
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -63,4 +65,31 @@ func TestSample(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "a, b", Sample([]string{"a", "b"}, 2))
 	require.Equal(t, "a, b and 2 more", Sample([]string{"a", "b", "c", "d"}, 2))
+}
+
+func TestQuote(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, in, want string
+		n              int
+	}{
+		{name: "short", in: "eu-west", n: 67, want: `"eu-west"`},
+		{name: "empty", in: "", n: 67, want: `""`},
+		{name: "exact", in: strings.Repeat("a", 65), n: 67, want: strconv.Quote(strings.Repeat("a", 65))},
+		{name: "cut", in: strings.Repeat("a", 100), n: 67, want: `"` + strings.Repeat("a", 65) + `"...`},
+		{name: "escapes are not split", in: strings.Repeat("\x00", 100), n: 67, want: `"` + strings.Repeat(`\x00`, 16) + `"...`},
+		{name: "characters are not split", in: strings.Repeat("é", 100), n: 67, want: `"` + strings.Repeat("é", 32) + `"...`},
+		{name: "invalid UTF-8", in: "a\xffb", n: 67, want: `"a\xffb"`},
+		{name: "no room", in: "abc", n: 0, want: `""...`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := Quote(tc.in, tc.n)
+			require.Equal(t, tc.want, got)
+			require.LessOrEqual(t, len(got), max(tc.n, 2)+3)
+			unquoted, err := strconv.Unquote(strings.TrimSuffix(got, "..."))
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(tc.in, unquoted))
+		})
+	}
 }
