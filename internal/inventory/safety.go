@@ -8,6 +8,7 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
 // ReservedAnnotationPrefix marks annotations that are never copied into a
@@ -127,10 +128,15 @@ type UnsafeValueError struct {
 	Field string
 }
 
+// maxErrorName bounds, quoted, the target name and the field an
+// UnsafeValueError names: it becomes a condition message, and the
+// explanation must fit.
+const maxErrorName = 256
+
 func (e *UnsafeValueError) Error() string {
-	return fmt.Sprintf("target %q of source %s: %s contains %q, which Kargo would evaluate as an expression; "+
+	return fmt.Sprintf("target %s of source %s: %s contains %q, which Kargo would evaluate as an expression; "+
 		"remove it from the inventory object (no target of this FleetStage is planned until then)",
-		e.Target, e.Source, e.Field, ExpressionMarker)
+		strutil.Quote(e.Target, maxErrorName), e.Source, strutil.Ellipsis(e.Field, maxErrorName), ExpressionMarker)
 }
 
 // CheckExpressions returns an UnsafeValueError for the first target whose
