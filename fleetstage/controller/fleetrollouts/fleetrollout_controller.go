@@ -23,6 +23,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetrollouts,verbs=get;list;watch;create;update;patch;delete
@@ -374,10 +375,11 @@ func settling(ro *fleetv1alpha1.FleetRollout) bool {
 	return false
 }
 
-// setFinal ends the rollout with a phase and a message.
+// setFinal ends the rollout with a phase and a message, cut to the CRD's
+// bound: it may quote object names and errors.
 func (r *FleetRolloutReconciler) setFinal(s *scope, phase fleetv1alpha1.RolloutPhase, msg string) {
 	now := r.now()
-	s.status.Phase, s.status.Message = phase, msg
+	s.status.Phase, s.status.Message = phase, strutil.Ellipsis(msg, 1024)
 	if s.status.FinishedAt == nil {
 		s.status.FinishedAt = &now
 	}

@@ -3,6 +3,7 @@ package fleetrollouts
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -703,4 +704,16 @@ func TestAbort(t *testing.T) {
 	require.NoError(t, f.c.Get(t.Context(), client.ObjectKey{Namespace: "shop", Name: "prod.eu-1.01jdx3m5n6p7q8r9s0t1v2w3x4.9f8e7d6"}, p))
 	require.Equal(t, kargo.AbortTerminate, p.Annotations[kargo.AbortAnnotation])
 	require.Contains(t, f.drained()[0], "Normal PromotionsAborted Asked Kargo to abort 3 target Promotion(s)")
+}
+
+// Test_setFinal_boundsMessage keeps a final message within the CRD's 1024
+// characters: it may quote object names and errors.
+func Test_setFinal_boundsMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	s := &scope{status: &fleetv1alpha1.FleetRolloutStatus{}}
+	f.r.setFinal(s, fleetv1alpha1.RolloutFailed, "rollback refused: "+strings.Repeat("é", 1000))
+	require.LessOrEqual(t, len(s.status.Message), 1024)
+	require.True(t, strings.HasPrefix(s.status.Message, "rollback refused: é"))
+	require.True(t, strings.HasSuffix(s.status.Message, "..."))
 }
