@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"regexp"
 
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,7 +24,17 @@ type Options struct {
 	// trusted, because the step server makes them for Kargo Promotions that
 	// Kargo authorised.
 	ControllerUsername string
+	// ActsForOthers matches the user names that create Promotions for other
+	// people (Kargo's control plane): break-glass is refused from them,
+	// whatever RBAC grants them. nil: DefaultActsForOthers.
+	ActsForOthers *regexp.Regexp
 }
+
+// DefaultActsForOthers matches the ServiceAccounts of Kargo's control plane,
+// in whatever namespace Kargo runs: its API server creates Promotions for
+// every Kargo UI and CLI user, its controllers for auto-promotion.
+var DefaultActsForOthers = regexp.MustCompile(
+	`^system:serviceaccount:[^:]+:kargo-(api|controller|management-controller|webhooks-server|external-webhooks-server|garbage-collector)$`)
 
 // PromotionGuardComponent is the source component of the Events the
 // admission guard for Kargo Promotions records.
@@ -49,7 +60,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := mgr.Add(refusals); err != nil {
 		return fmt.Errorf("error adding the Promotion guard's Event recorder: %w", err)
 	}
-	guard := NewPromotionGuard(mgr.GetClient(), access, o.ControllerUsername, admission.NewDecoder(mgr.GetScheme()), refusals)
+	guard := NewPromotionGuard(mgr.GetClient(), access, o.ControllerUsername, admission.NewDecoder(mgr.GetScheme()), refusals).
+		WithActsForOthers(o.ActsForOthers)
 	mgr.GetWebhookServer().Register(ValidatePromotionPath, &webhook.Admission{Handler: guard})
+	mgr.GetWebhookServer().Register(PromotionGuardPath, &webhook.Admission{Handler: guard})
 	return nil
 }

@@ -48,6 +48,7 @@ type controllerOptions struct {
 	shardURLs        map[string]string // stepShardURLs, parsed by validate
 	inventoryNS      []string
 	controllerUser   string
+	guardWebhooks    string
 	qps              float32
 	burst            int
 	zap              zap.Options
@@ -105,6 +106,10 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.controllerUser, "controller-username", "",
 		"Kubernetes user name of this controller, whose FleetRollout requests the webhook trusts (default: its "+
 			"ServiceAccount's, from $POD_NAMESPACE and $SERVICE_ACCOUNT_NAME, each kargo-fleet when unset).")
+	f.StringVar(&o.guardWebhooks, "promotion-guard-webhook-configuration", "",
+		"ValidatingWebhookConfiguration holding the Promotion admission guard's webhooks: the controller keeps their "+
+			"match condition to the fleets' own Stages, so other Promotions never reach the guard (default: none kept, "+
+			"the guard sees every Promotion of a fleet Project).")
 	f.Float32Var(&o.qps, "kube-api-qps", 100, "Sustained requests per second to the apiserver: expanding a fleet writes one Stage per target.")
 	f.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the apiserver.")
 	addGoFlags(cmd, o.zap.BindFlags)
@@ -170,6 +175,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		LeaderElectionNamespace: cmp.Or(o.leaderElectionNS, os.Getenv(stepserver.EnvPodNamespace)),
 		InventoryNamespaces:     o.namespaces(),
 		ControllerUsername:      o.controllerUser,
+		PromotionGuardWebhooks:  o.guardWebhooks,
 	})
 	if err != nil {
 		return err

@@ -98,8 +98,17 @@ type Env struct {
 	stepsDone     chan error
 }
 
+// PromotionGuardWebhookConfiguration is the name of the configuration
+// holding the chart's Promotion guard webhooks: the chart's own for a
+// release "kargo-fleet", so the chart's RBAC lets the controller keep
+// their match condition.
+const PromotionGuardWebhookConfiguration = "kargo-fleet"
+
 // Start starts everything. Call Stop when done.
 func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+	if opts.Controller.PromotionGuardWebhooks == "" {
+		opts.Controller.PromotionGuardWebhooks = PromotionGuardWebhookConfiguration
+	}
 	if opts.Simulator.PollFloor == 0 {
 		opts.Simulator.PollFloor = 200 * time.Millisecond
 	}
@@ -111,7 +120,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		envtest.ValidatingWebhookFor("fleetrollouts.fleet.kargo-fleet.io",
 			"fleet.kargo-fleet.io", "v1alpha1", "fleetrollouts", fswebhook.ValidateRolloutPath,
 			admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete))
-	guard, err := PromotionGuardWebhooks("kargo-fleet-promotions", nil)
+	guard, err := PromotionGuardWebhooks(PromotionGuardWebhookConfiguration, nil)
 	if err != nil {
 		return nil, err
 	}

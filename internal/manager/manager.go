@@ -94,6 +94,10 @@ type Options struct {
 	// FleetRollout requests the webhook trusts; empty means
 	// fswebhook.DefaultControllerUsername().
 	ControllerUsername string
+	// PromotionGuardWebhooks names the ValidatingWebhookConfiguration whose
+	// Promotion admission webhooks get a match condition narrowing them to
+	// the fleets' own Stages (targetguard.GuardScope); empty keeps none.
+	PromotionGuardWebhooks string
 
 	// MetricsBindAddress serves Prometheus metrics; "" or "0" disables.
 	MetricsBindAddress string
@@ -180,9 +184,16 @@ func metricsOptions(addr string, secure bool) metricsserver.Options {
 func setup(mgr ctrl.Manager, o Options) error {
 	copts := controller.Options{MaxConcurrentReconciles: max(1, o.MaxConcurrentReconciles)}
 	records := stagerecord.NewReader(mgr.GetAPIReader())
+	var scope *targetguard.GuardScope
+	if o.Components&TargetGuard != 0 {
+		scope = targetguard.NewGuardScope(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), o.PromotionGuardWebhooks)
+	}
 	if o.Components&FleetStages != 0 {
 		r := fleetstages.NewFleetStageReconciler(mgr.GetClient(), inventoryReader(mgr, o),
 			mgr.GetEventRecorder("kargo-fleet-fleetstage"), clock.RealClock{}).WithStageRecords(records)
+		if scope != nil {
+			r = r.WithGuardScope(scope)
+		}
 		r.StepServerURL = o.StepServerURL
 		r.StepServerShardURLs = o.StepServerShardURLs
 		if err := r.SetupWithManager(mgr, copts); err != nil {
@@ -210,6 +221,9 @@ func setup(mgr ctrl.Manager, o Options) error {
 		}
 		if err := targetguard.NewNamespaceLabeler(mgr.GetClient()).SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the Promotion guard's namespace labels: %w", err)
+		}
+		if err := scope.SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("error setting up the Promotion guard's scope: %w", err)
 		}
 	}
 	if o.Webhooks {

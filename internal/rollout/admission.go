@@ -70,6 +70,11 @@ type PromotionAdmission struct {
 	BreakGlassReason string
 	// BreakGlassAllowed says User holds BreakGlassVerb on the FleetStage.
 	BreakGlassAllowed bool
+	// ActsForOthers says User creates Promotions on behalf of other people
+	// (Kargo's API server for every Kargo UI and CLI user, Kargo's
+	// controllers), or the Promotion names an actor other than User: a right
+	// such an identity holds is not the right of the person behind it.
+	ActsForOthers bool
 }
 
 // AdmissionVerdict is the guard's answer.
@@ -112,6 +117,12 @@ func JudgePromotionAdmission(a PromotionAdmission) AdmissionVerdict {
 	case a.FromController:
 		return refuseAdmission(fmt.Sprintf("kargo-fleet promotes target Stage %q of fleet %q only for an open rollout, rollback or "+
 			"drift revert; %s", a.Stage, a.FleetStage, describeDecision(a.ControllerDecision)))
+	case a.BreakGlassReason != "" && a.ActsForOthers:
+		return refuseAdmission(fmt.Sprintf("break-glass into target Stage %q of fleet %q is refused from %q: it creates "+
+			"Promotions for other people (Kargo's API server acts for every Kargo UI and CLI user), so whatever right it "+
+			"holds is not theirs, and no grant to it counts. Break glass with your own identity: kargo-fleet break-glass %s "+
+			"-n %s --stage %s --freight %s --reason \"…\"", a.Stage, a.FleetStage, a.User,
+			a.FleetStage, a.Project, a.Stage, a.Freight))
 	case a.BreakGlassReason != "" && a.BreakGlassAllowed:
 		return AdmissionVerdict{Allowed: true, BreakGlass: true}
 	case a.BreakGlassReason != "":

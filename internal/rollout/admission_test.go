@@ -45,6 +45,10 @@ func TestJudgePromotionAdmission(t *testing.T) {
 		{name: "break-glass with the right is admitted and marked", in: target(func(a *PromotionAdmission) {
 			a.User, a.Actor, a.BreakGlassReason, a.BreakGlassAllowed = "alice", "kubernetes:alice", "INC-1", true
 		}), wantAllowed: true, wantBreakGlass: true},
+		{name: "break-glass from an identity that acts for others is refused, whatever it was granted", in: target(func(a *PromotionAdmission) {
+			a.BreakGlassReason, a.BreakGlassAllowed, a.ActsForOthers = "INC-1", true, true
+		}), wantIn: []string{`refused from "system:serviceaccount:kargo:kargo-api"`, "no grant to it counts",
+			"kargo-fleet break-glass prod -n shop --stage prod.c1 --freight f2"}},
 		{name: "break-glass without the right is refused", in: target(func(a *PromotionAdmission) {
 			a.User, a.Actor, a.BreakGlassReason = "bob", "kubernetes:bob", "INC-1"
 		}), wantIn: []string{`user "bob" may not break glass on fleet "prod"`, `"break-glass"`, "kargo-fleet-break-glass"}},

@@ -62,6 +62,23 @@ type FleetStageReconciler struct {
 	createdHere sync.Map
 	// desired is what the last sync rendered, for the per-Stage restore.
 	desired *desiredStages
+	// guard, when set, puts a FleetStage's Stages in the Promotion
+	// admission guard's scope before any of them is generated.
+	guard GuardScope
+}
+
+// GuardScope is the admission guard's scope (targetguard.GuardScope).
+type GuardScope interface {
+	// Ensure makes the Promotion admission guard see the Promotions of
+	// fs's Stages.
+	Ensure(ctx context.Context, fs *fleetv1alpha1.FleetStage) error
+}
+
+// WithGuardScope makes the reconciler put each FleetStage's Stages in g
+// before it generates them.
+func (r *FleetStageReconciler) WithGuardScope(g GuardScope) *FleetStageReconciler {
+	r.guard = g
+	return r
 }
 
 var _ reconcile.Reconciler = &FleetStageReconciler{}
@@ -125,6 +142,7 @@ func (r *FleetStageReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	phases := []func(context.Context, *scope) (bool, error){
 		r.resolveBase,
 		r.resolveTargets,
+		r.guardStages,
 		r.syncStages,
 		r.recordStages,
 		r.repointDownstream,
@@ -203,6 +221,19 @@ func (r *FleetStageReconciler) resolveTargets(ctx context.Context, s *scope) (bo
 	setTargetsResolved(fs, s.plan)
 	s.desired = render.Stages(render.Input{FleetStage: fs, Base: s.base, Plan: s.plan, StepServerURL: r.StepServerURL,
 		StepServerURLs: r.StepServerShardURLs})
+	return true, nil
+}
+
+// guardStages puts the FleetStage's Stages in the Promotion admission
+// guard's scope: the guard must see a Stage's Promotions from the moment it
+// exists.
+func (r *FleetStageReconciler) guardStages(ctx context.Context, s *scope) (bool, error) {
+	if r.guard == nil {
+		return true, nil
+	}
+	if err := r.guard.Ensure(ctx, s.fs); err != nil {
+		return false, err
+	}
 	return true, nil
 }
 

@@ -25,9 +25,10 @@ import (
 // NamespaceLabeler puts fleetv1alpha1.PromotionGuardLabel=enforce on every
 // namespace that holds a FleetStage, so the admission guard for Kargo
 // Promotions (whose webhook configuration selects that label) sees that
-// Project's Promotions, and no other Project's. An administrator's "off"
-// is left alone; the label is not removed when the last FleetStage goes
-// (the guard admits everything in a namespace without a FleetStage).
+// Project's Promotions, and no other Project's; it removes the label when
+// the namespace's last FleetStage is gone (its finalizer deleted its
+// Stages), so a Project that once held a fleet does not stay behind the
+// guard. An administrator's "off" is left alone.
 type NamespaceLabeler struct {
 	client client.Client
 }
@@ -39,15 +40,14 @@ func NewNamespaceLabeler(c client.Client) *NamespaceLabeler {
 	return &NamespaceLabeler{client: c}
 }
 
-// SetupWithManager registers the labeler: on every FleetStage created, and
-// on every change of a namespace's labels.
+// SetupWithManager registers the labeler: on every FleetStage created or
+// gone, and on every change of a namespace's labels.
 func (l *NamespaceLabeler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("promotion-guard-namespaces").
 		Watches(&fleetv1alpha1.FleetStage{}, handler.EnqueueRequestsFromMapFunc(namespaceOf),
 			builder.WithPredicates(predicate.Funcs{
 				UpdateFunc: func(_ event.UpdateEvent) bool { return false },
-				DeleteFunc: func(_ event.DeleteEvent) bool { return false },
 			})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, obj client.Object) []reconcile.Request {
@@ -62,31 +62,45 @@ func namespaceOf(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetNamespace()}}}
 }
 
-// Reconcile labels one namespace when it holds a FleetStage.
+// Reconcile labels one namespace when it holds a FleetStage, and takes the
+// label off when it holds none.
 func (l *NamespaceLabeler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ns := &corev1.Namespace{}
 	if err := l.client.Get(ctx, req.NamespacedName, ns); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if v, ok := ns.Labels[fleetv1alpha1.PromotionGuardLabel]; ok && (v == fleetv1alpha1.PromotionGuardEnforce ||
-		v == fleetv1alpha1.PromotionGuardOff) || !ns.DeletionTimestamp.IsZero() {
+	value, labelled := ns.Labels[fleetv1alpha1.PromotionGuardLabel]
+	if labelled && value == fleetv1alpha1.PromotionGuardOff || !ns.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	fleets := &fleetv1alpha1.FleetStageList{}
 	if err := l.client.List(ctx, fleets, client.InNamespace(ns.Name), client.Limit(1)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("error listing FleetStages in namespace %q: %w", ns.Name, err)
 	}
-	if len(fleets.Items) == 0 {
+	holds := len(fleets.Items) > 0
+	switch {
+	case holds && value == fleetv1alpha1.PromotionGuardEnforce, !holds && !labelled:
+		return ctrl.Result{}, nil
+	case !holds && value != fleetv1alpha1.PromotionGuardEnforce:
+		// Someone else's value: not kargo-fleet's to remove.
 		return ctrl.Result{}, nil
 	}
 	patch := client.MergeFrom(ns.DeepCopy())
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
+	if holds {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		ns.Labels[fleetv1alpha1.PromotionGuardLabel] = fleetv1alpha1.PromotionGuardEnforce
+	} else {
+		delete(ns.Labels, fleetv1alpha1.PromotionGuardLabel)
 	}
-	ns.Labels[fleetv1alpha1.PromotionGuardLabel] = fleetv1alpha1.PromotionGuardEnforce
 	if err := l.client.Patch(ctx, ns, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("error labelling namespace %q for the Promotion admission guard: %w", ns.Name, err)
 	}
-	log.FromContext(ctx).Info("Guarding the Promotions of a fleet Project", "namespace", ns.Name)
+	if holds {
+		log.FromContext(ctx).Info("Guarding the Promotions of a fleet Project", "namespace", ns.Name)
+	} else {
+		log.FromContext(ctx).Info("No FleetStage left: the Project's Promotions no longer reach the admission guard", "namespace", ns.Name)
+	}
 	return ctrl.Result{}, nil
 }

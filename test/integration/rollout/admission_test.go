@@ -213,6 +213,13 @@ func TestBreakGlassNeedsTheRightAndIsNotDrift(t *testing.T) {
 	// Without the marks, a target Promotion is refused like any other.
 	require.ErrorContains(t, operator.Create(ctx, kargo.NewPromotion(f.ns, stage, f.bad, nil, nil)), "is a target of fleet")
 
+	// Kargo's API server creates Promotions for every Kargo UI user: a grant
+	// of the right to it (a Kargo project admin can make one from the UI's
+	// YAML editor) counts for nothing.
+	_, kargoAPIServer := kargoPromoter(t, f.ns, "system:serviceaccount:kargo:kargo-api", "kargo-fleet-break-glass")
+	_, err = glass(kargoAPIServer, "INC-7")
+	require.ErrorContains(t, err, "no grant to it counts")
+
 	_, oncall := kargoPromoter(t, f.ns, "oncall-"+f.ns, "kargo-fleet-break-glass")
 	p, err := glass(oncall, "INC-7: hotfix one cluster")
 	require.NoError(t, err)
