@@ -161,6 +161,18 @@ func TestRender(t *testing.T) {
 				operator := Find(r.objs, "ClusterRole", "-fleet-operator")
 				require.Equal(t, "true", operator.GetLabels()["rbac.authorization.k8s.io/aggregate-to-edit"])
 				require.Empty(t, operator.GetLabels()["rbac.authorization.k8s.io/aggregate-to-view"])
+				// Admission policies narrow what the ClusterRole cannot, for
+				// the controller's own user (test/integration/privilege).
+				policies := r.names("ValidatingAdmissionPolicy")
+				require.Equal(t, []string{"kargo-fleet-controller-secrets", "kargo-fleet-controller-namespaces",
+					"kargo-fleet-controller-configmaps"}, policies)
+				require.Equal(t, policies, r.names("ValidatingAdmissionPolicyBinding"))
+				secrets := yamlOf(t, Find(r.objs, "ValidatingAdmissionPolicy", "-controller-secrets"))
+				require.Contains(t, secrets,
+					`request.userInfo.username == "system:serviceaccount:kargo-fleet:kargo-fleet"`)
+				require.Contains(t, secrets, `["kargo-fleet-step-key"]`, "the signing key is Opaque")
+				require.Contains(t, secrets, `["kargo-fleet-webhook-tls","kargo-fleet-steps-tls"]`,
+					"the generated certificates are kubernetes.io/tls")
 				d, _ := r.deployment(t)
 				spread := d.Spec.Template.Spec.TopologySpreadConstraints
 				require.Len(t, spread, 1)
@@ -168,6 +180,20 @@ func TestRender(t *testing.T) {
 				require.Equal(t, corev1.ScheduleAnyway, spread[0].WhenUnsatisfiable)
 				require.Equal(t, d.Spec.Selector.MatchLabels, spread[0].LabelSelector.MatchLabels,
 					"the replicas are spread by the Deployment's own selector")
+			},
+		},
+		{
+			name:    "admission policies off; certificates not generated are no Secrets of the controller's",
+			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet", APIVersions: []string{"cert-manager.io/v1"}},
+			assertions: func(t *testing.T, r rendered) {
+				secrets := yamlOf(t, Find(r.objs, "ValidatingAdmissionPolicy", "-controller-secrets"))
+				require.Contains(t, secrets, `["kargo-fleet-steps-tls"]`, "cert-manager writes the webhook's Secret")
+				objs, err := Render(Release{Name: "kargo-fleet", Namespace: "kargo-fleet",
+					Values: map[string]any{"rbac": map[string]any{"admissionPolicies": false}}})
+				require.NoError(t, err)
+				off := rendered{objs: objs}
+				require.Empty(t, off.names("ValidatingAdmissionPolicy"))
+				require.Empty(t, off.names("ValidatingAdmissionPolicyBinding"))
 			},
 		},
 		{

@@ -99,6 +99,11 @@ the cluster serves cert-manager.io/v1, else generated.
 {{- end -}}
 {{- end -}}
 
+{{/* stepsSecretName is the Secret of the step server's generated certificate. */}}
+{{- define "kargo-fleet.stepsSecretName" -}}
+{{- printf "%s-steps-tls" (include "kargo-fleet.fullname" .) -}}
+{{- end -}}
+
 {{- define "kargo-fleet.webhookServiceName" -}}
 {{- printf "%s-webhook" (include "kargo-fleet.fullname" .) -}}
 {{- end -}}
