@@ -106,7 +106,7 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.controllerUser, "controller-username", "",
 		"Kubernetes user name of this controller, whose FleetRollout requests the webhook trusts (default: its "+
 			"ServiceAccount's, from $POD_NAMESPACE and $SERVICE_ACCOUNT_NAME, each kargo-fleet when unset).")
-	f.StringVar(&o.guardWebhooks, "promotion-guard-webhook-configuration", "",
+	f.StringVar(&o.guardWebhooks, "guard-webhooks", "",
 		"ValidatingWebhookConfiguration holding the Promotion admission guard's webhooks: the controller keeps their "+
 			"match condition to the fleets' own Stages, so other Promotions never reach the guard (default: none kept, "+
 			"the guard sees every Promotion of a fleet Project).")
