@@ -109,6 +109,7 @@ func TestRender(t *testing.T) {
 				require.Len(t, r.taskVar(t, "insecureSkipTLSVerify"), 4)
 				require.Contains(t, c.Args, "--step-cert-secret=kargo-fleet-steps-tls")
 				require.Contains(t, c.Args, "--step-service=kargo-fleet-steps")
+				require.Contains(t, c.Args, "--guard-webhooks=kargo-fleet")
 				require.Equal(t, "/etc/kargo-fleet/steps-tls/tls.crt", env(c, "KARGO_FLEET_STEP_TLS_CERT_FILE"))
 				require.Equal(t, "/etc/kargo-fleet/steps-tls/tls.key", env(c, "KARGO_FLEET_STEP_TLS_KEY_FILE"))
 				require.Empty(t, r.names("Certificate"))
@@ -248,7 +249,8 @@ func TestRender(t *testing.T) {
 				crb := Find(r.objs, "ClusterRoleBinding", "-metrics-scraper")
 				require.Contains(t, yamlOf(t, crb), "name: kargo-fleet-metrics-reader")
 				require.Contains(t, yamlOf(t, crb), "name: kargo-fleet-metrics-scraper\n  namespace: kargo-fleet")
-				require.NotContains(t, r.names("ClusterRole"), "kargo-fleet-webhook-certs")
+				require.Contains(t, r.names("ClusterRole"), "kargo-fleet-webhook-certs",
+					"whatever the certificates, the controller keeps the Promotion guard's match condition")
 			},
 		},
 		{
