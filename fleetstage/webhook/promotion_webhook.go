@@ -186,7 +186,7 @@ func (g *PromotionGuard) observe(ctx context.Context, req admission.Request, p *
 	if err := g.reader.List(ctx, fleets, client.InNamespace(req.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("error listing FleetStages in namespace %q: %w", req.Namespace, err)
 	}
-	fs, role := StageRoleIn(fleets.Items, p.Spec.Stage)
+	fs, role := fleetrule.StageRoleIn(fleets.Items, p.Spec.Stage)
 	if fs == nil {
 		return in, nil
 	}
@@ -246,30 +246,4 @@ func (g *PromotionGuard) decision(ctx context.Context, fs *fleetv1alpha1.FleetSt
 		return "undo of a refused Promotion", true, nil
 	}
 	return "", false, nil
-}
-
-// StageRoleIn finds the fleet a Stage belongs to among a Project's
-// FleetStages, and its role there, by the Stage's name: the adopted Stage
-// (spec.stage.fromStage), a wave Stage (render.WaveStageName) or a target
-// Stage (render.TargetStageName starts with "<fleetstage>."). nil when the
-// Stage belongs to none.
-func StageRoleIn(fleets []fleetv1alpha1.FleetStage, stage string) (*fleetv1alpha1.FleetStage, fleetrule.FleetStageRole) {
-	for i := range fleets {
-		fs := &fleets[i]
-		if len(fs.Spec.Waves) == 0 {
-			continue
-		}
-		if fs.Spec.Stage.FromStage == stage {
-			return fs, fleetrule.StageTemplate
-		}
-		if strings.HasPrefix(stage, fs.Name+".") {
-			return fs, fleetrule.StageTarget
-		}
-		for _, w := range fs.Spec.Waves {
-			if render.WaveStageName(fs.Name, w.Name) == stage {
-				return fs, fleetrule.StageWave
-			}
-		}
-	}
-	return nil, fleetrule.StageNotInFleet
 }

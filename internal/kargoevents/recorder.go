@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,6 +65,34 @@ func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 		ctrl.Log.WithName("kargoevents").Info("Recording an Event on a Kargo object failed",
 			"kind", ref.Kind, "name", ref.Name, "reason", reason, "error", err.Error())
 	}
+}
+
+// EventOnce records an Event about a decision that must be recorded once,
+// however many controller processes look at it (leader changes, restarts):
+// the core/v1 Event about the related Kargo object is named after key, so a
+// second try finds it and records nothing, not even through the wrapped
+// recorder. It reports whether this call recorded it. An Event outlives no
+// more than the API server's --event-ttl: the key dedupes within it.
+func (r *Recorder) EventOnce(ctx context.Context, key string, regarding, related runtime.Object, eventtype, reason, action,
+	note string, args ...any) (bool, error) {
+	ref, ok := KargoObject(related)
+	if !ok {
+		return false, fmt.Errorf("recording %s once needs a related Kargo object", reason)
+	}
+	e := r.event(ref, eventtype, reason, action, fmt.Sprintf(note, args...))
+	e.Name = key
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	switch err := r.client.Create(ctx, e); {
+	case apierrors.IsAlreadyExists(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("error recording %s Event %q: %w", reason, key, err)
+	}
+	if r.inner != nil {
+		r.inner.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	}
+	return true, nil
 }
 
 // event builds a core/v1 Event about a Kargo object, with the fields the

@@ -27,6 +27,7 @@ import (
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
+	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
@@ -184,6 +185,18 @@ func metricsOptions(addr string, secure bool) metricsserver.Options {
 func setup(mgr ctrl.Manager, o Options) error {
 	copts := controller.Options{MaxConcurrentReconciles: max(1, o.MaxConcurrentReconciles)}
 	records := stagerecord.NewReader(mgr.GetAPIReader())
+	var sk *signingKeys
+	if o.Components&(StepServer|TokenMinter|FleetRollouts|Versions|TargetGuard) != 0 {
+		var err error
+		if sk, err = newSigningKeys(mgr, o); err != nil {
+			return err
+		}
+	}
+	// The marks that tell the controller's own Promotions from others'.
+	var marker *provenance.Marker
+	if sk != nil {
+		marker = provenance.NewMarker(provenance.StepKeys{Source: sk.keys})
+	}
 	var scope *targetguard.GuardScope
 	if o.Components&TargetGuard != 0 {
 		scope = targetguard.NewGuardScope(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), o.PromotionGuardWebhooks)
@@ -202,20 +215,21 @@ func setup(mgr ctrl.Manager, o Options) error {
 	}
 	if o.Components&Versions != 0 {
 		if err := versions.NewReconciler(mgr.GetClient(), clock.RealClock{},
-			kargoRecorder(mgr, "kargo-fleet-drift")).WithStageRecords(records).SetupWithManager(mgr); err != nil {
+			kargoRecorder(mgr, "kargo-fleet-drift")).WithStageRecords(records).WithMarker(marker).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("error setting up the version refresh: %w", err)
 		}
 	}
 	if o.Components&FleetRollouts != 0 {
 		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventoryReader(mgr, o),
-			kargoRecorder(mgr, "kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion).WithStageRecords(records)
+			kargoRecorder(mgr, "kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion).WithStageRecords(records).WithMarker(marker)
 		r.DashboardURL = o.DashboardURL
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
 		}
 	}
 	if o.Components&TargetGuard != 0 {
-		r := targetguard.NewReconciler(mgr.GetClient(), kargoRecorder(mgr, "kargo-fleet-targetguard"))
+		r := targetguard.NewReconciler(mgr.GetClient(), kargoevents.NewRecorder(mgr.GetEventRecorder("kargo-fleet-targetguard"),
+			mgr.GetClient(), clock.RealClock{}, "kargo-fleet-targetguard"), marker)
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the target guard: %w", err)
 		}
@@ -231,7 +245,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 			return err
 		}
 	}
-	return setupSteps(mgr, o, records)
+	return setupSteps(mgr, o, records, sk)
 }
 
 // kargoRecorder is the named Event recorder that also shows Events about a
@@ -249,31 +263,45 @@ func refreshPromotion(ctx context.Context, c client.Client, namespace, promotion
 
 // setupSteps registers the step server, which runs on every replica, and the
 // step token minter, which runs on the leader.
-func setupSteps(mgr ctrl.Manager, o Options, records *stagerecord.Reader) error {
-	if o.Components&(StepServer|TokenMinter) == 0 {
-		return nil
-	}
+// signingKeys are the step token signing keys, from which the marks of the
+// controller's Promotions are derived too.
+type signingKeys struct {
+	opts  stepserver.Options
+	keys  *steptoken.SecretKey
+	cache cache.Cache // the informer on the key Secret; nil for a key file
+}
+
+// newSigningKeys reads the step server's options and sets up the signing
+// key source: read through an informer on its one Secret, so every replica
+// uses a rotated key as soon as its watch sees it.
+func newSigningKeys(mgr ctrl.Manager, o Options) (*signingKeys, error) {
 	var opts stepserver.Options
 	if o.StepServer != nil {
 		opts = *o.StepServer
 	} else {
 		var err error
 		if opts, err = stepserver.OptionsFromEnv(); err != nil {
-			return fmt.Errorf("error configuring the step server: %w", err)
+			return nil, fmt.Errorf("error configuring the step server: %w", err)
 		}
 	}
-	// The signing key is read through an informer on its one Secret: every
-	// replica uses a rotated key as soon as its watch sees it.
 	keyReader := mgr.GetAPIReader()
 	var keyCache cache.Cache
 	if opts.SigningKeyFile == "" {
 		var err error
 		if keyCache, err = namedSecretCache(mgr, opts.SigningKeySecret.Namespace, opts.SigningKeySecret.Name); err != nil {
-			return err
+			return nil, err
 		}
 		keyReader = keyCache
 	}
-	keys := steptoken.NewSecretKey(opts.SigningKeyFile, opts.SigningKeySecret, keyReader, mgr.GetClient())
+	return &signingKeys{opts: opts, keys: steptoken.NewSecretKey(opts.SigningKeyFile, opts.SigningKeySecret, keyReader, mgr.GetClient()),
+		cache: keyCache}, nil
+}
+
+func setupSteps(mgr ctrl.Manager, o Options, records *stagerecord.Reader, sk *signingKeys) error {
+	if o.Components&(StepServer|TokenMinter) == 0 {
+		return nil
+	}
+	opts, keys, keyCache := sk.opts, sk.keys, sk.cache
 	if o.Components&StepServer != 0 && opts.Enabled() {
 		store := steps.NewAPIStore(mgr.GetClient(), mgr.GetAPIReader()).WithApprovalsFrom(mgr.GetClient())
 		server := stepserver.New(opts, stepserver.Deps{

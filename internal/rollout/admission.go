@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
 )
 
 // FleetStageRole says what a Kargo Stage is to a fleet, for the admission of
@@ -169,4 +170,30 @@ func describeDecision(d string) string {
 		return "this Promotion names none (no rollout, drift revert or undo label)"
 	}
 	return d + " is not open"
+}
+
+// StageRoleIn finds the fleet a Stage belongs to among a Project's
+// FleetStages, and its role there, by the Stage's name: the adopted Stage
+// (spec.stage.fromStage), a wave Stage (render.WaveStageName) or a target
+// Stage (render.TargetStageName starts with "<fleetstage>."). nil when the
+// Stage belongs to none.
+func StageRoleIn(fleets []fleetv1alpha1.FleetStage, stage string) (*fleetv1alpha1.FleetStage, FleetStageRole) {
+	for i := range fleets {
+		fs := &fleets[i]
+		if len(fs.Spec.Waves) == 0 {
+			continue
+		}
+		if fs.Spec.Stage.FromStage == stage {
+			return fs, StageTemplate
+		}
+		if strings.HasPrefix(stage, fs.Name+".") {
+			return fs, StageTarget
+		}
+		for _, w := range fs.Spec.Waves {
+			if render.WaveStageName(fs.Name, w.Name) == stage {
+				return fs, StageWave
+			}
+		}
+	}
+	return nil, StageNotInFleet
 }

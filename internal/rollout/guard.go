@@ -22,6 +22,9 @@ type ForeignPromotion struct {
 	HeldBackBy string
 	// Previous is the Freight the target ran before, if known.
 	Previous string
+	// MovedOn says a newer Promotion of the target Stage ran since this
+	// one: the fleet (a rollback, a later rollout) moved the target on.
+	MovedOn bool
 }
 
 // GuardVerdict is what kargo-fleet does about a foreign Promotion.
@@ -61,7 +64,9 @@ func JudgeForeignPromotion(p ForeignPromotion) GuardVerdict {
 	v.Refuse = true
 	switch {
 	case p.Phase == kargo.PromotionSucceeded:
-		if p.Previous != "" && p.Previous != p.Freight {
+		// Undone unless the target moved on since: the fleet (a rollback,
+		// a later rollout) may have replaced it already.
+		if !p.MovedOn && p.Previous != "" && p.Previous != p.Freight {
 			v.Undo = p.Previous
 		}
 	case !p.Phase.IsTerminal() && !p.AbortRequested:

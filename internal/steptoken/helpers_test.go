@@ -17,9 +17,11 @@ const testProject = "shop"
 
 var testKey = StaticKey("0123456789abcdef0123456789abcdef")
 
-// testNamespace returns a Project namespace with the given annotations.
+// testNamespace returns a Project namespace with the given annotations,
+// labelled as a fleet Project by the controller.
 func testNamespace(name string, annotations map[string]string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations,
+		Labels: map[string]string{fleetv1alpha1.PromotionGuardLabel: fleetv1alpha1.PromotionGuardEnforce}}}
 }
 
 // testFleetStage returns a FleetStage of the test Project: the minter only

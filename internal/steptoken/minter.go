@@ -68,7 +68,7 @@ func (m *Minter) SetupWithManager(mgr ctrl.Manager, w MinterWatches) error {
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, obj client.Object) []reconcile.Request {
 				return []reconcile.Request{{NamespacedName: tokenKey(obj.GetName())}}
-			}), builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
+			}), builder.WithPredicates(predicate.Or(predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		WatchesRawSource(source.Kind(w.Tokens, client.Object(&corev1.Secret{}),
 			handler.EnqueueRequestsFromMapFunc(tokenRequest)))
 	if w.Keys != nil {
@@ -146,6 +146,13 @@ func (m *Minter) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return reconcile.Result{}, nil
 	}
 
+	if _, labelled := namespace.Labels[fleetv1alpha1.PromotionGuardLabel]; !labelled {
+		// The chart's admission policy admits a step token only in a
+		// Project the controller labelled as holding a FleetStage: the
+		// namespace's label change brings the next look.
+		logger.V(1).Info("Waiting for the namespace to be labelled as a fleet Project before minting its step token")
+		return reconcile.Result{}, nil
+	}
 	keys, err := m.keys.SigningKeys(ctx)
 	if err != nil {
 		return reconcile.Result{}, err

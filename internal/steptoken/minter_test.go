@@ -198,8 +198,19 @@ func TestMinter_Reconcile(t *testing.T) {
 
 	t.Run("no signing key", func(t *testing.T) {
 		t.Parallel()
-		c := newFakeClient(t, testFleetStage())
+		c := newFakeClient(t, testFleetStage(), testNamespace(testProject, nil))
 		_, err := NewMinter(c, c, StaticKey("short"), clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
 		require.Error(t, err)
+	})
+
+	t.Run("a namespace not yet labelled as a fleet Project waits for its label", func(t *testing.T) {
+		t.Parallel()
+		ns := testNamespace(testProject, nil)
+		ns.Labels = nil
+		c := newFakeClient(t, testFleetStage(), ns)
+		res, err := NewMinter(c, c, testKey, clocktesting.NewFakePassiveClock(now)).Reconcile(ctx, req)
+		require.NoError(t, err, "the admission policy would refuse the Secret: nothing is tried")
+		require.Zero(t, res.RequeueAfter, "the label's arrival brings the next look")
+		require.True(t, apierrors.IsNotFound(c.Get(ctx, key, &corev1.Secret{})))
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
+	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
@@ -91,7 +92,13 @@ func (r *FleetRolloutReconciler) startTargets(ctx context.Context, ro *fleetv1al
 			if s.StageUID != "" {
 				annotations[fleetv1alpha1.StageUIDAnnotation] = string(s.StageUID)
 			}
-			p := kargo.NewPromotion(ro.Namespace, render.TargetStageName(fs.Name, s.Target.ID), ro.Spec.Freight.Name,
+			stage := render.TargetStageName(fs.Name, s.Target.ID)
+			annotations, err := r.marker.Annotate(ctx, provenance.Identity{Namespace: ro.Namespace, Stage: stage,
+				Freight: ro.Spec.Freight.Name, Decision: provenance.RolloutDecision(ro.Name)}, annotations)
+			if err != nil {
+				return err
+			}
+			p := kargo.NewPromotion(ro.Namespace, stage, ro.Spec.Freight.Name,
 				map[string]string{
 					fleetv1alpha1.FleetStageLabel: fs.Name,
 					fleetv1alpha1.RolloutLabel:    ro.Name,
@@ -99,7 +106,7 @@ func (r *FleetRolloutReconciler) startTargets(ctx context.Context, ro *fleetv1al
 					fleetv1alpha1.TargetLabel:     s.Target.ID,
 				}, annotations)
 			r.expected.expect(ro.UID, s.Target.ID, r.clock.Now())
-			err := r.client.Create(ctx, p)
+			err = r.client.Create(ctx, p)
 			switch {
 			case err == nil:
 				r.metrics.promotionsCreated.WithLabelValues(string(ro.Spec.Direction)).Inc()

@@ -21,6 +21,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/cacheindex"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
@@ -47,6 +48,8 @@ type RefreshFunc func(ctx context.Context, c client.Client, namespace, promotion
 // wave: it creates target Promotions within concurrency, constraints and
 // windows, judges them, halts on a breached threshold, and rolls back.
 type FleetRolloutReconciler struct {
+	// marker marks the target Promotions it creates.
+	marker    *provenance.Marker
 	client    client.Client
 	reader    client.Reader // uncached reads (plan snapshots, rollback targets)
 	inventory fleetplan.Inventory
@@ -101,6 +104,14 @@ func NewFleetRolloutReconciler(c client.Client, reader client.Reader, inv fleetp
 // shared with the other readers of records in the process.
 func (r *FleetRolloutReconciler) WithStageRecords(records *stagerecord.Reader) *FleetRolloutReconciler {
 	r.records = records
+	return r
+}
+
+// WithMarker makes the reconciler mark the target Promotions it creates,
+// so the target guard tells them from Promotions others made with the same
+// labels.
+func (r *FleetRolloutReconciler) WithMarker(m *provenance.Marker) *FleetRolloutReconciler {
+	r.marker = m
 	return r
 }
 

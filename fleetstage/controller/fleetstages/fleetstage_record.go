@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
@@ -66,11 +67,11 @@ func (r *FleetStageReconciler) generated(ctx context.Context, s *scope, stages [
 	for i := range stages {
 		st := &stages[i]
 		switch {
-		case !metav1.IsControlledBy(st, fs):
 		case rec.Has(st):
 			r.createdHere.Delete(st.UID)
 			have[st.Name] = st
 			s.sync.record[st.Name] = st.UID
+		case !metav1.IsControlledBy(st, fs):
 		case trustAll || r.wasCreatedHere(st.UID):
 			have[st.Name] = st
 			s.sync.record[st.Name] = st.UID
@@ -88,7 +89,34 @@ func (r *FleetStageReconciler) generated(ctx context.Context, s *scope, stages [
 		ctrl.LoggerFrom(ctx).Info("Deleted Stages the FleetStage did not generate", "FleetStage", klog.KObj(fs),
 			"stages", s.sync.foreign)
 	}
+	if err := r.recordedByName(ctx, fs, rec, have); err != nil {
+		return nil, err
+	}
 	return have, nil
+}
+
+// recordedByName adds the recorded Stages the label list missed: a Stage
+// is the FleetStage's by its recorded name and UID, so one whose labels a
+// Stage editor changed or removed is still found, and restored like any
+// edited Stage, instead of looking like a taken name.
+func (r *FleetStageReconciler) recordedByName(ctx context.Context, fs *fleetv1alpha1.FleetStage, rec stagerecord.Record,
+	have map[string]*kargo.Stage) error {
+	for name, uid := range rec.Stages {
+		if _, ok := have[name]; ok {
+			continue
+		}
+		st := &kargo.Stage{}
+		switch err := r.client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: name}, st, client.UnsafeDisableDeepCopy); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("error getting Stage %q: %w", name, err)
+		}
+		if st.UID == uid {
+			have[name] = st
+		}
+	}
+	return nil
 }
 
 // recordStages writes the record of the generated Stages when it changed:

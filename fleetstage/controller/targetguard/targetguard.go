@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +32,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
+	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
@@ -57,29 +59,40 @@ const UndoesLabel = "fleet.kargo-fleet.io/undoes"
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages;fleetrollouts,verbs=get;list;watch
 type Reconciler struct {
 	client   client.Client
-	recorder events.EventRecorder
+	recorder Recorder
+	// marker verifies the marks of the controller's own Promotions.
+	marker *provenance.Marker
 	// undone remembers refused Promotions already undone: the cache may not
 	// show the undo Promotion when the refused one is looked at again.
 	undone sync.Map
-	// breakGlass remembers the break-glass Promotions (by UID) whose Event
-	// was recorded.
-	breakGlass sync.Map
+}
+
+// Recorder records the guard's Events; EventOnce records a break-glass
+// Promotion's once, whichever replica and process sees it
+// (kargoevents.Recorder).
+type Recorder interface {
+	events.EventRecorder
+	EventOnce(ctx context.Context, key string, regarding, related runtime.Object, eventtype, reason, action,
+		note string, args ...any) (bool, error)
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
 
-// NewReconciler returns a target guard reading from the manager's cache.
-func NewReconciler(c client.Client, rec events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, recorder: rec}
+// NewReconciler returns a target guard reading from the manager's cache,
+// which tells kargo-fleet's own Promotions by their marks (m) and marks its
+// undos.
+func NewReconciler(c client.Client, rec Recorder, m *provenance.Marker) *Reconciler {
+	return &Reconciler{client: c, recorder: rec, marker: m}
 }
 
-// SetupWithManager registers the guard: it looks at every Promotion that
-// no kargo-fleet rollout created, as soon as it appears and when it
-// finishes.
+// SetupWithManager registers the guard: it looks at every Promotion as
+// soon as it appears and when it finishes. Which ones are kargo-fleet's is
+// decided from their marks, never from their labels, which their creator
+// wrote.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("targetguard").
-		For(&kargo.Promotion{}, builder.WithPredicates(predicate.NewPredicateFuncs(foreign), appearsOrFinishes)).
+		For(&kargo.Promotion{}, builder.WithPredicates(appearsOrFinishes)).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -97,38 +110,36 @@ var appearsOrFinishes = predicate.Funcs{
 	},
 }
 
-// foreign reports whether a Promotion was made by anyone but kargo-fleet.
-func foreign(o client.Object) bool {
-	l := o.GetLabels()
-	return l[fleetv1alpha1.RolloutLabel] == "" && l[UndoesLabel] == "" && l[fleetrollout.WavePromotionLabel] == "" &&
-		l[drift.RevertLabel] == ""
-}
-
-// Reconcile judges one foreign Promotion of a target Stage and acts.
+// Reconcile judges one Promotion of a target Stage that is not kargo-fleet's
+// own, and acts.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := &kargo.Promotion{}
 	if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// The fleet and the Stage's role in it by the Stage's name, as the
+	// admission guard decides: a Stage's labels are whatever its last
+	// writer put there.
+	fleets := &fleetv1alpha1.FleetStageList{}
+	if err := r.client.List(ctx, fleets, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, fmt.Errorf("error listing FleetStages in namespace %q: %w", p.Namespace, err)
+	}
+	fs, role := rollout.StageRoleIn(fleets.Items, p.Spec.Stage)
+	if role != rollout.StageTarget {
+		return ctrl.Result{}, nil
+	}
 	st := &kargo.Stage{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Stage}, st); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	fsName := st.Labels[fleetv1alpha1.FleetStageLabel]
-	if st.Labels[fleetv1alpha1.RoleLabel] != fleetv1alpha1.RoleTarget || fsName == "" {
-		return ctrl.Result{}, nil
-	}
-	fs := &fleetv1alpha1.FleetStage{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: fsName}, fs); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	own, err := r.own(ctx, fs, p)
+	if err != nil || own {
+		return ctrl.Result{}, err
 	}
 	if p.Labels[fleetv1alpha1.BreakGlassLabel] == fs.Name {
 		// Admitted by the admission guard to a user holding the break-glass
 		// right, with a reason: intended, recorded once, never undone.
-		if _, seen := r.breakGlass.LoadOrStore(p.UID, true); !seen {
-			r.recordBreakGlass(fs, p)
-		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.recordBreakGlass(ctx, fs, p)
 	}
 	rollouts, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name,
 		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)})
@@ -136,7 +147,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	fp := rollout.ForeignPromotion{Stage: st.Name, Freight: p.Spec.Freight, Phase: p.Status.Phase,
-		Actor: p.Annotations[kargo.CreateActorAnnotation], AbortRequested: p.Annotations[kargo.AbortAnnotation] != ""}
+		Actor: p.Annotations[kargo.CreateActorAnnotation], AbortRequested: p.Annotations[kargo.AbortAnnotation] != "",
+		MovedOn: movedOn(st, p)}
 	if held := fleetrollout.HeldBack(fs, rollouts, p.Spec.Freight); held != nil {
 		fp.HeldBackBy = held.Name
 	}
@@ -163,6 +175,62 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// own reports whether kargo-fleet's controller made p to carry out one of
+// its decisions: p carries the controller's mark for its Stage, Freight and
+// the decision its labels name, and that decision was open when p was
+// created (a mark copied onto a new Promotion after a rollout ended is
+// not).
+func (r *Reconciler) own(ctx context.Context, fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) (bool, error) {
+	decision := decisionOf(p)
+	if decision == "" {
+		return false, nil
+	}
+	ok, err := r.marker.Verified(ctx, provenance.Identity{Namespace: p.Namespace, Stage: p.Spec.Stage,
+		Freight: p.Spec.Freight, Decision: decision}, p.Annotations)
+	if err != nil || !ok {
+		return false, err
+	}
+	name := p.Labels[fleetv1alpha1.RolloutLabel]
+	if name == "" {
+		return true, nil
+	}
+	ro := &fleetv1alpha1.FleetRollout{}
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, ro); {
+	case apierrors.IsNotFound(err):
+		// Its record is gone (history pruned): the mark is all there is.
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("error getting FleetRollout %q: %w", name, err)
+	}
+	if ro.Spec.FleetStage != fs.Name || ro.Spec.Freight.Name != p.Spec.Freight {
+		return false, nil
+	}
+	end := ro.Status.FinishedAt
+	return !ro.Status.Phase.IsFinal() || end == nil || !end.Before(&p.CreationTimestamp), nil
+}
+
+// decisionOf names the kargo-fleet decision a Promotion's labels claim to
+// carry out; "" when none. The claim counts only with the controller's mark.
+func decisionOf(p *kargo.Promotion) string {
+	switch {
+	case p.Labels[fleetv1alpha1.RolloutLabel] != "":
+		return provenance.RolloutDecision(p.Labels[fleetv1alpha1.RolloutLabel])
+	case p.Labels[drift.RevertLabel] != "":
+		return provenance.RevertDecision(p.Labels[drift.RevertLabel])
+	case p.Labels[UndoesLabel] != "":
+		return provenance.UndoDecision(p.Labels[UndoesLabel])
+	}
+	return ""
+}
+
+// movedOn reports whether the Stage ran a newer Promotion than p: Kargo
+// names a Stage's Promotions "<stage>.<ULID>.<freight>", so the name
+// orders them.
+func movedOn(st *kargo.Stage, p *kargo.Promotion) bool {
+	last := st.Status.LastPromotion
+	return last != nil && last.Name != p.Name && last.Name > p.Name
 }
 
 // previousFreight returns the Freight the Stage ran before freight, from
@@ -193,11 +261,16 @@ func (r *Reconciler) undo(ctx context.Context, refused *kargo.Promotion, st *kar
 	if len(list.Items) > 0 {
 		return false, nil
 	}
+	annotations, err := r.marker.Annotate(ctx, provenance.Identity{Namespace: st.Namespace, Stage: st.Name, Freight: freight,
+		Decision: provenance.UndoDecision(key)}, map[string]string{kargo.RollbackAnnotation: "true"})
+	if err != nil {
+		return false, err
+	}
 	undo := kargo.NewPromotion(st.Namespace, st.Name, freight, map[string]string{
 		fleetv1alpha1.FleetStageLabel: st.Labels[fleetv1alpha1.FleetStageLabel],
 		fleetv1alpha1.TargetLabel:     st.Labels[fleetv1alpha1.TargetLabel],
 		UndoesLabel:                   key,
-	}, map[string]string{kargo.RollbackAnnotation: "true"})
+	}, annotations)
 	if err := r.client.Create(ctx, undo); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, fmt.Errorf("error promoting Freight %s back to target Stage %q: %w", freight, st.Name, err)
 	}
@@ -214,13 +287,16 @@ func (r *Reconciler) event(fs *fleetv1alpha1.FleetStage, format string, args ...
 
 // recordBreakGlass records a break-glass Promotion on the FleetStage and
 // its target Stage (where Kargo's Events page shows it): who, which
-// Freight, which target and why.
-func (r *Reconciler) recordBreakGlass(fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) {
+// Freight, which target and why. Once per Promotion, whatever the leader
+// changes: the Event is named after the Promotion's UID.
+func (r *Reconciler) recordBreakGlass(ctx context.Context, fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) error {
 	if r.recorder == nil {
-		return
+		return nil
 	}
-	r.recorder.Eventf(fs, kargoevents.Stage(p.Namespace, p.Spec.Stage), corev1.EventTypeWarning, BreakGlassPromotionReason, "BreakGlass", "%s",
+	_, err := r.recorder.EventOnce(ctx, "break-glass."+string(p.UID), fs, kargoevents.Stage(p.Namespace, p.Spec.Stage),
+		corev1.EventTypeWarning, BreakGlassPromotionReason, "BreakGlass", "%s",
 		strutil.Ellipsis(fmt.Sprintf("Break-glass Promotion %s by %s: Freight %s into target Stage %s, intended (not drift): %s",
 			p.Name, p.Annotations[kargo.CreateActorAnnotation], p.Spec.Freight, p.Spec.Stage,
 			p.Annotations[rollout.BreakGlassReasonAnnotation]), 1024))
+	return err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
@@ -162,10 +163,15 @@ func (r *Reconciler) revert(ctx context.Context, fs *fleetv1alpha1.FleetStage, r
 		MaxInFlight: drift.MaxInFlight(&fs.Spec.Policy), RolloutOpen: rolloutOpen, WindowsAllow: allowed})
 	key := client.ObjectKeyFromObject(fs)
 	for _, dr := range d.Revert {
+		annotations, err := r.marker.Annotate(ctx, provenance.Identity{Namespace: fs.Namespace, Stage: dr.Stage,
+			Freight: dr.Intended, Decision: provenance.RevertDecision(dr.Key())}, map[string]string{kargo.RollbackAnnotation: "true"})
+		if err != nil {
+			return 0, err
+		}
 		p := kargo.NewPromotion(fs.Namespace, dr.Stage, dr.Intended, map[string]string{
 			fleetv1alpha1.FleetStageLabel: fs.Name,
 			drift.RevertLabel:             dr.Key(),
-		}, map[string]string{kargo.RollbackAnnotation: "true"})
+		}, annotations)
 		if err := r.client.Create(ctx, p); err != nil {
 			return 0, fmt.Errorf("error promoting Freight %s back to drifted target Stage %q: %w", dr.Intended, dr.Stage, err)
 		}

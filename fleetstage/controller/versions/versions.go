@@ -34,6 +34,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
 
@@ -60,6 +61,8 @@ type Reconciler struct {
 	drift driftMemory
 	// records reads the FleetStages' Stage records.
 	records *stagerecord.Reader
+	// marker marks the drift reverts.
+	marker *provenance.Marker
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -74,6 +77,13 @@ func NewReconciler(c client.Client, clk clock.PassiveClock, rec events.EventReco
 // which must read uncached (kargo-fleet does not list or watch ConfigMaps).
 func (r *Reconciler) WithStageRecords(records *stagerecord.Reader) *Reconciler {
 	r.records = records
+	return r
+}
+
+// WithMarker makes the reconciler mark the drift reverts it creates, so the
+// target guard tells them from Promotions others made with the same labels.
+func (r *Reconciler) WithMarker(m *provenance.Marker) *Reconciler {
+	r.marker = m
 	return r
 }
 

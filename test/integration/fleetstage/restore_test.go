@@ -119,3 +119,53 @@ func TestTemplateChangeWritesEachStageOnce(t *testing.T) {
 	// FleetStage reconciler and the version refresh.
 	require.LessOrEqual(t, changed, int64(n+4), "each target Stage is written once")
 }
+
+// TestRelabelledGeneratedStageIsRestored: a Stage editor who changes a
+// generated Stage's spec together with its fleet label does not take the
+// Stage away from its FleetStage. The Stage is the FleetStage's by its
+// recorded name and UID, so it is restored, labels included, and the fleet
+// stays Ready.
+func TestRelabelledGeneratedStageIsRestored(t *testing.T) {
+	ctx := context.Background()
+	ns := "restore-relabelled"
+	newProject(t, ns)
+	newProdStage(t, ns, "prod")
+	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").
+		InlineTargets(targets(5, func(int) map[string]string { return nil })...).Waves(threeWaves()...).Obj()
+	require.NoError(t, env.Client.Create(ctx, fs))
+	waitReady(t, client.ObjectKeyFromObject(fs))
+	settle(t)
+
+	key := client.ObjectKey{Namespace: ns, Name: "fleet.cluster-002"}
+	st := &kargo.Stage{}
+	require.NoError(t, env.Client.Get(ctx, key, st))
+	want := st.Spec.DeepCopy()
+	for _, label := range []string{"someone-else", ""} {
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := env.Client.Get(ctx, key, st); err != nil {
+				return err
+			}
+			st.Spec.RequestedFreight[0].Sources.Stages = []string{"somewhere-else"}
+			if label == "" {
+				delete(st.Labels, fleetv1alpha1.FleetStageLabel)
+			} else {
+				st.Labels[fleetv1alpha1.FleetStageLabel] = label
+			}
+			return env.Client.Update(ctx, st)
+		}))
+		got := &kargo.Stage{}
+		require.Eventually(t, func() bool {
+			return env.Client.Get(ctx, key, got) == nil && got.Labels[fleetv1alpha1.FleetStageLabel] == "fleet" &&
+				equality.Semantic.DeepEqual(want, &got.Spec)
+		}, restoreBound, 10*time.Millisecond, "the relabelled Stage was not restored (label %q)", label)
+		require.Equal(t, st.UID, got.UID, "restored in place, not re-created")
+		settle(t)
+		cur := &fleetv1alpha1.FleetStage{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(fs), cur))
+		for _, c := range cur.Status.Conditions {
+			if c.Type == fleetv1alpha1.StagesSyncedCondition || c.Type == fleetv1alpha1.ReadyCondition {
+				require.Equal(t, "True", string(c.Status), "%s: %s", c.Type, c.Message)
+			}
+		}
+	}
+}

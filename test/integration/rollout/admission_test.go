@@ -12,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -228,6 +229,31 @@ func TestBreakGlassNeedsTheRightAndIsNotDrift(t *testing.T) {
 	e := f.kargoEvent("Stage", stage, "BreakGlassPromotion", "INC-7: hotfix one cluster")
 	require.Contains(t, e.Message, "intended (not drift)", "Kargo's Events page shows it on the target Stage as intended")
 	require.Contains(t, e.Message, "oncall-"+f.ns, "and who pushed it")
+
+	// One Event per break-glass Promotion, however often the leader changes.
+	for range 2 {
+		require.NoError(t, env.StopController())
+		require.NoError(t, env.StartController())
+	}
+	time.Sleep(2 * time.Second)
+	events, err := kargosim.ListProjectEvents(ctx, env.Client, f.ns)
+	require.NoError(t, err)
+	onStage := 0
+	for _, ev := range events {
+		if ev.Reason == "BreakGlassPromotion" && strings.Contains(ev.Message, p.Name) {
+			onStage++
+		}
+	}
+	require.Equal(t, 1, onStage, "one Event on the target Stage after two controller restarts")
+	all := &eventsv1.EventList{}
+	require.NoError(t, env.Client.List(ctx, all, client.InNamespace(f.ns)))
+	onFleet := 0
+	for _, ev := range all.Items {
+		if ev.Reason == "BreakGlassPromotion" && ev.Regarding.Kind == "FleetStage" && strings.Contains(ev.Note, p.Name) {
+			onFleet++
+		}
+	}
+	require.Equal(t, 1, onFleet, "one Event on the FleetStage after two controller restarts")
 
 	// Its marks never change afterwards.
 	patch := client.MergeFrom(p.DeepCopy())

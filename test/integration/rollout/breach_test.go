@@ -20,6 +20,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -157,6 +158,34 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 	}
 	require.Positive(t, refused, "Kargo tried to auto-promote the held-back Freight into target Stages")
 	requireEvent(t, f.ns, "ForeignPromotionRefused", "auto-promotion of Freight "+f.bad)
+
+	// A Promotion whose labels claim it is the bad rollout's own (its
+	// creator wrote them) carries no mark of the controller: the backstop
+	// refuses the held-back Freight there as well.
+	pilot := render.TargetStageName("fleet", "pilot-00")
+	forged := kargo.NewPromotion(f.ns, pilot, f.bad, map[string]string{fleetv1alpha1.FleetStageLabel: "fleet",
+		fleetv1alpha1.RolloutLabel: bad.Name, fleetv1alpha1.WaveLabel: "pilot", fleetv1alpha1.TargetLabel: "pilot-00"}, nil)
+	require.NoError(t, env.Client.Create(context.Background(), forged))
+	require.Eventually(t, func() bool {
+		got := &kargo.Promotion{}
+		if env.Client.Get(context.Background(), client.ObjectKeyFromObject(forged), got) != nil {
+			return false
+		}
+		if got.Status.Phase == kargo.PromotionAborted {
+			return true
+		}
+		list := &kargo.PromotionList{}
+		require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
+		for _, u := range list.Items {
+			if u.Spec.Stage == pilot && u.Spec.Freight == f.good && u.Labels[targetguard.UndoesLabel] != "" &&
+				!u.CreationTimestamp.Before(&got.CreationTimestamp) {
+				return true
+			}
+		}
+		return false
+	}, wait, tick, "a Promotion of held-back Freight with forged rollout labels is aborted or undone")
+	require.Eventually(t, func() bool { return f.targetFreight()["pilot-00"] == f.good }, wait, tick,
+		"the target runs the good Freight again")
 }
 
 // enableTargetAutoPromotion adds a ProjectConfig policy for the fleet's
