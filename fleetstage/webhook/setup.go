@@ -11,6 +11,7 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 )
 
@@ -33,8 +34,7 @@ type Options struct {
 // DefaultActsForOthers matches the ServiceAccounts of Kargo's control plane,
 // in whatever namespace Kargo runs: its API server creates Promotions for
 // every Kargo UI and CLI user, its controllers for auto-promotion.
-var DefaultActsForOthers = regexp.MustCompile(
-	`^system:serviceaccount:[^:]+:kargo-(api|controller|management-controller|webhooks-server|external-webhooks-server|garbage-collector)$`)
+var DefaultActsForOthers = kargo.ControlPlaneUsers
 
 // PromotionGuardComponent is the source component of the Events the
 // admission guard for Kargo Promotions records.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
 
+	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/doctor"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
@@ -84,7 +85,8 @@ func (o *doctorOptions) run(ctx context.Context) error {
 		return err
 	}
 	d := doctor.New(c, doctor.Options{Release: o.release, ControllerNamespace: o.controllerNamespace,
-		Now: o.clock.Now(), ShardPickupTimeout: o.shardPickupTimeout, KargoNamespace: o.kargoNamespace})
+		Now: o.clock.Now(), ShardPickupTimeout: o.shardPickupTimeout, KargoNamespace: o.kargoNamespace,
+		Access: fswebhook.NewSubjectAccessReviewer(c)})
 	results := d.Install(ctx)
 	if o.fleetStage != "" {
 		fs, err := getFleetStage(ctx, c, ns, o.fleetStage)

@@ -37,6 +37,7 @@ const (
 	CheckFailureHalts    = "failure-thresholds"
 	CheckShards          = "shards"
 	CheckFreightCeiling  = "freight-ceiling"
+	CheckBreakGlass      = "break-glass-grants"
 	maxExamplesInMessage = 3
 )
 

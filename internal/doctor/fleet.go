@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +21,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }
@@ -43,7 +46,41 @@ func (d *Doctor) FleetStage(ctx context.Context, fs *fleetv1alpha1.FleetStage) [
 		checkThresholds(p, planErr),
 		d.checkShards(ctx, fs, stages.Items),
 		d.checkFreightCeiling(ctx, fs),
+		d.checkBreakGlassGrants(ctx, fs),
 	}
+}
+
+// checkBreakGlassGrants warns when one of Kargo's control plane identities
+// holds the break-glass verb on the FleetStage: the Promotion guard refuses
+// break-glass from them whatever RBAC says (they act for others), but such
+// a grant (a Kargo project admin can make one from the UI's YAML editor)
+// is a mistake, or an attempt, to be removed.
+func (d *Doctor) checkBreakGlassGrants(ctx context.Context, fs *fleetv1alpha1.FleetStage) Result {
+	if d.opts.Access == nil {
+		return ok(CheckBreakGlass, "not checked (no access reviews)")
+	}
+	ns := cmp.Or(d.opts.KargoNamespace, kargo.DefaultNamespace)
+	var holders []string
+	for _, sa := range kargo.ControlPlaneServiceAccounts {
+		user := kargo.ControlPlaneUser(ns, sa)
+		allowed, err := d.opts.Access.Allowed(ctx, authenticationv1.UserInfo{Username: user,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}},
+			authorizationv1.ResourceAttributes{Namespace: fs.Namespace, Group: fleetv1alpha1.GroupVersion.Group,
+				Resource: "fleetstages", Name: fs.Name, Verb: rollout.BreakGlassVerb})
+		if err != nil {
+			return warn(CheckBreakGlass, "grant this user create on subjectaccessreviews", "error reviewing %s: %v", user, err)
+		}
+		if allowed {
+			holders = append(holders, user)
+		}
+	}
+	if len(holders) > 0 {
+		return warn(CheckBreakGlass, fmt.Sprintf("remove the RoleBindings or ClusterRoleBindings granting %q on fleetstages to them "+
+			"(kubectl get rolebindings,clusterrolebindings -A -o wide | grep kargo)", rollout.BreakGlassVerb),
+			"Kargo's control plane holds break-glass on FleetStage %s/%s: %s; the Promotion guard refuses break-glass from "+
+				"identities that act for others, whatever RBAC grants them", fs.Namespace, fs.Name, examples(holders))
+	}
+	return ok(CheckBreakGlass, "no Kargo control plane identity holds break-glass on FleetStage %s/%s", fs.Namespace, fs.Name)
 }
 
 // checkShards tells whether a Kargo controller reconciles each shard the

@@ -11,6 +11,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -72,6 +74,15 @@ type Options struct {
 	// KargoNamespace is Kargo's namespace, where its controllers keep their
 	// heartbeat Leases (default kargo.DefaultNamespace).
 	KargoNamespace string
+	// Access answers access reviews (the break-glass grants check); nil
+	// skips that check.
+	Access AccessReviewer
+}
+
+// AccessReviewer answers whether a user may act on a resource, as the API
+// server's authorizer would (SubjectAccessReviews).
+type AccessReviewer interface {
+	Allowed(ctx context.Context, user authenticationv1.UserInfo, attrs authorizationv1.ResourceAttributes) (bool, error)
 }
 
 // Doctor runs the checks through a client.
