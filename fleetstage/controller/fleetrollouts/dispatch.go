@@ -161,6 +161,34 @@ func waveKeys(keys []string) []string {
 	})
 }
 
+// existingWaves marks in keys the wave Stage Promotions of waves and the
+// recoveries (errored Promotion → wave) that exist.
+func (r *FleetRolloutReconciler) existingWaves(ctx context.Context, s *scope, waves []string, recoveries map[string]string,
+	keys map[string]bool) error {
+	ro := s.ro
+	list := &kargo.PromotionList{}
+	if err := r.reader.List(ctx, list, client.InNamespace(ro.Namespace),
+		client.MatchingLabels{fleetrollout.WavePromotionLabel: ro.Name}); err != nil {
+		return fmt.Errorf("error listing the wave Promotions of FleetRollout %q: %w", ro.Name, err)
+	}
+	for _, w := range waves {
+		stage := render.WaveStageName(s.fs.Name, w)
+		for _, p := range list.Items {
+			if p.Spec.Stage == stage && p.Spec.Freight == ro.Spec.Freight.Name && p.Annotations[fleetrollout.RecoversAnnotation] == "" {
+				keys[rollout.WaveKey(w)] = true
+			}
+		}
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		errored := p.Annotations[fleetrollout.RecoversAnnotation]
+		if w, ok := recoveries[errored]; ok && p.Spec.Stage == render.WaveStageName(s.fs.Name, w) {
+			keys[rollout.WaveRecoveryKey(w, errored)] = true
+		}
+	}
+	return nil
+}
+
 // existingPromotions says which keys already have their Promotion, and for
 // which target Stage UIDs the target Promotions were made.
 type existingPromotions struct {
@@ -223,25 +251,8 @@ func (r *FleetRolloutReconciler) existing(ctx context.Context, s *scope, keys []
 		}
 	}
 	if (len(waves) > 0 || len(recoveries) > 0) && s.fs != nil {
-		list := &kargo.PromotionList{}
-		if err := r.reader.List(ctx, list, client.InNamespace(ro.Namespace),
-			client.MatchingLabels{fleetrollout.WavePromotionLabel: ro.Name}); err != nil {
-			return out, fmt.Errorf("error listing the wave Promotions of FleetRollout %q: %w", ro.Name, err)
-		}
-		for _, w := range waves {
-			stage := render.WaveStageName(s.fs.Name, w)
-			for _, p := range list.Items {
-				if p.Spec.Stage == stage && p.Spec.Freight == ro.Spec.Freight.Name && p.Annotations[fleetrollout.RecoversAnnotation] == "" {
-					out.keys[rollout.WaveKey(w)] = true
-				}
-			}
-		}
-		for i := range list.Items {
-			p := &list.Items[i]
-			errored := p.Annotations[fleetrollout.RecoversAnnotation]
-			if w, ok := recoveries[errored]; ok && p.Spec.Stage == render.WaveStageName(s.fs.Name, w) {
-				out.keys[rollout.WaveRecoveryKey(w, errored)] = true
-			}
+		if err := r.existingWaves(ctx, s, waves, recoveries, out.keys); err != nil {
+			return out, err
 		}
 	}
 	return out, nil

@@ -258,17 +258,10 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 			retry = time.Millisecond // decide again, with the failure seen
 		}
 	}
-	if b.wave != "" {
-		if unavailable, err := r.promoteWave(ctx, ro, fs, b.wave); err != nil {
-			errs = append(errs, err)
-		} else if unavailable {
-			retry = minPositive(retry, 250*time.Millisecond)
-		}
-	}
-	if b.recovery != nil {
-		if err := r.recoverWave(ctx, ro, fs, *b.recovery); err != nil {
-			errs = append(errs, err)
-		}
+	if again, err := r.promoteWaves(ctx, ro, fs, b); err != nil {
+		errs = append(errs, err)
+	} else if again {
+		retry = minPositive(retry, 250*time.Millisecond)
 	}
 	if claimed && len(errs) == 0 {
 		r.landed.note(ro.UID, s.status.Dispatch)
@@ -288,6 +281,25 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	}
 	res.RequeueAfter = minPositive(res.RequeueAfter, retry)
 	return res, nil
+}
+
+// promoteWaves creates the batch's wave Stage Promotions: the next wave's,
+// and the one recovering a wave whose Promotion errored. It reports
+// whether Kargo refused the next wave's because the Freight is not
+// available there yet (look again shortly).
+func (r *FleetRolloutReconciler) promoteWaves(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage,
+	b batch) (bool, error) {
+	var errs []error
+	again := false
+	if b.wave != "" {
+		unavailable, err := r.promoteWave(ctx, ro, fs, b.wave)
+		errs = append(errs, err)
+		again = unavailable
+	}
+	if b.recovery != nil {
+		errs = append(errs, r.recoverWave(ctx, ro, fs, *b.recovery))
+	}
+	return again, errors.Join(errs...)
 }
 
 // snapshotFailed answers an error taking or reading the rollout's plan
