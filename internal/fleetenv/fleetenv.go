@@ -164,8 +164,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	return e, nil
 }
 
-// installControllerRBAC grants the controller's user exactly the RBAC the
-// chart renders for a release "kargo-fleet" in ControllerNamespace with the
+// installControllerRBAC grants the controller's user exactly the RBAC (and
+// the admission policies) the chart renders for a release "kargo-fleet" in ControllerNamespace with the
 // default inventory namespaces: its ClusterRoles, and the Roles for its own
 // Secrets, the inventory's Secrets and leader election. The namespaces those
 // Roles live in are created first.
@@ -179,7 +179,10 @@ func (e *Env) installControllerRBAC(ctx context.Context) error {
 	namespaces := map[string]bool{ControllerNamespace: true}
 	for _, o := range objs {
 		switch o.GetKind() {
-		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+			// The admission policies that narrow the controller's writes:
+			// the controller runs under them here as in a cluster.
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 		default:
 			continue
 		}

@@ -125,7 +125,10 @@ func run(m *testing.M) (int, error) {
 	}
 	keySecret := types.NamespacedName{Namespace: controllerNamespace, Name: steptoken.DefaultSigningKeySecret}
 	fleetMgr, err := manager.New(fleetCfg, manager.Options{
-		Components:         manager.TokenMinter,
+		// The minter mints a Project's token once the target guard's
+		// labeler marked the namespace as a fleet Project, as on the
+		// controller's leader.
+		Components:         manager.TokenMinter | manager.TargetGuard,
 		StepServer:         &stepserver.Options{SigningKeySecret: keySecret},
 		Logger:             log,
 		SkipNameValidation: true,
