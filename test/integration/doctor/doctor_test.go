@@ -78,7 +78,7 @@ func TestDoctor(t *testing.T) {
 			}
 			require.Equal(t, doctor.StatusOK, res.Status, "%+v", res)
 		}
-		require.Len(t, results, 13)
+		require.Len(t, results, 14)
 		expect(t, results, doctor.CheckArgoCDApps, doctor.StatusOK, "the Applications of all 3 target Stage(s) exist and authorize their Stage")
 		if env.KargoCRDs == "real" {
 			expect(t, results, doctor.CheckKargoCRDs, doctor.StatusOK, "match Kargo v1.11.x")
@@ -86,7 +86,7 @@ func TestDoctor(t *testing.T) {
 		out, err := kargoFleet("doctor", "prod", "-n", fs.Namespace)
 		require.NoError(t, err)
 		require.Contains(t, out, "ok    argocd-apps")
-		require.Contains(t, out, "13 checks: 13 ok, 0 warnings, 0 failed")
+		require.Contains(t, out, "14 checks: 14 ok, 0 warnings, 0 failed")
 	})
 
 	t.Run("Argo CD Applications missing, unannotated or globbed", func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestDoctor(t *testing.T) {
 		app.SetName("guestbook-eu-3")
 		require.NoError(t, env.Client.Delete(ctx(), app))
 		results, err := runDoctor(t, args...)
-		require.EqualError(t, err, "1 of 13 checks failed")
+		require.EqualError(t, err, "1 of 14 checks failed")
 		expect(t, results, doctor.CheckArgoCDApps, doctor.StatusFail,
 			"3 Application reference(s) of 3 target Stage(s) will make argocd-update error (1 not found, 2 not authorized)")
 		require.Contains(t, results[doctor.CheckArgoCDApps].Message,

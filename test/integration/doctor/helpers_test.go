@@ -101,6 +101,12 @@ func createWebhookConfiguration(t *testing.T, ns, release, name string) {
 	t.Helper()
 	port := int32(443)
 	none, fail := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Ignore
+	// The environment registers the chart's Promotion guard under the
+	// release's name already: this one takes its place.
+	old := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := env.Client.Get(ctx(), client.ObjectKey{Name: name}, old); err == nil {
+		require.NoError(t, env.Client.Delete(ctx(), old))
+	}
 	require.NoError(t, env.Client.Create(ctx(), &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: releaseLabels(release)},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
