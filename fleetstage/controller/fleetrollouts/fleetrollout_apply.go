@@ -23,6 +23,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstatus"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
@@ -265,10 +266,8 @@ func tookFreight(st *kargo.Stage, freight string) bool {
 func (r *FleetRolloutReconciler) abort(ctx context.Context, ro *fleetv1alpha1.FleetRollout, names []string) error {
 	var errs []error
 	for _, name := range names {
-		p := &kargo.Promotion{ObjectMeta: metav1.ObjectMeta{Namespace: ro.Namespace, Name: name}}
-		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, kargo.AbortAnnotation, kargo.AbortTerminate))
-		if err := r.client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("error aborting Promotion %q: %w", name, err))
+		if err := kargoclient.AbortPromotion(ctx, r.client, types.NamespacedName{Namespace: ro.Namespace, Name: name}); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(names) > 0 {

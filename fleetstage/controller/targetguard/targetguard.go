@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -31,6 +30,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
@@ -158,10 +158,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	v := rollout.JudgeForeignPromotion(fp)
 	switch {
 	case v.Abort:
-		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`,
-			kargo.AbortAnnotation, kargo.AbortTerminate))
-		if err := r.client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("error aborting Promotion %q: %w", p.Name, err)
+		if err := kargoclient.AbortPromotion(ctx, r.client, client.ObjectKeyFromObject(p)); err != nil {
+			return ctrl.Result{}, err
 		}
 		r.event(fs, "Aborted Promotion %s: %s", p.Name, v.Reason)
 	case v.Undo != "":

@@ -107,11 +107,7 @@ func TestWaveWaitsForApprovalThroughStepServerGaps(t *testing.T) {
 	require.NoError(t, kargosim.Approve(context.Background(), env.Client, client.ObjectKey{Namespace: f.ns, Name: f.good}, "fleet-rest"))
 	done := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, done.Status.Phase, done.Status.Message)
-	require.Eventually(t, func() bool {
-		got := &kargo.Promotion{}
-		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(waiting), got) == nil &&
-			got.Status.Phase == kargo.PromotionSucceeded
-	}, wait, tick, "the waiting wave Promotion itself succeeds: Kargo marks the Freight verified in the wave Stage")
+	awaitPromotionPhase(t, waiting, kargo.PromotionSucceeded, "the waiting wave Promotion itself succeeds: Kargo marks the Freight verified in the wave Stage")
 }
 
 // TestErroredWavePromotionIsRecovered: a wave Stage Promotion whose step
@@ -124,11 +120,7 @@ func TestErroredWavePromotionIsRecovered(t *testing.T) {
 	f.ship(f.good)
 	errored := f.waitingWavePromotion("rest")
 	stepServerGap(t, errored, 2*time.Second)
-	require.Eventually(t, func() bool {
-		got := &kargo.Promotion{}
-		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(errored), got) == nil &&
-			got.Status.Phase == kargo.PromotionErrored
-	}, wait, tick, "the wave Promotion errors after three errors")
+	awaitPromotionPhase(t, errored, kargo.PromotionErrored, "the wave Promotion errors after three errors")
 
 	var recovery *kargo.Promotion
 	require.Eventually(t, func() bool {
@@ -151,11 +143,7 @@ func TestErroredWavePromotionIsRecovered(t *testing.T) {
 	require.NoError(t, kargosim.Approve(context.Background(), env.Client, client.ObjectKey{Namespace: f.ns, Name: f.good}, "fleet-rest"))
 	done := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, done.Status.Phase, done.Status.Message)
-	require.Eventually(t, func() bool {
-		got := &kargo.Promotion{}
-		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(recovery), got) == nil &&
-			got.Status.Phase == kargo.PromotionSucceeded
-	}, wait, tick, "the recovery succeeds once the wave passed")
+	awaitPromotionPhase(t, recovery, kargo.PromotionSucceeded, "the recovery succeeds once the wave passed")
 	recoveries := 0
 	for _, p := range f.promotionsOfStage("fleet-rest") {
 		if p.Annotations[fleetrollout.RecoversAnnotation] != "" {
@@ -173,6 +161,15 @@ func TestErroredWavePromotionIsRecovered(t *testing.T) {
 		}
 	}
 	require.True(t, found, "an Event on the wave Stage says why it was promoted again")
+}
+
+// awaitPromotionPhase waits for p to reach phase.
+func awaitPromotionPhase(t *testing.T, p *kargo.Promotion, phase kargo.PromotionPhase, what string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		got := &kargo.Promotion{}
+		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), got) == nil && got.Status.Phase == phase
+	}, wait, tick, what)
 }
 
 // promotionsOfStage lists the Project's Promotions of a Stage.
