@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -100,19 +101,25 @@ func BenchmarkPlanHostileShards(b *testing.B) {
 }
 
 // planBytes is the memory one Plan call over c's fleet with value
-// allocates, after a warm-up call.
+// allocates, after a warm-up call: the least of three calls, since the
+// process-wide counter also counts what other goroutines (the runtime, the
+// race detector) allocate meanwhile, which only ever adds.
 func planBytes(t *testing.T, c hostileCase, value string) uint64 {
 	t.Helper()
 	spec, in := hostileFleet(c, hostileTargets, value)
 	_, err := Plan(spec, in)
 	require.NoError(t, err)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	_, err = Plan(spec, in)
-	runtime.ReadMemStats(&after)
-	require.NoError(t, err)
-	return after.TotalAlloc - before.TotalAlloc
+	least := uint64(math.MaxUint64)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err = Plan(spec, in)
+		runtime.ReadMemStats(&after)
+		require.NoError(t, err)
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+	}
+	return least
 }
 
 // TestPlanHostileShardsMemory keeps the memory of planning 2,000 hostile
@@ -127,7 +134,9 @@ func TestPlanHostileShardsMemory(t *testing.T) {
 		hostile := planBytes(t, c, hostileValue)
 		t.Logf("%s: benign %d B, hostile %d B (%.2fx), with 64-byte values %d B",
 			c.name, benign, hostile, float64(hostile)/float64(benign), short)
-		require.LessOrEqual(t, hostile, short+short/10, "%s: planning memory must not grow with the values", c.name)
+		// 64 KiB values instead of 64-byte ones would add 128 MB to a plan
+		// that quoted them whole.
+		require.LessOrEqual(t, hostile, short+short/4, "%s: planning memory must not grow with the values", c.name)
 		if !c.evaluationFails {
 			require.LessOrEqual(t, hostile, 2*benign, "%s: hostile values must not grow planning memory", c.name)
 		}
