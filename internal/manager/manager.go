@@ -229,7 +229,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 	}
 	if o.Components&TargetGuard != 0 {
 		r := targetguard.NewReconciler(mgr.GetClient(), kargoevents.NewRecorder(mgr.GetEventRecorder("kargo-fleet-targetguard"),
-			mgr.GetClient(), clock.RealClock{}, "kargo-fleet-targetguard"), marker)
+			mgr.GetClient(), clock.RealClock{}, "kargo-fleet-targetguard"), marker, fswebhook.NewSubjectAccessReviewer(mgr.GetClient()))
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the target guard: %w", err)
 		}

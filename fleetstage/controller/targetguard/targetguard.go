@@ -12,8 +12,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,11 +63,19 @@ const UndoesLabel = "fleet.kargo-fleet.io/undoes"
 type Reconciler struct {
 	client   client.Client
 	recorder Recorder
+	// access checks the break-glass right of a Promotion's creator.
+	access AccessReviewer
 	// marker verifies the marks of the controller's own Promotions.
 	marker *provenance.Marker
 	// undone remembers refused Promotions already undone: the cache may not
 	// show the undo Promotion when the refused one is looked at again.
 	undone sync.Map
+}
+
+// AccessReviewer answers whether a user may act on a resource, as the API
+// server's authorizer would (SubjectAccessReviews).
+type AccessReviewer interface {
+	Allowed(ctx context.Context, user authenticationv1.UserInfo, attrs authorizationv1.ResourceAttributes) (bool, error)
 }
 
 // Recorder records the guard's Events; EventOnce records a break-glass
@@ -81,8 +92,8 @@ var _ reconcile.Reconciler = &Reconciler{}
 // NewReconciler returns a target guard reading from the manager's cache,
 // which tells kargo-fleet's own Promotions by their marks (m) and marks its
 // undos.
-func NewReconciler(c client.Client, rec Recorder, m *provenance.Marker) *Reconciler {
-	return &Reconciler{client: c, recorder: rec, marker: m}
+func NewReconciler(c client.Client, rec Recorder, m *provenance.Marker, a AccessReviewer) *Reconciler {
+	return &Reconciler{client: c, recorder: rec, marker: m, access: a}
 }
 
 // SetupWithManager registers the guard: it looks at every Promotion as
@@ -137,9 +148,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if p.Labels[fleetv1alpha1.BreakGlassLabel] == fs.Name {
-		// Admitted by the admission guard to a user holding the break-glass
-		// right, with a reason: intended, recorded once, never undone.
-		return ctrl.Result{}, r.recordBreakGlass(ctx, fs, p)
+		glass, err := r.breakGlassAllowed(ctx, fs, p)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if glass {
+			// A user holding the break-glass right promoted this one
+			// target, with a reason: intended, recorded once, never undone.
+			return ctrl.Result{}, r.recordBreakGlass(ctx, fs, p)
+		}
+		// The label alone proves nothing: judged like any other Promotion.
 	}
 	rollouts, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name,
 		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)})
@@ -173,6 +191,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// breakGlassAllowed checks a Promotion labelled as break-glass as the
+// admission guard did, from what the object shows: a reason, and a creator
+// who holds the break-glass right on the FleetStage. The creator is Kargo's
+// create-actor, which Kargo's webhook writes from the admission request's
+// user for everyone but its own control plane; a Promotion created through
+// Kargo's control plane, or naming no Kubernetes user, never breaks glass
+// (the admission guard refuses those too).
+func (r *Reconciler) breakGlassAllowed(ctx context.Context, fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) (bool, error) {
+	user, ok := strings.CutPrefix(p.Annotations[kargo.CreateActorAnnotation], "kubernetes:")
+	if !ok || user == "" || kargo.ControlPlaneUsers.MatchString(user) ||
+		strings.TrimSpace(p.Annotations[rollout.BreakGlassReasonAnnotation]) == "" || r.access == nil {
+		return false, nil
+	}
+	return r.access.Allowed(ctx, authenticationv1.UserInfo{Username: user}, authorizationv1.ResourceAttributes{
+		Namespace: fs.Namespace, Group: fleetv1alpha1.GroupVersion.Group, Resource: "fleetstages", Name: fs.Name,
+		Verb: rollout.BreakGlassVerb,
+	})
 }
 
 // own reports whether kargo-fleet's controller made p to carry out one of

@@ -21,6 +21,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -166,9 +167,35 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 	forged := kargo.NewPromotion(f.ns, pilot, f.bad, map[string]string{fleetv1alpha1.FleetStageLabel: "fleet",
 		fleetv1alpha1.RolloutLabel: bad.Name, fleetv1alpha1.WaveLabel: "pilot", fleetv1alpha1.TargetLabel: "pilot-00"}, nil)
 	require.NoError(t, env.Client.Create(context.Background(), forged))
+	awaitRefusedOrUndone(t, f, forged, pilot)
+	require.Eventually(t, func() bool { return f.targetFreight()["pilot-00"] == f.good }, wait, tick,
+		"the target runs the good Freight again")
+
+	// Nor does a break-glass label make it intended: its creator does not
+	// hold the break-glass right, which the admission guard would have
+	// checked had it been on.
+	_, mallory := kargoPromoter(t, f.ns, "mallory-"+f.ns)
+	glass := kargo.NewPromotion(f.ns, pilot, f.bad, map[string]string{fleetv1alpha1.BreakGlassLabel: "fleet"},
+		map[string]string{rollout.BreakGlassReasonAnnotation: "INC-9"})
+	require.NoError(t, mallory.Create(context.Background(), glass))
+	awaitRefusedOrUndone(t, f, glass, pilot)
+	require.Eventually(t, func() bool { return f.targetFreight()["pilot-00"] == f.good }, wait, tick,
+		"the target runs the good Freight again")
+	list := &eventsv1.EventList{}
+	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
+	for _, e := range list.Items {
+		require.False(t, e.Reason == "BreakGlassPromotion" && strings.Contains(e.Note, glass.Name),
+			"a forged break-glass label is not recorded as intended: %s", e.Note)
+	}
+}
+
+// awaitRefusedOrUndone waits until the target guard aborted p, or undid it
+// with a Promotion of the good Freight into stage made after it.
+func awaitRefusedOrUndone(t *testing.T, f *fleet, p *kargo.Promotion, stage string) {
+	t.Helper()
 	require.Eventually(t, func() bool {
 		got := &kargo.Promotion{}
-		if env.Client.Get(context.Background(), client.ObjectKeyFromObject(forged), got) != nil {
+		if env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), got) != nil {
 			return false
 		}
 		if got.Status.Phase == kargo.PromotionAborted {
@@ -177,15 +204,13 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 		list := &kargo.PromotionList{}
 		require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
 		for _, u := range list.Items {
-			if u.Spec.Stage == pilot && u.Spec.Freight == f.good && u.Labels[targetguard.UndoesLabel] != "" &&
+			if u.Spec.Stage == stage && u.Spec.Freight == f.good && u.Labels[targetguard.UndoesLabel] != "" &&
 				!u.CreationTimestamp.Before(&got.CreationTimestamp) {
 				return true
 			}
 		}
 		return false
-	}, wait, tick, "a Promotion of held-back Freight with forged rollout labels is aborted or undone")
-	require.Eventually(t, func() bool { return f.targetFreight()["pilot-00"] == f.good }, wait, tick,
-		"the target runs the good Freight again")
+	}, wait, tick, "Promotion %s of held-back Freight is aborted or undone", p.Name)
 }
 
 // enableTargetAutoPromotion adds a ProjectConfig policy for the fleet's
