@@ -124,8 +124,10 @@ var appearsOrFinishes = predicate.Funcs{
 // Reconcile judges one Promotion of a target Stage that is not kargo-fleet's
 // own, and acts.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// The cache's objects, not copies: the guard sees every Promotion of
+	// every Project twice, and only reads them.
 	p := &kargo.Promotion{}
-	if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, p, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// The fleet and the Stage's role in it by the Stage's name, as the
@@ -139,13 +141,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if role != rollout.StageTarget {
 		return ctrl.Result{}, nil
 	}
-	st := &kargo.Stage{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Stage}, st); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
 	own, err := r.own(ctx, fs, p)
 	if err != nil || own {
 		return ctrl.Result{}, err
+	}
+	st := &kargo.Stage{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Stage}, st, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if p.Labels[fleetv1alpha1.BreakGlassLabel] == fs.Name {
 		glass, err := r.breakGlassAllowed(ctx, fs, p)
@@ -232,7 +234,7 @@ func (r *Reconciler) own(ctx context.Context, fs *fleetv1alpha1.FleetStage, p *k
 		return true, nil
 	}
 	ro := &fleetv1alpha1.FleetRollout{}
-	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, ro); {
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, ro, client.UnsafeDisableDeepCopy); {
 	case apierrors.IsNotFound(err):
 		// Its record is gone (history pruned): the mark is all there is.
 		return true, nil
