@@ -223,6 +223,9 @@ func judgeAll(o Observation, d *Decision) ([]*waveState, []failure) {
 			switch j.State {
 			case TargetPending:
 				ws.pending++
+				if !j.DeadlineAt.IsZero() {
+					d.RequeueAt = earliest(d.RequeueAt, j.DeadlineAt)
+				}
 			case TargetInFlight:
 				ws.inFlight++
 				ws.inFlightTargets = append(ws.inFlightTargets, t)

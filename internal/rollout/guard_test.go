@@ -66,3 +66,19 @@ func TestJudgeRefusedPromotion(t *testing.T) {
 	require.Equal(t, "Kargo refused the Promotion for 10m0s: Freight is not available to this Stage", j.Message)
 	require.Equal(t, TargetPending, Judge(o, Limits{}, now).State, "no deadline: never judged")
 }
+
+func TestJudgeTakenStageName(t *testing.T) {
+	t.Parallel()
+	limits := Limits{ProgressDeadline: 10 * time.Minute}
+	o := TargetObservation{StageUnrecorded: true, StageName: "prod.eu-1"}
+	require.Equal(t, Judgement{State: TargetPending}, Judge(o, limits, now), "not seen taken before: no deadline yet")
+	o.TakenSince = now.Add(-4 * time.Minute)
+	require.Equal(t, Judgement{State: TargetPending, DeadlineAt: now.Add(6 * time.Minute)}, Judge(o, limits, now),
+		"taken for less than the deadline: looked at again when it passes")
+	o.TakenSince = now.Add(-10 * time.Minute)
+	j := Judge(o, limits, now)
+	require.Equal(t, TargetFailed, j.State)
+	require.Equal(t, ReasonStageNameTaken, j.Reason)
+	require.Contains(t, j.Message, "prod.eu-1")
+	require.Equal(t, TargetPending, Judge(o, Limits{}, now).State, "no deadline: never judged")
+}

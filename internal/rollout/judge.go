@@ -38,6 +38,10 @@ const (
 	// Promotion (the Freight is not available to its Stage) for a whole
 	// progress deadline.
 	ReasonPromotionRefused = "PromotionRefused"
+	// ReasonStageNameTaken: the target's Stage name was held by a Stage the
+	// FleetStage did not generate for a whole progress deadline; kargo-fleet
+	// promotes only Stages it generated.
+	ReasonStageNameTaken = "StageNameTaken"
 )
 
 // Judgement is the state of one member and, when failed, why.
@@ -46,7 +50,8 @@ type Judgement struct {
 	Reason  string
 	Message string
 	// DeadlineAt is when the member's progress deadline or unhealthy grace
-	// passes, whichever comes first, for a member in flight; zero otherwise.
+	// passes, whichever comes first, for a member in flight, or when a
+	// pending member whose Stage name is taken fails; zero otherwise.
 	DeadlineAt time.Time
 }
 
@@ -78,6 +83,16 @@ func Judge(o TargetObservation, limits Limits, now time.Time) Judgement {
 		switch {
 		case o.StageGone:
 			return Judgement{State: TargetSkipped, Message: "the target left the fleet before it was started"}
+		case o.StageUnrecorded && !o.TakenSince.IsZero() && limits.ProgressDeadline > 0:
+			at := o.TakenSince.Add(limits.ProgressDeadline)
+			if now.Before(at) {
+				// Held like a target in flight (it takes a slot); looked
+				// at again when its deadline passes.
+				return Judgement{State: TargetPending, DeadlineAt: at}
+			}
+			return Judgement{State: TargetFailed, Reason: ReasonStageNameTaken, Message: fmt.Sprintf(
+				"its Stage name %s has been held by a Stage this FleetStage did not generate for %s: "+
+					"delete or rename that Stage and promote the target again", o.StageName, limits.ProgressDeadline)}
 		case !o.RefusedSince.IsZero() && limits.ProgressDeadline > 0 && !now.Before(o.RefusedSince.Add(limits.ProgressDeadline)):
 			// The deadline runs from the first refusal: a Promotion that is
 			// never created would otherwise be retried for ever.

@@ -92,6 +92,11 @@ type TargetObservation struct {
 	// recorded yet, or someone else's): the target is not started until
 	// its recorded Stage is there.
 	StageUnrecorded bool
+	// StageName and TakenSince, for a StageUnrecorded target: the Stage
+	// name that is taken and since when the controller has seen it taken
+	// (zero: not known yet).
+	StageName  string
+	TakenSince time.Time
 	// StageBusy says another Promotion (not of this rollout) is pending or
 	// running on the target's Stage.
 	StageBusy bool

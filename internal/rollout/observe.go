@@ -60,6 +60,11 @@ type Snapshot struct {
 	// Refused records, by target ID, when Kargo first refused to create the
 	// target's Promotion and why.
 	Refused map[string]Refusal
+	// TakenSince records, by target ID, since when the controller has seen
+	// the target's Stage name held by a Stage the FleetStage did not record
+	// (StageUnrecorded): the target fails when that lasts a whole progress
+	// deadline, so one taken name never holds its wave for ever.
+	TakenSince map[string]time.Time
 	// Expected are the keys (target IDs, WaveKey of a wave) of Promotions
 	// the controller created a moment ago, whose expectation has not
 	// expired.
@@ -313,6 +318,7 @@ func (o *Observed) observeTargets(s Snapshot, busy map[string]bool) {
 			obs := observeStage(st, s.Rollout.Spec.Freight.Name, busy[name])
 			if unrecorded {
 				obs.StageGone, obs.StageUnrecorded = false, true
+				obs.StageName, obs.TakenSince = name, s.TakenSince[t.ID]
 			}
 			p := o.Mine[t.ID]
 			if p != nil && st != nil && !obs.OnFreight && p.Status.Phase == kargo.PromotionSucceeded && PromotedEarlierStage(p, st) {

@@ -709,6 +709,27 @@ status:
 			},
 		},
 		{
+			name: "a taken Stage name fails its target after the progress deadline and lets its wave go on",
+			mutate: func(s *Snapshot) {
+				delete(s.Recorded, "prod.eu-1")
+				s.TakenSince = map[string]time.Time{"eu-1": now.Add(-time.Hour)}
+				s.Plan.Waves[0].ProgressDeadline = 30 * time.Minute
+			},
+			assertions: func(t *testing.T, o *Observed) {
+				tgt := o.Targets["eu-1"]
+				require.True(t, tgt.StageUnrecorded)
+				require.Equal(t, "prod.eu-1", tgt.StageName)
+				require.Equal(t, now.Add(-time.Hour), tgt.TakenSince)
+				j := Judge(tgt, Limits{ProgressDeadline: 30 * time.Minute}, now)
+				require.Equal(t, TargetFailed, j.State)
+				require.Equal(t, ReasonStageNameTaken, j.Reason)
+				d := Decide(o.Observation)
+				require.Equal(t, int32(1), d.Waves[0].Failed, "the taken target is counted failed in its wave")
+				require.Len(t, d.Failures, 1)
+				require.Equal(t, ReasonStageNameTaken, d.Failures[0].Reason)
+			},
+		},
+		{
 			name: "an invalid policy is an error",
 			mutate: func(s *Snapshot) {
 				s.FleetStage.Spec.Policy.Windows = []fleetv1alpha1.ChangeWindow{{Name: "bad", Type: fleetv1alpha1.WindowDeny, Schedule: "every day"}}

@@ -1,6 +1,7 @@
 package fleetrollouts
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -117,4 +118,56 @@ func (r *refusals) clear(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, uid)
+}
+
+// takenNames remembers, per rollout and target, since when the target's
+// Stage name has been seen held by a Stage the FleetStage did not record.
+// In memory only: after a restart the deadline starts again.
+type takenNames struct {
+	mu sync.Mutex
+	m  map[types.UID]map[string]time.Time
+}
+
+// observe keeps the first time of every target that is taken now and has
+// no Promotion, and forgets the others.
+func (n *takenNames) observe(uid types.UID, targets map[string]rollout.TargetObservation, now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	prev := n.m[uid]
+	var cur map[string]time.Time
+	for id, t := range targets {
+		if !t.StageUnrecorded || t.Promotion != nil {
+			continue
+		}
+		if cur == nil {
+			cur = map[string]time.Time{}
+		}
+		since, ok := prev[id]
+		if !ok {
+			since = now
+		}
+		cur[id] = since
+	}
+	if cur == nil {
+		delete(n.m, uid)
+		return
+	}
+	if n.m == nil {
+		n.m = map[types.UID]map[string]time.Time{}
+	}
+	n.m[uid] = cur
+}
+
+// all returns since when each taken target of a rollout has been taken.
+func (n *takenNames) all(uid types.UID) map[string]time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return maps.Clone(n.m[uid])
+}
+
+// clear drops a rollout's taken names.
+func (n *takenNames) clear(uid types.UID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.m, uid)
 }

@@ -69,6 +69,7 @@ type FleetRolloutReconciler struct {
 	snapshots snapshots
 	expected  expectations
 	refused   refusals
+	taken     takenNames
 	failures  failureSignal
 	landed    landedClaims
 	mu        sync.Mutex
@@ -431,6 +432,7 @@ func (r *FleetRolloutReconciler) forget(key types.NamespacedName) {
 		r.snapshots.forget(uid)
 		r.expected.clear(uid)
 		r.refused.clear(uid)
+		r.taken.clear(uid)
 		r.landed.forget(uid)
 	}
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
@@ -28,6 +30,7 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 	if err != nil {
 		return nil, err
 	}
+	r.taken.observe(ro.UID, obs.Targets, now)
 	for _, key := range obs.Seen {
 		r.expected.forget(ro.UID, key)
 	}
@@ -48,7 +51,7 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 func (r *FleetRolloutReconciler) snapshot(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage,
 	snap *plan.WavePlan) (rollout.Snapshot, error) {
 	s := rollout.Snapshot{Rollout: ro, FleetStage: fs, Plan: snap,
-		Refused: r.refused.all(ro.UID), Expected: r.expected.active(ro.UID, r.clock.Now()),
+		Refused: r.refused.all(ro.UID), TakenSince: r.taken.all(ro.UID), Expected: r.expected.active(ro.UID, r.clock.Now()),
 		Approved: r.snapshots.approvals(ro.UID)}
 	idx, err := r.snapshots.index(ro, fs, snap)
 	if err != nil {
@@ -63,6 +66,9 @@ func (r *FleetRolloutReconciler) snapshot(ctx context.Context, ro *fleetv1alpha1
 		return s, err
 	}
 	if s.Stages, err = r.targetStagesOf(ctx, fs); err != nil {
+		return s, err
+	}
+	if s.Stages, err = r.withUnlabelledStages(ctx, fs, snap, s.Stages); err != nil {
 		return s, err
 	}
 	rec, err := r.records.Read(ctx, fs)
@@ -92,4 +98,42 @@ func (r *FleetRolloutReconciler) snapshot(ctx context.Context, ro *fleetv1alpha1
 		}
 	}
 	return s, nil
+}
+
+// withUnlabelledStages adds to stages, the target Stages found by their
+// labels, the Stages that hold a member's target Stage name without those
+// labels: a Stage someone else made before the FleetStage could. Observe
+// judges them as not the fleet's (StageUnrecorded) rather than as a target
+// that left. Only when some member's Stage is missing from stages, which is
+// rare: a target that left, or a taken name.
+func (r *FleetRolloutReconciler) withUnlabelledStages(ctx context.Context, fs *fleetv1alpha1.FleetStage, snap *plan.WavePlan,
+	stages []*kargo.Stage) ([]*kargo.Stage, error) {
+	members := 0
+	for i := range snap.Waves {
+		members += len(snap.Waves[i].Members)
+	}
+	if len(stages) >= members {
+		return stages, nil
+	}
+	have := make(map[string]bool, len(stages))
+	for _, st := range stages {
+		have[st.Name] = true
+	}
+	for i := range snap.Waves {
+		for _, t := range snap.Waves[i].Members {
+			name := render.TargetStageName(fs.Name, t.ID)
+			if have[name] {
+				continue
+			}
+			st := &kargo.Stage{}
+			switch err := r.client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: name}, st, client.UnsafeDisableDeepCopy); {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return nil, fmt.Errorf("error getting Stage %q: %w", name, err)
+			}
+			stages = append(stages, st)
+		}
+	}
+	return stages, nil
 }

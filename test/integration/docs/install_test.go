@@ -55,6 +55,10 @@ type rule struct {
 	want string
 	// why says why a command is only documented.
 	why string
+	// diagnose, when the command fails, is run on the same cluster and
+	// its output added to the failure: what the cluster shows of the
+	// objects the command waited for.
+	diagnose string
 }
 
 // rules decide every command of docs/install.md, first match wins. A command
@@ -88,7 +92,11 @@ var rules = []rule{
 	{prefix: "kubectl delete fleetstages --all -A", verdict: runOK, cluster: "bare"},
 	{prefix: "helm uninstall kargo-fleet -n kargo-fleet", verdict: runOK, cluster: "bare", want: `release "kargo-fleet" uninstalled`},
 	{prefix: "kubectl delete crd fleetstages.fleet.kargo-fleet.io fleetrollouts.fleet.kargo-fleet.io", verdict: runOK, cluster: "bare",
-		want: `"fleetrollouts.fleet.kargo-fleet.io" deleted`},
+		want: `"fleetrollouts.fleet.kargo-fleet.io" deleted`,
+		// kubectl waits for the CRDs' cleanup finalizer: what is left of
+		// them, and of their objects, says why it did not end.
+		diagnose: "kubectl get crd fleetstages.fleet.kargo-fleet.io fleetrollouts.fleet.kargo-fleet.io -o yaml; " +
+			"kubectl get fleetstages,fleetrollouts -A -o yaml; kubectl get --raw /readyz?verbose"},
 }
 
 func match(cmd string) (rule, bool) {
@@ -127,6 +135,10 @@ func TestInstallDoc(t *testing.T) {
 			out, err := shell(t, cmd, r.cluster)
 			switch r.verdict {
 			case runOK:
+				if err != nil && r.diagnose != "" {
+					diag, derr := shell(t, r.diagnose, r.cluster)
+					out += fmt.Sprintf("\n--- %s (%v):\n%s", r.diagnose, derr, diag)
+				}
 				require.NoError(t, err, "%s: %s\n%s", where, cmd, out)
 			case report:
 				require.Contains(t, out, r.want, "%s: %s printed no report (%v)", where, cmd, err)

@@ -51,6 +51,10 @@ type fleetSpec struct {
 	// admission guard off for it would: only the post-hoc target guard
 	// stands between Kargo's own paths and the targets (the backstop).
 	guardOff bool
+	// squat are target IDs whose target Stage names someone else's Stage
+	// holds before the FleetStage exists: the FleetStage is then not
+	// Ready, and newFleet waits for it to have reconciled instead.
+	squat []string
 }
 
 // newFleet creates the Project and waits until the FleetStage is Ready.
@@ -82,7 +86,16 @@ func newFleet(t *testing.T, ns string, spec fleetSpec) *fleet {
 	f := &fleet{t: t, ns: ns, good: "f1-good", bad: "f2-bad", fleetKey: client.ObjectKey{Namespace: ns, Name: "fleet"},
 		autoPromote: spec.autoPromote, firstWave: spec.waves[0].Name}
 	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").InlineTargets(spec.targets...).Waves(spec.waves...).Policy(spec.policy).Obj()
+	for _, id := range spec.squat {
+		testutil.Create(t, c, testutil.MakeStage(ns, render.TargetStageName("fleet", id)).Steps(steps...).Obj())
+	}
 	testutil.Create(t, c, fs)
+	if len(spec.squat) > 0 {
+		testutil.Await(t, c, fs, wait, func(fs *fleetv1alpha1.FleetStage) bool {
+			return fs.Status.ObservedGeneration == fs.Generation && len(fs.Status.Waves) > 0
+		}, "FleetStage %s/fleet never reconciled", ns)
+		return f
+	}
 	testutil.AwaitReady(t, c, fs, wait)
 	return f
 }
