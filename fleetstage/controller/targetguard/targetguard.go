@@ -142,12 +142,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	own, err := r.own(ctx, fs, p)
-	if err != nil || own {
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if own && p.Status.Phase != kargo.PromotionSucceeded {
+		return ctrl.Result{}, nil
 	}
 	st := &kargo.Stage{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Stage}, st, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if own {
+		return ctrl.Result{}, r.clearBreakGlass(ctx, st)
 	}
 	if p.Labels[fleetv1alpha1.BreakGlassLabel] == fs.Name {
 		glass, err := r.breakGlassAllowed(ctx, fs, p)
@@ -157,7 +163,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if glass {
 			// A user holding the break-glass right promoted this one
 			// target, with a reason: intended, recorded once, never undone.
-			return ctrl.Result{}, r.recordBreakGlass(ctx, fs, p)
+			if err := r.recordBreakGlass(ctx, fs, p); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{}, r.describeBreakGlass(ctx, st, p)
 		}
 		// The label alone proves nothing: judged like any other Promotion.
 	}

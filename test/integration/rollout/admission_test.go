@@ -221,14 +221,25 @@ func TestBreakGlassNeedsTheRightAndIsNotDrift(t *testing.T) {
 	_, err = glass(kargoAPIServer, "INC-7")
 	require.ErrorContains(t, err, "no grant to it counts")
 
-	_, oncall := kargoPromoter(t, f.ns, "oncall-"+f.ns, "kargo-fleet-break-glass")
+	// An on-call automation's ServiceAccount: the Kargo UI's "Created By"
+	// shows "system" for it, so the target Stage's description names it.
+	oncallSA := "system:serviceaccount:ops:oncall-" + f.ns
+	_, oncall := kargoPromoter(t, f.ns, oncallSA, "kargo-fleet-break-glass")
 	p, err := glass(oncall, "INC-7: hotfix one cluster")
 	require.NoError(t, err)
 	stageRuns(t, f, stage, f.bad)
 	requireEvent(t, f.ns, "BreakGlassPromotion", "INC-7: hotfix one cluster")
 	e := f.kargoEvent("Stage", stage, "BreakGlassPromotion", "INC-7: hotfix one cluster")
 	require.Contains(t, e.Message, "intended (not drift)", "Kargo's Events page shows it on the target Stage as intended")
-	require.Contains(t, e.Message, "oncall-"+f.ns, "and who pushed it")
+	require.Contains(t, e.Message, oncallSA, "and who pushed it")
+	described := &kargo.Stage{}
+	require.Eventually(t, func() bool {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: stage}, described) == nil &&
+			strings.HasPrefix(described.Annotations[kargo.DescriptionAnnotation], "Break-glass: ")
+	}, wait, tick, "the target Stage's description never named the break-glass Promotion")
+	for _, want := range []string{"kubernetes:" + oncallSA, f.bad, p.Name, "INC-7: hotfix one cluster"} {
+		require.Contains(t, described.Annotations[kargo.DescriptionAnnotation], want, "the Kargo UI's Stage drawer shows who, what and why")
+	}
 
 	// One Event per break-glass Promotion, however often the leader changes.
 	for range 2 {
@@ -266,6 +277,15 @@ func TestBreakGlassNeedsTheRightAndIsNotDrift(t *testing.T) {
 	require.NoError(t, env.Client.Get(ctx, f.fleetKey, fs))
 	require.Nil(t, fs.Status.Drift, "a break-glass Promotion is not drift")
 	require.Equal(t, f.bad, f.targetFreight()[strings.TrimPrefix(stage, "fleet.")])
+
+	// The fleet's next Freight reaches the target: the description goes.
+	const next = "f3-next"
+	f.ship(next)
+	f.rollout(next, fleetv1alpha1.RolloutSucceeded)
+	require.Eventually(t, func() bool {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: stage}, described) == nil &&
+			described.Annotations[kargo.DescriptionAnnotation] == ""
+	}, wait, tick, "the break-glass description stayed after the fleet's own Promotion: %q", described.Annotations[kargo.DescriptionAnnotation])
 }
 
 func TestProjectWithoutFleetStageIsUnaffectedWithKargoFleetUpOrDown(t *testing.T) {
