@@ -1,0 +1,121 @@
+package argocd
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupVersion is Argo CD's API group and version.
+var GroupVersion = schema.GroupVersion{Group: "argoproj.io", Version: "v1alpha1"}
+
+// ApplicationKind is the Application kind; ApplicationListKind its list.
+const (
+	ApplicationKind     = "Application"
+	ApplicationListKind = "ApplicationList"
+)
+
+// Application holds the fields of an Argo CD Application kargo-fleet reads.
+// Unknown fields are dropped when it is decoded.
+type Application struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Operation         *Operation        `json:"operation,omitempty"`
+	Status            ApplicationStatus `json:"status,omitempty"`
+}
+
+// ApplicationStatus is the part of an Application's status kargo-fleet
+// reads.
+type ApplicationStatus struct {
+	Sync           SyncStatus      `json:"sync,omitempty"`
+	Health         HealthStatus    `json:"health,omitempty"`
+	OperationState *OperationState `json:"operationState,omitempty"`
+	Summary        Summary         `json:"summary,omitempty"`
+}
+
+// SyncStatus says whether the live state matches Git, at which revision.
+type SyncStatus struct {
+	// Status is Synced, OutOfSync or Unknown.
+	Status    string   `json:"status,omitempty"`
+	Revision  string   `json:"revision,omitempty"`
+	Revisions []string `json:"revisions,omitempty"`
+}
+
+// Sync statuses.
+const (
+	SyncStatusSynced    = "Synced"
+	SyncStatusOutOfSync = "OutOfSync"
+)
+
+// HealthStatus is Argo CD's judgement of the live resources.
+type HealthStatus struct {
+	// Status is Healthy, Progressing, Degraded, Suspended, Missing or
+	// Unknown.
+	Status  string `json:"status,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Health statuses.
+const (
+	HealthHealthy     = "Healthy"
+	HealthProgressing = "Progressing"
+	HealthDegraded    = "Degraded"
+	HealthMissing     = "Missing"
+)
+
+// Operation is a sync Argo CD is asked to run (spec-level "operation", set
+// by whoever starts a sync) or ran (status.operationState.operation).
+type Operation struct {
+	InitiatedBy OperationInitiator `json:"initiatedBy,omitempty"`
+	Info        []Info             `json:"info,omitempty"`
+	Sync        *SyncOperation     `json:"sync,omitempty"`
+}
+
+// OperationInitiator names who started an operation: a user (Argo CD's
+// UI or CLI, or Kargo with the Promotion's create-actor), or Argo CD's
+// automated sync.
+type OperationInitiator struct {
+	Username  string `json:"username,omitempty"`
+	Automated bool   `json:"automated,omitempty"`
+}
+
+// Info is a name and value recorded on an operation.
+type Info struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// SyncOperation is what a sync operation asked for.
+type SyncOperation struct {
+	Revision  string   `json:"revision,omitempty"`
+	Revisions []string `json:"revisions,omitempty"`
+}
+
+// OperationState is the state of the Application's newest operation.
+type OperationState struct {
+	Operation  Operation            `json:"operation,omitempty"`
+	Phase      string               `json:"phase,omitempty"`
+	Message    string               `json:"message,omitempty"`
+	SyncResult *SyncOperationResult `json:"syncResult,omitempty"`
+	StartedAt  metav1.Time          `json:"startedAt,omitempty"`
+	FinishedAt *metav1.Time         `json:"finishedAt,omitempty"`
+}
+
+// Operation phases.
+const (
+	OperationRunning     = "Running"
+	OperationTerminating = "Terminating"
+	OperationFailed      = "Failed"
+	OperationError       = "Error"
+	OperationSucceeded   = "Succeeded"
+)
+
+// SyncOperationResult is what a finished sync applied.
+type SyncOperationResult struct {
+	Revision  string   `json:"revision,omitempty"`
+	Revisions []string `json:"revisions,omitempty"`
+}
+
+// Summary lists what the Application's live resources run.
+type Summary struct {
+	Images []string `json:"images,omitempty"`
+}

@@ -1,0 +1,127 @@
+package drift
+
+import (
+	"fmt"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
+)
+
+// maxMessage bounds a drift message: it quotes Argo CD's health message
+// and names users and revisions, all written by others.
+const maxMessage = 512
+
+// Class says what an Application's observed state means for its target.
+type Class string
+
+// Classes of observed state.
+const (
+	// ClassIntended: changed outside the waves, on purpose: a break-glass
+	// Promotion kargo-fleet admitted.
+	ClassIntended Class = "Intended"
+	// ClassForeign: changed by anything else: a sync or rollback made in
+	// Argo CD, Argo CD's automated sync, an edit of a live resource, another
+	// Kargo Stage's argocd-update.
+	ClassForeign Class = "Foreign"
+	// ClassBroken: the Application is Degraded or its resources are
+	// Missing.
+	ClassBroken Class = "Broken"
+)
+
+// Reasons of an ApplicationDrift.
+const (
+	ReasonBreakGlass    = "BreakGlass"
+	ReasonOtherStage    = "OtherKargoStage"
+	ReasonManualSync    = "ManualSync"
+	ReasonAutomatedSync = "AutomatedSync"
+	ReasonOutOfSync     = "OutOfSync"
+	ReasonDegraded      = "Degraded"
+	ReasonMissing       = "Missing"
+)
+
+// Origin says whose a Promotion of a target Stage is.
+type Origin int
+
+// Origins of a target Stage's Promotions.
+const (
+	// OriginUnknown: not known to the fleet (deleted since, or not seen
+	// yet): judged by the target Stage's own drift detection.
+	OriginUnknown Origin = iota
+	// OriginFleet: made by kargo-fleet's controller (marked).
+	OriginFleet
+	// OriginBreakGlass: a break-glass Promotion kargo-fleet admitted.
+	OriginBreakGlass
+)
+
+// ObservedApplication is one target's Application as observed on Argo CD.
+type ObservedApplication struct {
+	// Target and Stage name the target and its target Stage.
+	Target, Stage string
+	// App is the Application.
+	App *argocd.Application
+	// Origins maps the Promotions of the target Stage the fleet knows to
+	// their origin.
+	Origins map[string]Origin
+}
+
+// ApplicationDrift is what an Application shows that the fleet did not do.
+type ApplicationDrift struct {
+	Target, Stage string
+	// Application is "<namespace>/<name>".
+	Application string
+	Class       Class
+	Reason      string
+	Message     string
+}
+
+// ClassifyApplication reads what an Application shows beyond what the fleet
+// did to it: the newest sync's initiator first (who changed it), then its
+// sync status (a live resource changed outside Git), then its health. False
+// when it shows nothing: its newest sync is the fleet's (or a Promotion of
+// the target Stage the fleet does not know: the target Stage's own drift
+// detection judges those) and it is Synced and not Degraded or Missing, or
+// a sync is still running.
+func ClassifyApplication(o ObservedApplication) (ApplicationDrift, bool) {
+	d := ApplicationDrift{Target: o.Target, Stage: o.Stage, Application: o.App.Namespace + "/" + o.App.Name}
+	sync, ok := o.App.LastSync()
+	if ok && sync.Running() {
+		return d, false
+	}
+	if ok {
+		switch stage, isPromotion := argocd.PromotionStage(sync.Promotion); {
+		case sync.Promotion != "" && isPromotion && stage != o.Stage:
+			return d.with(ClassForeign, ReasonOtherStage, "synced revision %s for Kargo Promotion %s of Stage %s, not of this target's Stage",
+				orNone(sync.Revision), sync.Promotion, stage)
+		case sync.Promotion != "" && o.Origins[sync.Promotion] == OriginBreakGlass:
+			return d.with(ClassIntended, ReasonBreakGlass, "synced revision %s for break-glass Promotion %s by %s",
+				orNone(sync.Revision), sync.Promotion, orNone(sync.By))
+		case sync.Promotion == "" && sync.Automated:
+			return d.with(ClassForeign, ReasonAutomatedSync, "Argo CD's automated sync applied revision %s", orNone(sync.Revision))
+		case sync.Promotion == "":
+			return d.with(ClassForeign, ReasonManualSync, "%s synced revision %s in Argo CD, not through Kargo",
+				orNone(sync.By), orNone(sync.Revision))
+		}
+	}
+	switch {
+	case o.App.Status.Sync.Status == argocd.SyncStatusOutOfSync:
+		return d.with(ClassForeign, ReasonOutOfSync, "its live resources differ from revision %s: changed outside Git",
+			orNone(o.App.SyncedRevision()))
+	case o.App.Status.Health.Status == argocd.HealthDegraded:
+		return d.with(ClassBroken, ReasonDegraded, "Degraded: %s", orNone(o.App.Status.Health.Message))
+	case o.App.Status.Health.Status == argocd.HealthMissing:
+		return d.with(ClassBroken, ReasonMissing, "its resources are Missing: %s", orNone(o.App.Status.Health.Message))
+	}
+	return d, false
+}
+
+func (d ApplicationDrift) with(c Class, reason, format string, args ...any) (ApplicationDrift, bool) {
+	d.Class, d.Reason, d.Message = c, reason, strutil.Ellipsis(fmt.Sprintf(format, args...), maxMessage)
+	return d, true
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

@@ -1,0 +1,131 @@
+package drift
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
+)
+
+func TestClassifyApplication(t *testing.T) {
+	t.Parallel()
+	const stage = "prod.eu-1"
+	fleetPromo := stage + ".01jdx3k0a1b2c3d4e5f6g7h8j9.9f8e7d6"
+	glassPromo := stage + ".01jdx4k0a1b2c3d4e5f6g7h8j9.1a2b3c4"
+	kargoSynced := func(promotion, by string) *argocd.OperationState {
+		return &argocd.OperationState{Phase: argocd.OperationSucceeded, SyncResult: &argocd.SyncOperationResult{Revision: "abc123"},
+			Operation: argocd.Operation{InitiatedBy: argocd.OperationInitiator{Username: by},
+				Info: []argocd.Info{{Name: "Reason", Value: "Promotion triggered a sync"}, {Name: argocd.PromotionInfoKey, Value: promotion}}}}
+	}
+	healthy := argocd.ApplicationStatus{Sync: argocd.SyncStatus{Status: argocd.SyncStatusSynced, Revision: "abc123"},
+		Health: argocd.HealthStatus{Status: argocd.HealthHealthy}}
+	with := func(mutate func(*argocd.ApplicationStatus)) argocd.ApplicationStatus {
+		st := healthy
+		st.OperationState = kargoSynced(fleetPromo, argocd.KargoInitiator)
+		mutate(&st)
+		return st
+	}
+	tests := []struct {
+		name       string
+		status     argocd.ApplicationStatus
+		operation  *argocd.Operation
+		wantClass  Class
+		wantReason string
+		wantIn     string
+	}{
+		{name: "the fleet's own sync, Synced and Healthy", status: with(func(*argocd.ApplicationStatus) {})},
+		{name: "never synced, Synced and Healthy", status: healthy},
+		{name: "a sync the fleet started still running", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState.Phase = argocd.OperationRunning
+			st.Sync.Status = argocd.SyncStatusOutOfSync
+		})},
+		{name: "a sync asked for and not picked up yet", status: with(func(st *argocd.ApplicationStatus) {
+			st.Health.Status = argocd.HealthDegraded
+		}), operation: &argocd.Operation{InitiatedBy: argocd.OperationInitiator{Username: "alice"}}},
+		{name: "a manual sync in Argo CD", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState = &argocd.OperationState{Phase: argocd.OperationSucceeded,
+				Operation:  argocd.Operation{InitiatedBy: argocd.OperationInitiator{Username: "alice"}},
+				SyncResult: &argocd.SyncOperationResult{Revision: "old999"}}
+		}), wantClass: ClassForeign, wantReason: ReasonManualSync, wantIn: "alice synced revision old999"},
+		{name: "Argo CD's automated sync", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState = &argocd.OperationState{Phase: argocd.OperationSucceeded,
+				Operation:  argocd.Operation{InitiatedBy: argocd.OperationInitiator{Automated: true}},
+				SyncResult: &argocd.SyncOperationResult{Revisions: []string{"r1", "r2"}}}
+		}), wantClass: ClassForeign, wantReason: ReasonAutomatedSync, wantIn: "revision r1,r2"},
+		{name: "another Kargo Stage's argocd-update", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState = kargoSynced("hotfix.01jdx5k0a1b2c3d4e5f6g7h8j9.5d6e7f8", "kubernetes:bob")
+		}), wantClass: ClassForeign, wantReason: ReasonOtherStage, wantIn: "of Stage hotfix"},
+		{name: "a break-glass Promotion of the target's Stage", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState = kargoSynced(glassPromo, "kubernetes:oncall")
+		}), wantClass: ClassIntended, wantReason: ReasonBreakGlass, wantIn: "by kubernetes:oncall"},
+		{name: "a live resource edited: OutOfSync", status: with(func(st *argocd.ApplicationStatus) {
+			st.Sync.Status = argocd.SyncStatusOutOfSync
+		}), wantClass: ClassForeign, wantReason: ReasonOutOfSync, wantIn: "differ from revision abc123"},
+		{name: "Degraded", status: with(func(st *argocd.ApplicationStatus) {
+			st.Health = argocd.HealthStatus{Status: argocd.HealthDegraded, Message: "Deployment exceeded its progress deadline"}
+		}), wantClass: ClassBroken, wantReason: ReasonDegraded, wantIn: "progress deadline"},
+		{name: "Missing", status: with(func(st *argocd.ApplicationStatus) {
+			st.Health = argocd.HealthStatus{Status: argocd.HealthMissing}
+		}), wantClass: ClassBroken, wantReason: ReasonMissing},
+		{name: "a manual sync that broke it is foreign first", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState.Operation.Info = nil
+			st.OperationState.Operation.InitiatedBy.Username = "alice"
+			st.Health.Status = argocd.HealthDegraded
+		}), wantClass: ClassForeign, wantReason: ReasonManualSync},
+		{name: "a fleet sync that failed is the rollout's to judge", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState.Phase = argocd.OperationFailed
+			st.OperationState.Message = "one or more objects failed to apply"
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			app := &argocd.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "guestbook-eu-1"},
+				Operation: tt.operation, Status: tt.status}
+			d, ok := ClassifyApplication(ObservedApplication{Target: "eu-1", Stage: stage, App: app,
+				Origins: map[string]Origin{fleetPromo: OriginFleet, glassPromo: OriginBreakGlass}})
+			require.Equal(t, tt.wantClass != "", ok, "%+v", d)
+			if !ok {
+				return
+			}
+			require.Equal(t, tt.wantClass, d.Class)
+			require.Equal(t, tt.wantReason, d.Reason)
+			require.Contains(t, d.Message, tt.wantIn)
+			require.Equal(t, "argocd/guestbook-eu-1", d.Application)
+		})
+	}
+}
+
+func TestClassifyApplicationBoundsMessages(t *testing.T) {
+	t.Parallel()
+	huge := make([]byte, 1<<20)
+	for i := range huge {
+		huge[i] = 'x'
+	}
+	app := &argocd.Application{Status: argocd.ApplicationStatus{Health: argocd.HealthStatus{Status: argocd.HealthDegraded, Message: string(huge)}}}
+	d, ok := ClassifyApplication(ObservedApplication{Stage: "prod.eu-1", App: app})
+	require.True(t, ok)
+	require.LessOrEqual(t, len(d.Message), maxMessage+4)
+}
+
+func FuzzClassifyApplication(f *testing.F) {
+	f.Add("prod.eu-1.01jdx3k0a1b2c3d4e5f6g7h8j9.9f8e7d6", "alice", false, "OutOfSync", "Degraded", "Succeeded")
+	f.Add("", "", true, "Synced", "Healthy", "Running")
+	f.Fuzz(func(t *testing.T, promotion, by string, automated bool, sync, health, phase string) {
+		app := &argocd.Application{Status: argocd.ApplicationStatus{Sync: argocd.SyncStatus{Status: sync},
+			Health: argocd.HealthStatus{Status: health},
+			OperationState: &argocd.OperationState{Phase: phase, Operation: argocd.Operation{
+				InitiatedBy: argocd.OperationInitiator{Username: by, Automated: automated},
+				Info:        []argocd.Info{{Name: argocd.PromotionInfoKey, Value: promotion}}}}}}
+		d, ok := ClassifyApplication(ObservedApplication{Stage: "prod.eu-1", App: app})
+		if ok && (d.Class == "" || d.Reason == "" || len(d.Message) > maxMessage+4) {
+			t.Fatalf("a verdict needs a class, a reason and a bounded message: %+v", d)
+		}
+		if !ok && phase != "" && phase != argocd.OperationRunning && phase != argocd.OperationTerminating &&
+			(sync == argocd.SyncStatusOutOfSync || health == argocd.HealthDegraded || health == argocd.HealthMissing) {
+			t.Fatalf("a finished Application that is %s/%s got no verdict", sync, health)
+		}
+	})
+}
