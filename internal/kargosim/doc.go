@@ -18,9 +18,13 @@
 //     (which never interrupts a step inside its request) and refresh;
 //     "argocd-update" refuses existing Argo CD Applications whose
 //     kargo.akuity.io/authorized-stage annotation does not name the Stage, as
-//     Kargo does; every other step kind (and the update itself) is simulated,
-//     its outcome driven by fault-injection knobs on the target Stage (see
-//     FaultVar and FaultLabel);
+//     Kargo does, and when it ends writes on each existing Application it
+//     updated what Kargo's sync and Argo CD's run of it leave there (the
+//     operation naming the Promotion and its initiator, Synced and Healthy
+//     at the Freight's name as revision, or Failed and OutOfSync); every
+//     other step kind (and the update itself) is simulated, its outcome
+//     driven by fault-injection knobs on the target Stage (see FaultVar and
+//     FaultLabel);
 //   - Stage and Freight status: freight history, health, verification,
 //     currentlyIn, verifiedIn (written a configurable delay after the
 //     Promotion succeeds), auto-promotion with holds, and approvals (Approve);

@@ -30,6 +30,9 @@ var errApplicationsNotServed = errors.New("argoproj.io/v1alpha1 Application is n
 type applicationReader interface {
 	getApplication(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
 	listApplications(ctx context.Context, namespace string, selector labels.Selector) ([]unstructured.Unstructured, error)
+	// recordSync writes on an Application what Kargo's sync of it and Argo
+	// CD's run of that sync leave there.
+	recordSync(ctx context.Context, app *unstructured.Unstructured, sync appSync) error
 }
 
 // argoCDUpdateStep is Kargo's argocd-update step: the Applications it
@@ -53,35 +56,57 @@ type argoCDAppUpdate struct {
 }
 
 func (s argoCDUpdateStep) run(ctx context.Context, sc *stepContext) stepResult {
-	if err := s.authorize(ctx, sc); err != nil {
+	apps, err := s.authorize(ctx, sc)
+	if err != nil {
 		return stepResult{status: kargo.StepErrored, err: err}
 	}
-	return s.simulated.run(ctx, sc)
+	res := s.simulated.run(ctx, sc)
+	if res.status != kargo.StepSucceeded && res.status != kargo.StepFailed {
+		return res
+	}
+	// The step's outcome is the sync's: what the real step and Argo CD
+	// leave on each Application it updated is written there, so readers of
+	// Applications see what they would see on a real Argo CD.
+	sync := appSync{promotion: sc.promo.promotion, actor: sc.promo.actor, revision: sc.promo.freight.Name,
+		at: sc.now, succeeded: res.status == kargo.StepSucceeded}
+	if res.err != nil {
+		sync.message = res.err.Error()
+	}
+	for i := range apps {
+		if err := s.apps.recordSync(ctx, &apps[i], sync); err != nil {
+			return stepResult{status: kargo.StepErrored, err: err}
+		}
+	}
+	return res
 }
 
 // authorize returns Kargo's error for the first "apps" entry whose existing
-// Applications do not authorize the Promotion's Stage.
-func (s argoCDUpdateStep) authorize(ctx context.Context, sc *stepContext) error {
+// Applications do not authorize the Promotion's Stage; else the existing
+// Applications the step updates.
+func (s argoCDUpdateStep) authorize(ctx context.Context, sc *stepContext) ([]unstructured.Unstructured, error) {
 	raw, err := json.Marshal(sc.config["apps"])
 	if err != nil {
-		return &terminalError{fmt.Errorf("error reading argocd-update apps: %w", err)}
+		return nil, &terminalError{fmt.Errorf("error reading argocd-update apps: %w", err)}
 	}
 	var updates []argoCDAppUpdate
 	if err := json.Unmarshal(raw, &updates); err != nil {
-		return &terminalError{fmt.Errorf("invalid argocd-update config: apps: %w", err)}
+		return nil, &terminalError{fmt.Errorf("invalid argocd-update config: apps: %w", err)}
 	}
+	var all []unstructured.Unstructured
 	for i := range updates {
-		if err := s.authorizeUpdate(ctx, sc, &updates[i]); err != nil {
+		apps, err := s.authorizeUpdate(ctx, sc, &updates[i])
+		if err != nil {
 			if errors.Is(err, errApplicationsNotServed) {
-				return nil
+				return nil, nil
 			}
-			return err
+			return nil, err
 		}
+		all = append(all, apps...)
 	}
-	return nil
+	return all, nil
 }
 
-func (s argoCDUpdateStep) authorizeUpdate(ctx context.Context, sc *stepContext, u *argoCDAppUpdate) error {
+func (s argoCDUpdateStep) authorizeUpdate(ctx context.Context, sc *stepContext, u *argoCDAppUpdate) ([]unstructured.Unstructured, error) {
 	ns := u.Namespace
 	if ns == "" {
 		ns = kargo.ArgoCDDefaultNamespace
@@ -91,22 +116,22 @@ func (s argoCDUpdateStep) authorizeUpdate(ctx context.Context, sc *stepContext, 
 	if u.Selector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(u.Selector)
 		if err != nil {
-			return fmt.Errorf("error building label selector: %w", err)
+			return nil, fmt.Errorf("error building label selector: %w", err)
 		}
 		if apps, err = s.apps.listApplications(ctx, ns, sel); err != nil {
-			return err
+			return nil, err
 		}
 	} else {
 		app, err := s.apps.getApplication(ctx, ns, u.Name)
 		if err != nil || app == nil {
-			return err
+			return nil, err
 		}
 		apps = append(apps, *app)
 	}
 	if len(apps) == 0 {
-		return nil
+		return nil, nil
 	}
-	authorized := 0
+	var authorized []unstructured.Unstructured
 	for i := range apps {
 		key := types.NamespacedName{Namespace: apps[i].GetNamespace(), Name: apps[i].GetName()}
 		if err := kargo.AuthorizeStage(apps[i].GetAnnotations(), key, project, stage); err != nil {
@@ -114,16 +139,16 @@ func (s argoCDUpdateStep) authorizeUpdate(ctx context.Context, sc *stepContext, 
 				"reason", err.Error())
 			continue
 		}
-		authorized++
+		authorized = append(authorized, apps[i])
 	}
-	if authorized > 0 {
-		return nil
+	if len(authorized) > 0 {
+		return authorized, nil
 	}
 	if u.Selector != nil {
-		return fmt.Errorf("found %d Application(s) matching selector in namespace %q, but none are authorized for Stage %s:%s",
+		return nil, fmt.Errorf("found %d Application(s) matching selector in namespace %q, but none are authorized for Stage %s:%s",
 			len(apps), ns, project, stage)
 	}
-	return fmt.Errorf("Argo CD Application %q in namespace %q is not authorized", u.Name, ns) //nolint:staticcheck // Kargo's wording
+	return nil, fmt.Errorf("Argo CD Application %q in namespace %q is not authorized", u.Name, ns) //nolint:staticcheck // Kargo's wording
 }
 
 // getApplication implements applicationReader, straight from the apiserver.

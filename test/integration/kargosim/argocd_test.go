@@ -12,8 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -86,4 +89,54 @@ func TestArgoCDUpdateAuthorizesApplications(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestArgoCDUpdateRecordsTheSync: an argocd-update step that updates an
+// existing Application leaves on it what Kargo v1.11.2's step and Argo CD's
+// run of the sync leave: the operation names the Promotion and its
+// initiator, and a sync that succeeded is Synced and Healthy at the
+// revision, one that failed is OutOfSync with Argo CD's Failed phase.
+func TestArgoCDUpdateRecordsTheSync(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := newProject(t)
+	argo := ns + "-argocd"
+	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argo}}))
+	newFreight(t, ns, "f1")
+	cfgFor := func(app string) kargo.PromotionStep {
+		return kargo.PromotionStep{Uses: "argocd-update", As: "sync", Config: cfg(fmt.Sprintf(`{"apps":[{"name":%q,"namespace":%q}]}`, app, argo))}
+	}
+	newApplication(t, argo, "synced", ns+":good", nil)
+	newApplication(t, argo, "failing", ns+":bad", nil)
+	newStage(t, testutil.MakeStage(ns, "good").Steps(cfgFor("synced")))
+	newStage(t, testutil.MakeStage(ns, "bad").Steps(cfgFor("failing")).Vars(kargosim.FaultVar, kargosim.FaultFail))
+
+	read := func(name string) *argocd.Application {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("argoproj.io/v1alpha1")
+		u.SetKind("Application")
+		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: argo, Name: name}, u))
+		app, err := argocd.FromUnstructured(u.Object)
+		require.NoError(t, err)
+		return app
+	}
+	good := testutil.Await(t, k8s, mustPromote(t, ns, "good", "f1"), 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionSucceeded))
+	app := read("synced")
+	sync, ok := app.LastSync()
+	require.True(t, ok, "the sync is recorded")
+	require.Equal(t, argocd.LastSync{Promotion: good.Name, By: good.Annotations[kargo.CreateActorAnnotation], Phase: argocd.OperationSucceeded,
+		Message: "successfully synced (all tasks run)", Revision: "f1"}, sync, "the Promotion's create-actor starts the sync, not automated")
+	require.NotEmpty(t, sync.By)
+	require.Equal(t, argocd.SyncStatusSynced, app.Status.Sync.Status)
+	require.Equal(t, argocd.HealthHealthy, app.Status.Health.Status)
+	require.Equal(t, "f1", app.SyncedRevision())
+
+	bad := testutil.Await(t, k8s, mustPromote(t, ns, "bad", "f1"), 20*time.Second, testutil.PromotionPhaseIs(kargo.PromotionFailed))
+	app = read("failing")
+	sync, ok = app.LastSync()
+	require.True(t, ok)
+	require.Equal(t, bad.Name, sync.Promotion)
+	require.True(t, sync.Failed(), "%+v", sync)
+	require.Contains(t, sync.Message, "simulated failure")
+	require.Equal(t, argocd.SyncStatusOutOfSync, app.Status.Sync.Status)
 }
