@@ -331,5 +331,14 @@ func envOf(out string, o *unstructured.Unstructured, byName map[string]*unstruct
 	if err := os.WriteFile(filepath.Join(out, "env", d.Name+".env"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "env", d.Name+".args"), []byte(strings.Join(c.Args, "\n")+"\n"), 0o644)
+	// The arguments of the binary: what follows the binary's own path in the
+	// command (Kargo's run it behind tini), then the container's args.
+	var args []string
+	for i, w := range c.Command {
+		if filepath.Base(w) == "kargo" || filepath.Base(w) == "kargo-fleet" {
+			args = slices.Clone(c.Command[i+1:])
+		}
+	}
+	args = append(args, c.Args...)
+	return os.WriteFile(filepath.Join(out, "env", d.Name+".args"), []byte(strings.Join(args, "\n")+"\n"), 0o644)
 }
