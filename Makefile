@@ -106,6 +106,16 @@ e2e: ## End-to-end suite against a cluster running Kargo and kargo-fleet (E2E_KU
 e2e-local: control-plane ## The end-to-end suite against a local control plane with the Kargo simulator and kargo-fleet.
 	$(GO) run ./hack/e2e-local -args "$(E2E_ARGS)"
 
+LANE_DIR      ?= /tmp/kargo-fleet-argocd-lane
+E2E_ARGOCD_ARGS ?=
+
+.PHONY: e2e-argocd
+e2e-argocd: ## The real Argo CD lane's suite: Kargo, Argo CD, 4 destination clusters and kargo-fleet as processes (hack/argocd-lane/up.sh first; docs/e2e.md).
+	@[ -f $(LANE_DIR)/lane.env ] && curl -sf "$$(sed -n 's/^export E2E_ARGOCD_KARGO_API=//p' $(LANE_DIR)/lane.env)/healthz" >/dev/null && \
+	  KUBECONFIG=$(LANE_DIR)/kc/hub-admin.kubeconfig kubectl get --raw /readyz >/dev/null 2>&1 || \
+	  { echo "the Argo CD lane is not up in $(LANE_DIR): run hack/argocd-lane/up.sh (docs/e2e.md, \"The real Argo CD lane\")"; exit 2; }
+	source $(LANE_DIR)/lane.env && $(GO) test -count=1 -tags e2eargocd -timeout 60m -v ./test/e2eargocd/ $(E2E_ARGOCD_ARGS)
+
 BENCHTIME     ?= 200ms
 
 .PHONY: bench
