@@ -123,6 +123,16 @@ func TestArgoCDSyncFailedCanaryRollsBack(t *testing.T) {
 	}, "sync Failed")
 }
 
+func canaryApps(f *argoFleet) []string {
+	var out []string
+	for _, tg := range f.targets {
+		if tg.labels["ring"] == "canary" {
+			out = append(out, tg.app)
+		}
+	}
+	return out
+}
+
 func breachAndRollBack(t *testing.T, prefix, badTag string, namespaces int, bad func(appState, string) bool, badWord string) {
 	f := newArgoFleet(t, prefix, fleetOptions{
 		namespaces: namespaces,
@@ -159,16 +169,17 @@ func breachAndRollBack(t *testing.T, prefix, badTag string, namespaces int, bad 
 	badRev := f.revs[badTag]
 	start = time.Now()
 	f.promote(badTag, "canary")
-	// The breach, as the suite first sees it.
+	// The breach, as the suite's watcher first sees it.
 	var breachSeen time.Time
 	var badRo *fleetv1alpha1.FleetRollout
 	f.eventually(func() bool {
 		badRo = f.rollout(f.freight[badTag], forward)
-		if badRo != nil && meta.IsStatusConditionTrue(badRo.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition) {
-			breachSeen = time.Now()
-			return true
+		if badRo == nil {
+			return false
 		}
-		return false
+		at, ok := f.w.breachedAt(badRo.Name)
+		breachSeen = at
+		return ok
 	}, "the %s rollout never breached its threshold", badTag)
 	breach := meta.FindStatusCondition(badRo.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition)
 	require.Contains(t, breach.Message, "wave canary")
@@ -185,7 +196,7 @@ func breachAndRollBack(t *testing.T, prefix, badTag string, namespaces int, bad 
 			wentBad = append(wentBad, tg.id)
 		}
 	}
-	require.NotEmpty(t, wentBad, "no canary Application was seen %s at the bad revision", badWord)
+	require.NotEmpty(t, wentBad, "no canary Application was seen %s at the bad revision %s; what the suite saw:\n%s", badWord, badRev, f.w.dump(canaryApps(f)))
 	report(t, "bad_rollout=%s breach=%q applications_seen_%s=%s", badRo.Name, breach.Message, strings.ReplaceAll(badWord, " ", "_"), strings.Join(wentBad, ","))
 
 	// The automatic rollback: its first Promotion, then every Application
@@ -216,8 +227,11 @@ func breachAndRollBack(t *testing.T, prefix, badTag string, namespaces int, bad 
 		return true
 	}, "not every Application came back Synced+Healthy at %s", good)
 	f.requireDeployed("v1", nil)
-	report(t, "breach_to_first_rollback_promotion=%s rollback_to_all_back=%s breach_to_all_back=%s rollback_targets=%d "+
-		"(suite's first sight of the ThresholdBreached condition, of the rollback's first target Promotion, and of the last Application Synced+Healthy at the good commit; %s polls)",
-		round(firstRollback.Sub(breachSeen)), round(allBack.Sub(firstRollback)), round(allBack.Sub(breachSeen)), len(f.w.targetPromotions(rbName)), tick)
+	firstFailed := f.w.firstFailure(badRo.Name)
+	report(t, "canary_failure_to_breach=%s breach_to_first_rollback_promotion=%s rollback_to_all_back=%s breach_to_all_back=%s rollback_targets=%d "+
+		"(the suite's first sight of: a failed canary Promotion, the ThresholdBreached condition, the rollback's first target Promotion, "+
+		"the last Application Synced+Healthy at the good commit; %s polls, one read of rollouts, Promotions and Applications each)",
+		round(breachSeen.Sub(firstFailed)), round(firstRollback.Sub(breachSeen)), round(allBack.Sub(firstRollback)), round(allBack.Sub(breachSeen)),
+		len(f.w.targetPromotions(rbName)), tick)
 	report(t, "promote_bad_to_breach=%s", round(breachSeen.Sub(start)))
 }

@@ -374,45 +374,23 @@ type watcher struct {
 	mu        sync.Mutex
 	promoSeen map[string]time.Time
 	promos    map[string]kargo.Promotion
-	history   map[string][]appState
+	// promoFailed is when each Promotion was first seen Errored or Failed;
+	// breached when each rollout was first seen with ThresholdBreached.
+	promoFailed map[string]time.Time
+	breached    map[string]time.Time
+	history     map[string][]appState
 }
 
 func startWatcher(t *testing.T, f *argoFleet) *watcher {
-	w := &watcher{promoSeen: map[string]time.Time{}, promos: map[string]kargo.Promotion{}, history: map[string][]appState{}}
+	w := &watcher{promoSeen: map[string]time.Time{}, promos: map[string]kargo.Promotion{}, promoFailed: map[string]time.Time{},
+		breached: map[string]time.Time{}, history: map[string][]appState{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			now := time.Now()
-			list := &kargo.PromotionList{}
-			if hub.List(ctx, list, client.InNamespace(f.ns)) == nil {
-				w.mu.Lock()
-				for _, p := range list.Items {
-					if _, ok := w.promoSeen[p.Name]; !ok {
-						w.promoSeen[p.Name] = now
-					}
-					w.promos[p.Name] = p
-				}
-				w.mu.Unlock()
-			}
-			apps := f.apps()
-			w.mu.Lock()
-			for _, a := range apps {
-				s := appState{at: now}
-				s.rev, _, _ = unstructured.NestedString(a.Object, "status", "sync", "revision")
-				s.sync, _, _ = unstructured.NestedString(a.Object, "status", "sync", "status")
-				s.health, _, _ = unstructured.NestedString(a.Object, "status", "health", "status")
-				s.targetRevision, _, _ = unstructured.NestedString(a.Object, "spec", "source", "targetRevision")
-				s.opPh, _, _ = unstructured.NestedString(a.Object, "status", "operationState", "phase")
-				h := w.history[a.GetName()]
-				if n := len(h); n == 0 || h[n-1].rev != s.rev || h[n-1].sync != s.sync || h[n-1].health != s.health ||
-					h[n-1].targetRevision != s.targetRevision || h[n-1].opPh != s.opPh {
-					w.history[a.GetName()] = append(h, s)
-				}
-			}
-			w.mu.Unlock()
+			w.poll(ctx, f)
 			select {
 			case <-ctx.Done():
 			case <-time.After(tick):
@@ -420,6 +398,84 @@ func startWatcher(t *testing.T, f *argoFleet) *watcher {
 		}
 	}()
 	return w
+}
+
+// poll reads the fleet's rollouts, Promotions and Applications once, each
+// list bounded so that one slow answer cannot stop the watcher.
+func (w *watcher) poll(ctx context.Context, f *argoFleet) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	now := time.Now()
+	rollouts := &fleetv1alpha1.FleetRolloutList{}
+	if err := hub.List(ctx, rollouts, client.InNamespace(f.ns)); err == nil {
+		w.mu.Lock()
+		for _, ro := range rollouts.Items {
+			if _, ok := w.breached[ro.Name]; !ok && meta.IsStatusConditionTrue(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition) {
+				w.breached[ro.Name] = now
+			}
+		}
+		w.mu.Unlock()
+	}
+	list := &kargo.PromotionList{}
+	if err := hub.List(ctx, list, client.InNamespace(f.ns)); err != nil {
+		f.t.Logf("watcher: listing Promotions: %v", err)
+	} else {
+		w.mu.Lock()
+		for _, p := range list.Items {
+			if _, ok := w.promoSeen[p.Name]; !ok {
+				w.promoSeen[p.Name] = now
+			}
+			if _, ok := w.promoFailed[p.Name]; !ok && (p.Status.Phase == kargo.PromotionErrored || p.Status.Phase == kargo.PromotionFailed) {
+				w.promoFailed[p.Name] = now
+			}
+			w.promos[p.Name] = p
+		}
+		w.mu.Unlock()
+	}
+	apps := &unstructured.UnstructuredList{}
+	apps.SetAPIVersion("argoproj.io/v1alpha1")
+	apps.SetKind("ApplicationList")
+	if err := hub.List(ctx, apps, client.InNamespace("argocd"), client.MatchingLabels{projectLabel: f.ns}); err != nil {
+		f.t.Logf("watcher: listing Applications: %v", err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, a := range apps.Items {
+		s := appState{at: now}
+		s.rev, _, _ = unstructured.NestedString(a.Object, "status", "sync", "revision")
+		s.sync, _, _ = unstructured.NestedString(a.Object, "status", "sync", "status")
+		s.health, _, _ = unstructured.NestedString(a.Object, "status", "health", "status")
+		s.targetRevision, _, _ = unstructured.NestedString(a.Object, "spec", "source", "targetRevision")
+		s.opPh, _, _ = unstructured.NestedString(a.Object, "status", "operationState", "phase")
+		h := w.history[a.GetName()]
+		if n := len(h); n == 0 || h[n-1].rev != s.rev || h[n-1].sync != s.sync || h[n-1].health != s.health ||
+			h[n-1].targetRevision != s.targetRevision || h[n-1].opPh != s.opPh {
+			w.history[a.GetName()] = append(h, s)
+		}
+	}
+}
+
+// firstFailure returns when the first target Promotion of rollout was seen
+// failed.
+func (w *watcher) firstFailure(rollout string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	for name, at := range w.promoFailed {
+		if w.promos[name].Labels[fleetv1alpha1.RolloutLabel] == rollout && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
+}
+
+// breachedAt returns when the rollout was first seen breached.
+func (w *watcher) breachedAt(rollout string) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.breached[rollout]
+	return at, ok
 }
 
 // firstAt returns when app was first seen, after since, in a state matching
@@ -452,6 +508,20 @@ func (w *watcher) targetPromotions(rollout string) map[string]time.Time {
 		}
 	}
 	return out
+}
+
+// dump prints the state history of apps.
+func (w *watcher) dump(apps []string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	for _, a := range apps {
+		for _, s := range w.history[a] {
+			fmt.Fprintf(&b, "  %s %s rev=%.8s targetRevision=%.8s sync=%s health=%s operation=%s\n",
+				s.at.Format("15:04:05.000"), a, s.rev, s.targetRevision, s.sync, s.health, s.opPh)
+		}
+	}
+	return b.String()
 }
 
 func healthyAt(rev string) func(appState) bool {
