@@ -402,8 +402,8 @@ func startWatcher(t *testing.T, f *argoFleet) *watcher {
 
 // poll reads the fleet's rollouts, Promotions and Applications once, each
 // list bounded so that one slow answer cannot stop the watcher.
-func (w *watcher) poll(ctx context.Context, f *argoFleet) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+func (w *watcher) poll(parent context.Context, f *argoFleet) {
+	ctx, cancel := context.WithTimeout(parent, 5*time.Second)
 	defer cancel()
 	now := time.Now()
 	rollouts := &fleetv1alpha1.FleetRolloutList{}
@@ -418,7 +418,9 @@ func (w *watcher) poll(ctx context.Context, f *argoFleet) {
 	}
 	list := &kargo.PromotionList{}
 	if err := hub.List(ctx, list, client.InNamespace(f.ns)); err != nil {
-		f.t.Logf("watcher: listing Promotions: %v", err)
+		if parent.Err() == nil {
+			f.t.Logf("watcher: listing Promotions: %v", err)
+		}
 	} else {
 		w.mu.Lock()
 		for _, p := range list.Items {
@@ -436,7 +438,9 @@ func (w *watcher) poll(ctx context.Context, f *argoFleet) {
 	apps.SetAPIVersion("argoproj.io/v1alpha1")
 	apps.SetKind("ApplicationList")
 	if err := hub.List(ctx, apps, client.InNamespace("argocd"), client.MatchingLabels{projectLabel: f.ns}); err != nil {
-		f.t.Logf("watcher: listing Applications: %v", err)
+		if parent.Err() == nil {
+			f.t.Logf("watcher: listing Applications: %v", err)
+		}
 		return
 	}
 	w.mu.Lock()
