@@ -46,6 +46,10 @@ const (
 const (
 	// TargetsDriftedReason: targets run Freight the fleet does not intend.
 	TargetsDriftedReason = "TargetsDrifted"
+	// ApplicationsChangedReason: every target runs intended Freight, but
+	// target Applications show changes the fleet did not make or are
+	// Degraded or Missing (status.applications).
+	ApplicationsChangedReason = "ApplicationsChanged"
 	// NoDriftReason: every target runs intended or explained Freight.
 	NoDriftReason = "NoDrift"
 	// ReconciledReason: the object matches its spec.

@@ -156,6 +156,15 @@ type FleetStageStatus struct {
 	// +optional
 	Drift *DriftStatus `json:"drift,omitempty"`
 
+	// applications reports what the targets' Argo CD Applications show
+	// that the fleet did not do: a sync or rollback made in Argo CD, Argo
+	// CD's automated sync, a live resource changed outside Git, another
+	// Kargo Stage's argocd-update (foreign), a Degraded or Missing
+	// Application (broken), a break-glass Promotion (intended). Absent when
+	// no Application shows anything, or the cluster serves no Applications.
+	// +optional
+	Applications *ApplicationDriftStatus `json:"applications,omitempty"`
+
 	// stageRecord names the ConfigMap that records the name and UID of
 	// every Stage the controller generated for this FleetStage (wave and
 	// target Stages). The ConfigMap is immutable and named after a hash of
@@ -233,6 +242,59 @@ type DriftedTarget struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=253
 	IntendedFreight string `json:"intendedFreight"`
+}
+
+// ApplicationDriftStatus counts, by class, the targets whose Argo CD
+// Application shows what the fleet did not do, and names a few.
+type ApplicationDriftStatus struct {
+	// foreign counts Applications changed by anything but the fleet and
+	// break-glass.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Foreign int32 `json:"foreign,omitempty"`
+	// broken counts Applications that are Degraded or Missing.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Broken int32 `json:"broken,omitempty"`
+	// intended counts Applications last synced by a break-glass Promotion.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Intended int32 `json:"intended,omitempty"`
+	// examples lists up to 10 of them, foreign first, then broken, then
+	// intended, by target name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Examples []ApplicationDrift `json:"examples,omitempty"`
+}
+
+// ApplicationDrift is what one target's Application shows.
+type ApplicationDrift struct {
+	// target is the target's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Target string `json:"target"`
+	// stage is the target Stage's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Stage string `json:"stage"`
+	// application is the Application, "<namespace>/<name>".
+	// +required
+	// +kubebuilder:validation:MaxLength=507
+	Application string `json:"application"`
+	// class is Foreign, Broken or Intended.
+	// +required
+	// +kubebuilder:validation:Enum=Foreign;Broken;Intended
+	Class string `json:"class"`
+	// reason says what was seen: ManualSync, AutomatedSync, OutOfSync,
+	// OtherKargoStage, Degraded, Missing or BreakGlass.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
+	// message says it for humans.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // TargetCounts counts targets by how the selection treated them.

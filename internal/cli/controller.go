@@ -20,6 +20,7 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
@@ -47,6 +48,7 @@ type controllerOptions struct {
 	stepShardURLs    []string
 	shardURLs        map[string]string // stepShardURLs, parsed by validate
 	inventoryNS      []string
+	argocdNS         []string
 	controllerUser   string
 	guardWebhooks    string
 	qps              float32
@@ -103,6 +105,10 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 			"Targets, ClusterProfiles) from, besides the FleetStage's own namespace, which is always allowed. "+
 			`Default: the Argo CD namespace "argocd" and the FleetStage's own namespace. `+
 			"Pass an empty value to allow only the FleetStage's own namespace.")
+	f.StringSliceVar(&o.argocdNS, "argocd-namespaces", []string{kargo.ArgoCDDefaultNamespace},
+		"Comma-separated namespaces whose Argo CD Applications the controller reads to see what each target runs "+
+			"(the Application authorizing its target Stage: its sync, who started it, its health). Pass an empty "+
+			"value to read none. Read only when the cluster serves the Application kind.")
 	f.StringVar(&o.controllerUser, "controller-username", "",
 		"Kubernetes user name of this controller, whose FleetRollout requests the webhook trusts (default: its "+
 			"ServiceAccount's, from $POD_NAMESPACE and $SERVICE_ACCOUNT_NAME, each kargo-fleet when unset).")
@@ -118,8 +124,14 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 // namespaces returns --inventory-namespaces without empty entries, never nil
 // (nil would mean the default).
 func (o *controllerOptions) namespaces() []string {
+	return nonEmpty(o.inventoryNS)
+}
+
+// nonEmpty returns a namespace flag's entries without empty ones, never
+// nil.
+func nonEmpty(namespaces []string) []string {
 	out := []string{}
-	for _, ns := range o.inventoryNS {
+	for _, ns := range namespaces {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			out = append(out, ns)
 		}
@@ -174,6 +186,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		LeaderElection:          o.leaderElection,
 		LeaderElectionNamespace: cmp.Or(o.leaderElectionNS, os.Getenv(stepserver.EnvPodNamespace)),
 		InventoryNamespaces:     o.namespaces(),
+		ArgoCDNamespaces:        nonEmpty(o.argocdNS),
 		ControllerUsername:      o.controllerUser,
 		PromotionGuardWebhooks:  o.guardWebhooks,
 	})

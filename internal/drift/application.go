@@ -1,8 +1,13 @@
 package drift
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"slices"
 
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
@@ -124,4 +129,45 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// classOrder puts foreign Applications first in a status's examples, then
+// broken, then intended ones.
+var classOrder = map[Class]int{ClassForeign: 0, ClassBroken: 1, ClassIntended: 2}
+
+// ApplicationStatus returns the FleetStage status summary of what the
+// targets' Applications show: counts by class and the first MaxExamples,
+// foreign first; nil when none shows anything.
+func ApplicationStatus(drifts []ApplicationDrift) *fleetv1alpha1.ApplicationDriftStatus {
+	if len(drifts) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(drifts)
+	slices.SortFunc(sorted, func(a, b ApplicationDrift) int {
+		return cmp.Or(cmp.Compare(classOrder[a.Class], classOrder[b.Class]), cmp.Compare(a.Target, b.Target),
+			cmp.Compare(a.Application, b.Application))
+	})
+	st := &fleetv1alpha1.ApplicationDriftStatus{}
+	for _, d := range sorted {
+		switch d.Class {
+		case ClassForeign:
+			st.Foreign++
+		case ClassBroken:
+			st.Broken++
+		case ClassIntended:
+			st.Intended++
+		}
+		if len(st.Examples) < MaxExamples {
+			st.Examples = append(st.Examples, fleetv1alpha1.ApplicationDrift{Target: d.Target, Stage: d.Stage,
+				Application: d.Application, Class: string(d.Class), Reason: d.Reason, Message: d.Message})
+		}
+	}
+	return st
+}
+
+// Key identifies what an Application shows: the same Application, class,
+// reason and message. Events are recorded once per key.
+func (d ApplicationDrift) Key() string {
+	sum := sha256.Sum256([]byte(d.Application + "\x00" + string(d.Class) + "\x00" + d.Reason + "\x00" + d.Message))
+	return hex.EncodeToString(sum[:])[:40]
 }

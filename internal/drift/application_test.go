@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -128,4 +129,39 @@ func FuzzClassifyApplication(f *testing.F) {
 			t.Fatalf("a finished Application that is %s/%s got no verdict", sync, health)
 		}
 	})
+}
+
+func TestApplicationStatus(t *testing.T) {
+	t.Parallel()
+	require.Nil(t, ApplicationStatus(nil))
+	var drifts []ApplicationDrift
+	for i := range 12 {
+		drifts = append(drifts, ApplicationDrift{Target: fmt.Sprintf("b-%02d", i), Application: "argocd/b", Class: ClassBroken, Reason: ReasonDegraded})
+	}
+	drifts = append(drifts,
+		ApplicationDrift{Target: "z", Application: "argocd/z", Class: ClassForeign, Reason: ReasonManualSync},
+		ApplicationDrift{Target: "a", Application: "argocd/a", Class: ClassIntended, Reason: ReasonBreakGlass})
+	st := ApplicationStatus(drifts)
+	require.Equal(t, int32(1), st.Foreign)
+	require.Equal(t, int32(12), st.Broken)
+	require.Equal(t, int32(1), st.Intended)
+	require.Len(t, st.Examples, MaxExamples)
+	require.Equal(t, "z", st.Examples[0].Target, "foreign first")
+	require.Equal(t, "b-00", st.Examples[1].Target)
+	require.Equal(t, drifts[0].Key(), drifts[1].Key(), "the same Application showing the same")
+	require.NotEqual(t, drifts[0].Key(), drifts[12].Key())
+}
+
+func TestSetConditionWithApplications(t *testing.T) {
+	t.Parallel()
+	var conds []metav1.Condition
+	apps := ApplicationStatus([]ApplicationDrift{{Target: "eu-1", Application: "argocd/g-eu-1", Class: ClassIntended, Reason: ReasonBreakGlass}})
+	SetCondition(&conds, nil, apps, 1)
+	require.Equal(t, metav1.ConditionFalse, conds[0].Status, "a break-glass sync is intended, not drift")
+	apps = ApplicationStatus([]ApplicationDrift{{Target: "eu-1", Application: "argocd/g-eu-1", Class: ClassForeign,
+		Reason: ReasonManualSync, Message: "alice synced revision old in Argo CD"}})
+	SetCondition(&conds, nil, apps, 1)
+	require.Equal(t, metav1.ConditionTrue, conds[0].Status)
+	require.Equal(t, "ApplicationsChanged", conds[0].Reason)
+	require.Contains(t, conds[0].Message, "argocd/g-eu-1: alice synced revision old")
 }

@@ -157,7 +157,7 @@ func TestSetCondition(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var conds []metav1.Condition
-			SetCondition(&conds, tt.st, 3)
+			SetCondition(&conds, tt.st, nil, 3)
 			c := meta.FindStatusCondition(conds, fleetv1alpha1.DriftedCondition)
 			require.NotNil(t, c)
 			require.Equal(t, tt.wantStatus, c.Status)

@@ -97,13 +97,19 @@ func MaxInFlight(p *fleetv1alpha1.FleetPolicy) int {
 }
 
 // SetCondition sets the Drifted condition from the drift status.
-func SetCondition(conds *[]metav1.Condition, st *fleetv1alpha1.DriftStatus, generation int64) {
+func SetCondition(conds *[]metav1.Condition, st *fleetv1alpha1.DriftStatus, apps *fleetv1alpha1.ApplicationDriftStatus, generation int64) {
 	c := metav1.Condition{Type: fleetv1alpha1.DriftedCondition, Status: metav1.ConditionFalse,
 		Reason: fleetv1alpha1.NoDriftReason, Message: "Every target runs the intended Freight or Freight an open rollout explains",
 		ObservedGeneration: generation}
-	if st != nil && st.Count > 0 {
+	switch {
+	case st != nil && st.Count > 0:
 		c.Status, c.Reason = metav1.ConditionTrue, fleetv1alpha1.TargetsDriftedReason
 		c.Message = Message(st)
+	case apps != nil && apps.Foreign+apps.Broken > 0:
+		c.Status, c.Reason = metav1.ConditionTrue, fleetv1alpha1.ApplicationsChangedReason
+		e := apps.Examples[0]
+		c.Message = fmt.Sprintf("%d target Application(s) changed outside the fleet and %d broken, e.g. %s: %s",
+			apps.Foreign, apps.Broken, e.Application, e.Message)
 	}
 	meta.SetStatusCondition(conds, c)
 }

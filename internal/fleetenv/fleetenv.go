@@ -376,8 +376,7 @@ func (e *Env) StartController() error {
 // StartController, with its manager options changed by adjust first (a
 // test wraps the client to cut it off mid-write, as a kill would).
 func (e *Env) StartControllerWith(adjust func(*manager.Options)) error {
-	opts := e.opts.Controller
-	opts.Components = manager.Orchestration
+	opts := e.controllerOptions()
 	if adjust != nil {
 		adjust(&opts)
 	}
@@ -389,13 +388,24 @@ func (e *Env) StartControllerWith(adjust func(*manager.Options)) error {
 	return nil
 }
 
+// controllerOptions are the orchestrating controller's options: the
+// environment's, reading Argo CD Applications from "argocd" as the chart's
+// default does unless they say otherwise.
+func (e *Env) controllerOptions() manager.Options {
+	opts := e.opts.Controller
+	opts.Components = manager.Orchestration
+	if opts.ArgoCDNamespaces == nil {
+		opts.ArgoCDNamespaces = []string{kargo.ArgoCDDefaultNamespace}
+	}
+	return opts
+}
+
 // StartRivalController starts one more orchestrating controller beside the
 // running one, as a leader that lost its Lease but has not noticed yet
 // overlaps with the new leader (the environment runs without leader
 // election). The returned function stops it.
 func (e *Env) StartRivalController() (func() error, error) {
-	opts := e.opts.Controller
-	opts.Components = manager.Orchestration
+	opts := e.controllerOptions()
 	stop, done, err := e.startManager(opts)
 	if err != nil {
 		return nil, err

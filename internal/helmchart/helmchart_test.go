@@ -154,6 +154,10 @@ func TestRender(t *testing.T) {
 				require.Equal(t, "argocd", inv.GetNamespace())
 				require.Equal(t, []string{"get", "list", "watch"}, rulesOf(t, inv)[0].Verbs, "inventory Secrets are read only")
 				require.Equal(t, "argocd", Find(r.objs, "RoleBinding", "-inventory").GetNamespace())
+				apps := Find(r.objs, "Role", "-applications")
+				require.Equal(t, "argocd", apps.GetNamespace())
+				require.Equal(t, []string{"applications"}, rulesOf(t, apps)[0].Resources)
+				require.Equal(t, []string{"get", "list", "watch"}, rulesOf(t, apps)[0].Verbs, "Applications are read only")
 				le := Find(r.objs, "Role", "-leader-election")
 				require.NotNil(t, le)
 				require.Contains(t, yamlOf(t, le), "- events", "leader election records core Events")
@@ -202,7 +206,7 @@ func TestRender(t *testing.T) {
 			release: Release{Name: "prod", Namespace: "platform"},
 			assertions: func(t *testing.T, r rendered) {
 				for _, o := range r.objs {
-					if o.GetNamespace() != "" && !strings.HasSuffix(o.GetName(), "-inventory") {
+					if o.GetNamespace() != "" && !strings.HasSuffix(o.GetName(), "-inventory") && !strings.HasSuffix(o.GetName(), "-applications") {
 						require.Equal(t, "platform", o.GetNamespace(), "%s %s", o.GetKind(), o.GetName())
 					}
 					if o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "ClusterPromotionTask" {

@@ -91,6 +91,9 @@ type Options struct {
 	// inventory from besides the FleetStage's own; nil means
 	// inventory.DefaultNamespaces (argocd).
 	InventoryNamespaces []string
+	// ArgoCDNamespaces are the namespaces whose Argo CD Applications the
+	// version refresh reads; empty: none.
+	ArgoCDNamespaces []string
 	// ControllerUsername is the controller's Kubernetes user name, whose
 	// FleetRollout requests the webhook trusts; empty means
 	// fswebhook.DefaultControllerUsername().
@@ -214,8 +217,16 @@ func setup(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if o.Components&Versions != 0 {
-		if err := versions.NewReconciler(mgr.GetClient(), clock.RealClock{},
-			kargoRecorder(mgr, "kargo-fleet-drift")).WithStageRecords(records).WithMarker(marker).SetupWithManager(mgr); err != nil {
+		r := versions.NewReconciler(mgr.GetClient(), clock.RealClock{},
+			kargoRecorder(mgr, "kargo-fleet-drift")).WithStageRecords(records).WithMarker(marker)
+		apps, err := newApplicationCache(mgr, o.ArgoCDNamespaces)
+		if err != nil {
+			return err
+		}
+		if apps != nil {
+			r = r.WithApplications(apps)
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("error setting up the version refresh: %w", err)
 		}
 	}

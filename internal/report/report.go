@@ -91,6 +91,9 @@ type Fleet struct {
 	// Drift counts the targets running Freight the fleet does not intend,
 	// with up to 10 examples; nil when none drifted.
 	Drift *Drift `json:"drift,omitempty"`
+	// Applications is what the targets' Argo CD Applications show that
+	// the fleet did not do (status.applications).
+	Applications *fleetv1alpha1.ApplicationDriftStatus `json:"applications,omitempty"`
 }
 
 // Drift counts drifted targets and names a few.
@@ -192,6 +195,8 @@ func Build(in Input) Report {
 				Freight: freightName(e.Freight, in.Aliases), Intended: freightName(e.IntendedFreight, in.Aliases)})
 		}
 	}
+
+	r.FleetStage.Applications = st.Applications
 
 	if in.Recovery != nil {
 		rec := *in.Recovery

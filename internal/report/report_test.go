@@ -352,3 +352,23 @@ func TestRelevant(t *testing.T) {
 		})
 	}
 }
+
+func TestRenderText_applications(t *testing.T) {
+	t.Parallel()
+	fs := withRollouts(fleetStage(), "", "prod-1a2b3c4d5e")
+	fs.Status.Applications = &fleetv1alpha1.ApplicationDriftStatus{Foreign: 2, Broken: 1, Examples: []fleetv1alpha1.ApplicationDrift{
+		{Target: "eu-west-1-003", Stage: "prod.eu-west-1-003", Application: "argocd/guestbook-eu-west-1-003", Class: "Foreign",
+			Reason: "ManualSync", Message: "alice synced revision 0ld in Argo CD, not through Kargo"},
+		{Target: "us-east-1-010", Stage: "prod.us-east-1-010", Application: "argocd/guestbook-us-east-1-010", Class: "Broken",
+			Reason: "Degraded", Message: "Degraded: Deployment exceeded its progress deadline"},
+	}}
+	var buf bytes.Buffer
+	require.NoError(t, RenderText(&buf, Build(Input{FleetStage: fs}), TextOptions{}))
+	out := buf.String()
+	require.Contains(t, out, "Argo CD   2 Application(s) changed outside the fleet, 1 broken, 0 by break-glass")
+	require.Contains(t, out, "eu-west-1-003 argocd/guestbook-eu-west-1-003 (Foreign, ManualSync): alice synced")
+	require.Contains(t, out, "and 1 more")
+	buf.Reset()
+	require.NoError(t, RenderJSON(&buf, Build(Input{FleetStage: fs})))
+	require.Contains(t, buf.String(), `"reason": "Degraded"`)
+}

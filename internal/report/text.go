@@ -205,6 +205,26 @@ func (t *textWriter) fleet(f *Fleet) {
 	}
 	t.versions(f.Versions)
 	t.drift(f.Drift)
+	t.applications(f.Applications)
+}
+
+// applications prints what the targets' Argo CD Applications show.
+func (t *textWriter) applications(a *fleetv1alpha1.ApplicationDriftStatus) {
+	if a == nil {
+		return
+	}
+	color := colorRed
+	if a.Foreign+a.Broken == 0 {
+		color = colorYellow
+	}
+	t.printf("  Argo CD   %s\n", t.paint(color, fmt.Sprintf("%d Application(s) changed outside the fleet, %d broken, %d by break-glass",
+		a.Foreign, a.Broken, a.Intended)))
+	for _, e := range a.Examples {
+		t.printf("            %s %s (%s, %s): %s\n", e.Target, e.Application, e.Class, e.Reason, e.Message)
+	}
+	if more := int(a.Foreign+a.Broken+a.Intended) - len(a.Examples); more > 0 {
+		t.printf("            and %d more\n", more)
+	}
 }
 
 func (t *textWriter) drift(d *Drift) {

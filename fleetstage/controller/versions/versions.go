@@ -38,8 +38,8 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
 
-// Reconciler keeps FleetStage.status.versions, status.drift, the Drifted
-// condition and the kargo_fleet_targets_by_freight and
+// Reconciler keeps FleetStage.status.versions, status.drift,
+// status.applications, the Drifted condition and the kargo_fleet_targets_by_freight and
 // kargo_fleet_drifted_targets metrics up to date while target Stages
 // change Freight. It has a controller of its own: during a rollout the
 // distribution changes all the time, and refreshing it must not mean
@@ -63,6 +63,10 @@ type Reconciler struct {
 	records *stagerecord.Reader
 	// marker marks the drift reverts.
 	marker *provenance.Marker
+	// apps reads the targets' Argo CD Applications; nil: none are read.
+	apps Applications
+	// appSeen remembers the Application changes announced.
+	appSeen appMemory
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -95,13 +99,16 @@ const notRecordedRetry = 5 * time.Second
 // Stages that start running other Freight, and to FleetStages whose
 // intended Freight, open rollout or drift policy changed.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("fleetstage_versions").
 		Watches(&kargo.Stage{}, versionChangeHandler{delay: versionRefreshDelay}).
 		Watches(&fleetv1alpha1.FleetStage{}, &handler.EnqueueRequestForObject{},
 			builder.WithPredicates(intentChangedPredicate())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1})
+	if r.apps != nil {
+		b = b.WatchesRawSource(r.apps.Source(r.fleetsOfApplication))
+	}
+	return b.Complete(r)
 }
 
 // versionRefreshDelay is how long a change of the Freight a Stage runs
@@ -153,7 +160,8 @@ func intentChangedPredicate() predicate.Predicate {
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*fleetv1alpha1.FleetStage), e.ObjectNew.(*fleetv1alpha1.FleetStage)
-			drifted := n.Status.Drift != nil && n.Status.Drift.Count > 0
+			drifted := (n.Status.Drift != nil && n.Status.Drift.Count > 0) ||
+				(n.Status.Applications != nil && n.Status.Applications.Foreign+n.Status.Applications.Broken > 0)
 			// A new Stage record changes which Stages are the fleet's.
 			return o.Generation != n.Generation || o.Status.CurrentRollout != n.Status.CurrentRollout ||
 				o.Status.StageRecord != n.Status.StageRecord ||
@@ -176,6 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.writes.forget(req.NamespacedName)
 			r.drift.forget(req.NamespacedName)
+			r.appSeen.forget(req.NamespacedName)
 			fleetstatus.ForgetVersions(req.Namespace, req.Name)
 			forgetDrift(req.Namespace, req.Name)
 		}
@@ -224,11 +233,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	fresh, cleared, attempts := r.drift.observe(req.NamespacedName, drifts, r.clock.Now())
 	r.announce(fs, fresh)
 	wait, revertErr := r.revert(ctx, fs, anyOpen(rollouts), drifts, cleared, attempts)
+	appDrifts, err := r.observeApplications(ctx, fs, stages.Items, breakGlass.Items)
+	if err != nil {
+		return reconcile.Result{}, errors.Join(revertErr, applicationsError(err))
+	}
+	r.announceApplications(fs, appDrifts)
 
 	after := fs.Status.DeepCopy()
 	after.Versions = versions
 	after.Drift = drift.Status(drifts)
-	drift.SetCondition(&after.Conditions, after.Drift, fs.Generation)
+	after.Applications = drift.ApplicationStatus(appDrifts)
+	drift.SetCondition(&after.Conditions, after.Drift, after.Applications, fs.Generation)
 	if held := r.holdVersions(req.NamespacedName, &fs.Status, after); held > 0 {
 		return reconcile.Result{RequeueAfter: max(wait, held)}, revertErr
 	}

@@ -1,0 +1,109 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// authorizedStageIndex indexes cached Applications by every
+// "<project>:<stage>" their kargo.akuity.io/authorized-stage names.
+const authorizedStageIndex = "kargo-fleet.authorizedStage"
+
+// applicationGVK is Argo CD's Application kind.
+var applicationGVK = argocd.GroupVersion.WithKind(argocd.ApplicationKind)
+
+// applicationCache is a cache of the Argo CD Applications in the listed
+// namespaces, read as unstructured objects (kargo-fleet depends on no Argo
+// CD module) and indexed by the Stages they authorize.
+type applicationCache struct{ cache.Cache }
+
+// GetCache makes the manager start the cache with its own caches.
+func (c applicationCache) GetCache() cache.Cache { return c.Cache }
+
+// newApplicationCache returns the cache of the Applications in namespaces,
+// added to the manager; nil when no namespace is listed or the cluster
+// serves no Application kind (checked once, at start).
+func newApplicationCache(mgr ctrl.Manager, namespaces []string) (*applicationCache, error) {
+	if len(namespaces) == 0 {
+		return nil, nil
+	}
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: argocd.GroupVersion.Group, Kind: argocd.ApplicationKind},
+		argocd.GroupVersion.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			ctrl.Log.WithName("setup").Info("The cluster serves no Argo CD Application kind: targets' Applications are not read")
+			return nil, nil
+		}
+		return nil, fmt.Errorf("error looking up the Argo CD Application kind: %w", err)
+	}
+	o := cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultNamespaces: map[string]cache.Config{}}
+	for _, ns := range namespaces {
+		o.DefaultNamespaces[ns] = cache.Config{}
+	}
+	c, err := cache.New(mgr.GetConfig(), o)
+	if err != nil {
+		return nil, fmt.Errorf("error creating the cache of Argo CD Applications: %w", err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(applicationGVK)
+	if err := c.IndexField(context.Background(), u, authorizedStageIndex, authorizedStagesOf); err != nil {
+		return nil, fmt.Errorf("error indexing Argo CD Applications: %w", err)
+	}
+	ac := &applicationCache{c}
+	if err := mgr.Add(*ac); err != nil {
+		return nil, fmt.Errorf("error adding the cache of Argo CD Applications: %w", err)
+	}
+	return ac, nil
+}
+
+// authorizedStagesOf returns the "<project>:<stage>" entries an
+// Application authorizes, as Kargo parses them; none when Kargo would
+// refuse the annotation.
+func authorizedStagesOf(obj client.Object) []string {
+	entries, err := kargo.AuthorizedStages(obj.GetAnnotations()[kargo.AuthorizedStageAnnotation])
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.Namespace + ":" + e.Name
+	}
+	return out
+}
+
+// For implements versions.Applications.
+func (c applicationCache) For(ctx context.Context, project, stage string) ([]*argocd.Application, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(argocd.GroupVersion.WithKind(argocd.ApplicationListKind))
+	if err := c.List(ctx, list, client.MatchingFields{authorizedStageIndex: project + ":" + stage}); err != nil {
+		return nil, fmt.Errorf("error listing the Argo CD Applications of Stage %s:%s: %w", project, stage, err)
+	}
+	out := make([]*argocd.Application, 0, len(list.Items))
+	for i := range list.Items {
+		app, err := argocd.FromUnstructured(list.Items[i].Object)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, app)
+	}
+	return out, nil
+}
+
+// Source implements versions.Applications.
+func (c applicationCache) Source(toFleets handler.MapFunc) source.Source {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(applicationGVK)
+	return source.Kind[client.Object](c.Cache, u, handler.EnqueueRequestsFromMapFunc(toFleets))
+}

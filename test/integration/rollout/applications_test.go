@@ -1,0 +1,155 @@
+//go:build integration
+
+package rollout_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+)
+
+// applicationOf creates the Argo CD Application of a target in "argocd",
+// authorizing the target's Stage, as the ApplicationSet of
+// examples/argocd does, and returns its name.
+func applicationOf(t *testing.T, f *fleet, id string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s-guestbook-%s", f.ns, id)
+	app := &unstructured.Unstructured{}
+	app.SetGroupVersionKind(argocd.GroupVersion.WithKind(argocd.ApplicationKind))
+	app.SetNamespace(kargo.ArgoCDDefaultNamespace)
+	app.SetName(name)
+	app.SetAnnotations(map[string]string{kargo.AuthorizedStageAnnotation: f.ns + ":" + render.TargetStageName("fleet", id)})
+	require.NoError(t, env.Client.Create(context.Background(), app))
+	return name
+}
+
+// argoCDDoes patches an Application's status as Argo CD would after what
+// someone did to it outside the fleet.
+func argoCDDoes(t *testing.T, app string, status map[string]any) {
+	t.Helper()
+	raw, err := json.Marshal(map[string]any{"status": status})
+	require.NoError(t, err)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(argocd.GroupVersion.WithKind(argocd.ApplicationKind))
+	u.SetNamespace(kargo.ArgoCDDefaultNamespace)
+	u.SetName(app)
+	require.NoError(t, env.Client.Status().Patch(context.Background(), u, client.RawPatch(types.MergePatchType, raw)))
+}
+
+// TestApplicationChangesAreReported: what a target runs is also read from
+// its Argo CD Application. After a rollout through argocd-update, whose
+// syncs are the fleet's, nothing is reported; then a sync made in Argo CD,
+// an edited live resource, another Kargo Stage's argocd-update and a
+// Degraded Application are each reported on their target, classified, on
+// the FleetStage's status, its Drifted condition and Kargo's Events page,
+// within 30 seconds; and the report clears when the Applications are back.
+func TestApplicationChangesAreReported(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t, "app-drift", fleetSpec{targets: inline("a", 4, nil, nil), waves: []fleetv1alpha1.Wave{{Name: "all"}},
+		steps: []kargo.PromotionStep{{Uses: "argocd-update", As: "sync",
+			Config: cfgJSON(t, map[string]any{"apps": []any{map[string]any{"name": "${{ ctx.project }}-guestbook-${{ vars.fleetTargetId }}"}}})}}})
+	apps := map[string]string{}
+	for _, id := range []string{"a-00", "a-01", "a-02", "a-03"} {
+		apps[id] = applicationOf(t, f, id)
+	}
+	f.ship(f.good)
+	f.rollout(f.good, fleetv1alpha1.RolloutSucceeded)
+	fs := &fleetv1alpha1.FleetStage{}
+	// The rollout's syncs are the fleet's: nothing to report.
+	time.Sleep(3 * time.Second)
+	require.NoError(t, env.Client.Get(ctx, f.fleetKey, fs))
+	require.Nil(t, fs.Status.Applications, "the fleet's own syncs are not reported")
+	synced := &unstructured.Unstructured{}
+	synced.SetGroupVersionKind(argocd.GroupVersion.WithKind(argocd.ApplicationKind))
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: kargo.ArgoCDDefaultNamespace, Name: apps["a-00"]}, synced))
+	app, err := argocd.FromUnstructured(synced.Object)
+	require.NoError(t, err)
+	last, ok := app.LastSync()
+	require.True(t, ok, "argocd-update synced the Application")
+	require.Equal(t, "fleet.a-00", mustStage(t, last.Promotion))
+	ownSync := map[string]string{}
+	for id, name := range apps {
+		u := synced.DeepCopy()
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: kargo.ArgoCDDefaultNamespace, Name: name}, u))
+		a, err := argocd.FromUnstructured(u.Object)
+		require.NoError(t, err)
+		s, _ := a.LastSync()
+		ownSync[id] = s.Promotion
+	}
+
+	started := time.Now()
+	argoCDDoes(t, apps["a-00"], map[string]any{"operationState": map[string]any{"phase": "Succeeded",
+		"operation":  map[string]any{"initiatedBy": map[string]any{"username": "alice"}, "info": nil},
+		"syncResult": map[string]any{"revision": "0ld"}}})
+	argoCDDoes(t, apps["a-01"], map[string]any{"sync": map[string]any{"status": "OutOfSync"}})
+	argoCDDoes(t, apps["a-02"], map[string]any{"operationState": map[string]any{"phase": "Succeeded",
+		"operation": map[string]any{"initiatedBy": map[string]any{"username": "kubernetes:bob"},
+			"info": []any{map[string]any{"name": argocd.PromotionInfoKey, "value": "hotfix.01jdx5k0a1b2c3d4e5f6g7h8j9.5d6e7f8"}}}}})
+	argoCDDoes(t, apps["a-03"], map[string]any{"health": map[string]any{"status": "Degraded", "message": "Deployment exceeded its progress deadline"}})
+
+	want := map[string]string{"a-00": "ManualSync", "a-01": "OutOfSync", "a-02": "OtherKargoStage", "a-03": "Degraded"}
+	require.Eventually(t, func() bool {
+		fs = &fleetv1alpha1.FleetStage{}
+		if env.Client.Get(ctx, f.fleetKey, fs) != nil || fs.Status.Applications == nil {
+			return false
+		}
+		got := map[string]string{}
+		for _, e := range fs.Status.Applications.Examples {
+			got[e.Target] = e.Reason
+		}
+		return fmt.Sprint(got) == fmt.Sprint(want)
+	}, 30*time.Second, tick, "the Applications' changes were not reported within 30s: %+v", fs.Status.Applications)
+	t.Logf("report: four Application changes reported %s after they were made", time.Since(started).Round(100*time.Millisecond))
+	st := fs.Status.Applications
+	require.Equal(t, int32(3), st.Foreign)
+	require.Equal(t, int32(1), st.Broken)
+	require.Equal(t, "Foreign", st.Examples[0].Class, "foreign first")
+	cond := meta.FindStatusCondition(fs.Status.Conditions, fleetv1alpha1.DriftedCondition)
+	require.NotNil(t, cond)
+	require.Equal(t, "ApplicationsChanged", cond.Reason)
+	e := f.kargoEvent("Stage", "fleet.a-00", "ApplicationChanged", "alice synced revision 0ld in Argo CD")
+	require.Contains(t, e.Message, apps["a-00"])
+	f.kargoEvent("Stage", "fleet.a-02", "ApplicationChanged", "of Stage hotfix")
+
+	// Back as the fleet left them: the report clears.
+	for _, id := range []string{"a-00", "a-02"} {
+		argoCDDoes(t, apps[id], map[string]any{"operationState": map[string]any{"phase": "Succeeded",
+			"operation": map[string]any{"initiatedBy": map[string]any{"username": argocd.KargoInitiator},
+				"info": []any{map[string]any{"name": argocd.PromotionInfoKey, "value": ownSync[id]}}}}})
+	}
+	argoCDDoes(t, apps["a-01"], map[string]any{"sync": map[string]any{"status": "Synced"}})
+	argoCDDoes(t, apps["a-03"], map[string]any{"health": map[string]any{"status": "Healthy", "message": ""}})
+	require.Eventually(t, func() bool {
+		fs = &fleetv1alpha1.FleetStage{}
+		return env.Client.Get(ctx, f.fleetKey, fs) == nil && fs.Status.Applications == nil &&
+			!meta.IsStatusConditionTrue(fs.Status.Conditions, fleetv1alpha1.DriftedCondition)
+	}, 30*time.Second, tick, "the report did not clear: %+v", fs.Status.Applications)
+}
+
+func mustStage(t *testing.T, promotion string) string {
+	t.Helper()
+	stage, ok := argocd.PromotionStage(promotion)
+	require.True(t, ok, promotion)
+	return stage
+}
+
+func cfgJSON(t *testing.T, v any) *apiextensionsv1.JSON {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	return &apiextensionsv1.JSON{Raw: raw}
+}
