@@ -202,6 +202,24 @@ func (f *argoFleet) applicationSet(nss []string) {
 		},
 	}}
 	require.NoError(f.t, hub.Create(context.Background(), as))
+	// Argo CD keeps reconciling every Application: a passed case removes
+	// its own. The hub runs no garbage collector, so the Applications go
+	// by label, not through their ApplicationSet's ownership. A failed case
+	// keeps them to look at; its Project stays either way (namespaces do
+	// not finish deleting without kube-controller-manager).
+	f.t.Cleanup(func() {
+		if f.t.Failed() || cfg.keep {
+			return
+		}
+		ctx := context.Background()
+		_ = client.IgnoreNotFound(hub.Delete(ctx, as))
+		app := &unstructured.Unstructured{}
+		app.SetAPIVersion("argoproj.io/v1alpha1")
+		app.SetKind("Application")
+		if err := hub.DeleteAllOf(ctx, app, client.InNamespace("argocd"), client.MatchingLabels{projectLabel: f.ns}); err != nil {
+			f.t.Logf("deleting the Applications of %s: %v", f.ns, err)
+		}
+	})
 }
 
 // apps lists the fleet's Applications.

@@ -42,6 +42,8 @@ type settings struct {
 	// holds: targets = clusters x namespaces.
 	namespaces int
 	timeout    time.Duration
+	// keep leaves each case's ApplicationSet and Applications in place.
+	keep bool
 }
 
 var (
@@ -59,6 +61,7 @@ func init() {
 	flag.StringVar(&cfg.gitURL, "argocd.git-url", os.Getenv("E2E_ARGOCD_GIT_URL"), "The lane's git repository as Argo CD reaches it (E2E_ARGOCD_GIT_URL).")
 	flag.IntVar(&cfg.namespaces, "argocd.namespaces", 6, "Target namespaces per destination cluster of the large fleet.")
 	flag.DurationVar(&cfg.timeout, "argocd.timeout", 10*time.Minute, "Bound of every wait.")
+	flag.BoolVar(&cfg.keep, "argocd.keep", false, "Keep each passed case's ApplicationSet and Applications (a failed case's are always kept).")
 }
 
 func TestMain(m *testing.M) {
