@@ -107,9 +107,9 @@ func TestArgoCDFleetRolloutThroughWaves(t *testing.T) {
 // destination clusters.
 func TestArgoCDDegradedCanaryRollsBack(t *testing.T) {
 	scenario(t)
-	breachAndRollBack(t, "degraded", "bad", cfg.namespaces, func(s appState, rev string) bool {
-		return s.rev == rev && s.health == "Degraded"
-	}, "Degraded")
+	breachAndRollBack(t, "degraded", "bad", cfg.namespaces, func(s appState) bool {
+		return s.health == "Degraded"
+	}, "Degraded", "health has regressed from Progressing to Degraded")
 }
 
 // TestArgoCDSyncFailedCanaryRollsBack: as the Degraded case, on 8 targets,
@@ -118,22 +118,17 @@ func TestArgoCDDegradedCanaryRollsBack(t *testing.T) {
 // rollback returns every Application to v1.
 func TestArgoCDSyncFailedCanaryRollsBack(t *testing.T) {
 	scenario(t)
-	breachAndRollBack(t, "syncfail", "syncfail", 2, func(s appState, rev string) bool {
-		return s.targetRevision == rev && (s.opPh == "Failed" || s.opPh == "Error")
-	}, "sync Failed")
+	breachAndRollBack(t, "syncfail", "syncfail", 2, func(s appState) bool {
+		return s.opPh == "Failed" || s.opPh == "Error"
+	}, "sync Failed", "one or more synchronization tasks completed unsuccessfully")
 }
 
-func canaryApps(f *argoFleet) []string {
-	var out []string
-	for _, tg := range f.targets {
-		if tg.labels["ring"] == "canary" {
-			out = append(out, tg.app)
-		}
-	}
-	return out
-}
-
-func breachAndRollBack(t *testing.T, prefix, badTag string, namespaces int, bad func(appState, string) bool, badWord string) {
+// breachAndRollBack: bad tells a state of an Application that went bad (the
+// watcher may miss it: Kargo, kargo-fleet and Argo CD can move an
+// Application on within one read), badWord names it; every failed canary
+// Promotion's message, Kargo's own reading of the Application, must hold
+// failure.
+func breachAndRollBack(t *testing.T, prefix, badTag string, namespaces int, bad func(appState) bool, badWord, failure string) {
 	f := newArgoFleet(t, prefix, fleetOptions{
 		namespaces: namespaces,
 		ring: func(tg target) string {
@@ -186,18 +181,33 @@ func breachAndRollBack(t *testing.T, prefix, badTag string, namespaces int, bad 
 	badRo = f.await(badTag, forward, fleetv1alpha1.RolloutFailed, fleetv1alpha1.RolloutSucceeded)
 	require.Equal(t, fleetv1alpha1.RolloutFailed, badRo.Status.Phase, badRo.Status.Message)
 
-	// The bad revision reached canary Applications only, and went bad there.
-	var wentBad []string
+	// The bad revision reached canary Applications only, and went bad there:
+	// Kargo failed their Promotions for that reason.
+	var tookBad, seenBad, canaryApps []string
 	for _, tg := range f.targets {
+		if tg.labels["ring"] == "canary" {
+			canaryApps = append(canaryApps, tg.app)
+		}
 		if _, ok := f.w.firstAt(tg.app, start, func(s appState) bool { return s.targetRevision == badRev || s.rev == badRev }); ok {
 			require.Contains(t, canary, tg.id, "a %s Application took the bad revision", tg.labels["ring"])
+			tookBad = append(tookBad, tg.id)
 		}
-		if _, ok := f.w.firstAt(tg.app, start, func(s appState) bool { return bad(s, badRev) }); ok {
-			wentBad = append(wentBad, tg.id)
+		if _, ok := f.w.firstAt(tg.app, start, bad); ok {
+			seenBad = append(seenBad, tg.id)
 		}
 	}
-	require.NotEmpty(t, wentBad, "no canary Application was seen %s at the bad revision %s; what the suite saw:\n%s", badWord, badRev, f.w.dump(canaryApps(f)))
-	report(t, "bad_rollout=%s breach=%q applications_seen_%s=%s", badRo.Name, breach.Message, strings.ReplaceAll(badWord, " ", "_"), strings.Join(wentBad, ","))
+	failed := f.w.failedPromotions(badRo.Name)
+	require.NotEmpty(t, failed, "no target Promotion of %s failed; what the suite saw of the canary Applications:\n%s", badRo.Name, f.w.dump(canaryApps))
+	for id, msg := range failed {
+		require.Contains(t, canary, id, "a general target's Promotion failed: %s", msg)
+		require.Contains(t, msg, failure, "the Promotion of %s failed for another reason", id)
+	}
+	report(t, "bad_rollout=%s breach=%q took_bad_revision=%s failed_promotions=%d seen_%s_by_the_suite=%s",
+		badRo.Name, breach.Message, strings.Join(tookBad, ","), len(failed), strings.ReplaceAll(badWord, " ", "_"), strings.Join(seenBad, ","))
+	for id, msg := range failed {
+		report(t, "failed_promotion target=%s message=%q", id, msg)
+		break
+	}
 
 	// The automatic rollback: its first Promotion, then every Application
 	// back, Synced and Healthy at the good commit.

@@ -492,6 +492,20 @@ func (w *watcher) firstFailure(rollout string) time.Time {
 	return first
 }
 
+// failedPromotions returns the messages of the rollout's failed target
+// Promotions, by target id.
+func (w *watcher) failedPromotions(rollout string) map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]string{}
+	for name := range w.promoFailed {
+		if p := w.promos[name]; p.Labels[fleetv1alpha1.RolloutLabel] == rollout && strings.HasPrefix(p.Spec.Stage, fleetName+".") {
+			out[p.Labels[fleetv1alpha1.TargetLabel]] = p.Status.Message
+		}
+	}
+	return out
+}
+
 // breachedAt returns when the rollout was first seen breached.
 func (w *watcher) breachedAt(rollout string) (time.Time, bool) {
 	w.mu.Lock()
