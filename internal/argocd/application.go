@@ -19,8 +19,37 @@ const (
 type Application struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ApplicationSpec   `json:"spec,omitempty"`
 	Operation         *Operation        `json:"operation,omitempty"`
 	Status            ApplicationStatus `json:"status,omitempty"`
+}
+
+// ApplicationSpec is the part of an Application's spec kargo-fleet reads.
+type ApplicationSpec struct {
+	// Project is the AppProject; empty means "default".
+	Project     string      `json:"project,omitempty"`
+	Destination Destination `json:"destination,omitempty"`
+	Source      *Source     `json:"source,omitempty"`
+	Sources     []Source    `json:"sources,omitempty"`
+}
+
+// Destination is where an Application deploys: a cluster by server URL
+// or by name, and a namespace.
+type Destination struct {
+	Server    string `json:"server,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Source is where an Application's manifests come from.
+type Source struct {
+	RepoURL string `json:"repoURL,omitempty"`
+}
+
+// Condition is an Application condition (ComparisonError, ...).
+type Condition struct {
+	Type    string `json:"type"`
+	Message string `json:"message,omitempty"`
 }
 
 // ApplicationStatus is the part of an Application's status kargo-fleet
@@ -30,6 +59,7 @@ type ApplicationStatus struct {
 	Health         HealthStatus    `json:"health,omitempty"`
 	OperationState *OperationState `json:"operationState,omitempty"`
 	Summary        Summary         `json:"summary,omitempty"`
+	Conditions     []Condition     `json:"conditions,omitempty"`
 }
 
 // SyncStatus says whether the live state matches Git, at which revision.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
@@ -157,6 +158,8 @@ type AppMeta struct {
 	Name        string
 	Labels      map[string]string
 	Annotations map[string]string
+	// App is the whole Application, when read (its spec and status).
+	App *argocd.Application
 }
 
 // templatePattern finds ${{ ... }} expressions.
@@ -514,4 +517,59 @@ func CABundleFix(rel Release, injectFrom string) string {
 		"(kubectl -n %s logs deploy/%s); with your own certificate Secret, give the chart its CA: helm upgrade %s "+
 		"charts/kargo-fleet -n %s --reset-then-reuse-values --set webhook.caBundle=<base64 PEM>", rel.Namespace, rel.Deployment,
 		rel.Name, rel.Namespace)
+}
+
+// Clusters are the destination clusters Argo CD knows in one namespace:
+// the server URLs and names of its cluster Secrets.
+type Clusters struct {
+	Servers, Names map[string]bool
+}
+
+// Knows reports whether d names a cluster Argo CD knows: its own
+// (in-cluster), or one a cluster Secret registers.
+func (c Clusters) Knows(d argocd.Destination) bool {
+	switch {
+	case d.Server == argocd.InClusterServer || (d.Server == "" && d.Name == argocd.InClusterName):
+		return true
+	case d.Server != "":
+		return c.Servers[d.Server]
+	}
+	return c.Names[d.Name]
+}
+
+// DestinationProblems returns, for the Applications of one target Stage
+// (authorized for it), what keeps Argo CD from deploying each: its
+// AppProject missing or refusing its destination or sources, its
+// destination cluster not registered, or a condition saying Argo CD cannot
+// reach or compare it. projects maps "<namespace>/<name>" to the
+// AppProjects found; nil when the cluster serves no AppProject kind (not
+// checked).
+func DestinationProblems(namespace string, apps []AppMeta, projects map[string]*argocd.AppProject, clusters Clusters) []string {
+	var out []string
+	for _, m := range apps {
+		app := m.App
+		if app == nil {
+			continue
+		}
+		ref := namespace + "/" + m.Name
+		if projects != nil {
+			proj := projects[namespace+"/"+app.ProjectName()]
+			switch {
+			case proj == nil:
+				out = append(out, fmt.Sprintf("%s: AppProject %s not found", ref, app.ProjectName()))
+			case proj.Permits(app) != nil:
+				out = append(out, fmt.Sprintf("%s: %v", ref, proj.Permits(app)))
+			}
+		}
+		// An Application without a destination is refused by Argo CD
+		// itself (InvalidSpecError, below).
+		if d := app.Spec.Destination; (d.Server != "" || d.Name != "") && !clusters.Knows(d) {
+			out = append(out, fmt.Sprintf("%s: no cluster Secret in %s registers its destination %s", ref, namespace,
+				cmp.Or(app.Spec.Destination.Server, app.Spec.Destination.Name)))
+		}
+		if p := app.ComparisonProblem(); p != "" {
+			out = append(out, fmt.Sprintf("%s: %s", ref, p))
+		}
+	}
+	return out
 }

@@ -32,6 +32,7 @@ const (
 	CheckWebhook         = "webhook"
 	CheckStepTokens      = "step-tokens"
 	CheckArgoCDApps      = "argocd-apps"
+	CheckArgoCDDest      = "argocd-destinations"
 	CheckAutoPromotion   = "auto-promotion"
 	CheckChangeWindows   = "change-windows"
 	CheckFailureHalts    = "failure-thresholds"

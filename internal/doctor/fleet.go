@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
@@ -41,6 +42,7 @@ func (d *Doctor) FleetStage(ctx context.Context, fs *fleetv1alpha1.FleetStage) [
 	p, planner, planErr := d.plan(ctx, fs)
 	return []Result{
 		d.checkArgoCDApps(ctx, fs, targets),
+		d.checkArgoCDDestinations(ctx, fs, targets),
 		d.checkAutoPromotion(ctx, fs, targets),
 		checkWindows(fs, p, planner, planErr, d.opts),
 		checkThresholds(p, planErr),
@@ -172,11 +174,7 @@ func (d *Doctor) checkArgoCDApps(ctx context.Context, fs *fleetv1alpha1.FleetSta
 	checked, withArgo := 0, 0
 	for i := range targets {
 		st := &targets[i]
-		if st.Spec.PromotionTemplate == nil {
-			continue
-		}
-		vars := StageVars(append(slices.Clone(st.Spec.PromotionTemplate.Spec.Vars), st.Spec.Vars...), fs.Namespace, st.Name)
-		refs, undet := ArgoCDAppRefs(st.Spec.PromotionTemplate.Spec.Steps, vars, fs.Namespace, st.Name)
+		refs, undet := targetAppRefs(fs, st)
 		for _, alias := range undet {
 			undeterminable = append(undeterminable, st.Name+" step "+alias)
 		}
@@ -240,7 +238,11 @@ func (d *Doctor) listApplications(ctx context.Context, namespace string) ([]AppM
 	out := make([]AppMeta, 0, len(list.Items))
 	for i := range list.Items {
 		a := &list.Items[i]
-		out = append(out, AppMeta{Name: a.GetName(), Labels: a.GetLabels(), Annotations: a.GetAnnotations()})
+		app, err := argocd.FromUnstructured(a.Object)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, AppMeta{Name: a.GetName(), Labels: a.GetLabels(), Annotations: a.GetAnnotations(), App: app})
 	}
 	return out, nil
 }
@@ -317,4 +319,15 @@ func checkThresholds(p *plan.WavePlan, planErr error) Result {
 		waves = append(waves, w.Name)
 	}
 	return ok(CheckFailureHalts, "every wave halts before all its targets fail (%s)", examples(waves))
+}
+
+// targetAppRefs returns the Applications a target Stage's argocd-update
+// steps name, and the steps whose Applications are only known at promotion
+// time.
+func targetAppRefs(fs *fleetv1alpha1.FleetStage, st *kargo.Stage) ([]AppRef, []string) {
+	if st.Spec.PromotionTemplate == nil {
+		return nil, nil
+	}
+	vars := StageVars(append(slices.Clone(st.Spec.PromotionTemplate.Spec.Vars), st.Spec.Vars...), fs.Namespace, st.Name)
+	return ArgoCDAppRefs(st.Spec.PromotionTemplate.Spec.Steps, vars, fs.Namespace, st.Name)
 }

@@ -22,6 +22,7 @@ import (
 	crdinstall "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
 	"github.com/kargo-fleet/kargo-fleet/internal/doctor"
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
@@ -52,6 +53,9 @@ func TestDoctor(t *testing.T) {
 		}
 	}
 	authorizeAll(t)
+	// Argo CD's own "default" AppProject permits everything.
+	setAppProject(t, argocd.DefaultProject, map[string]any{"sourceRepos": []any{"*"},
+		"destinations": []any{map[string]any{"server": "*", "namespace": "*"}}})
 	args := []string{"prod", "-n", fs.Namespace}
 	// The step token Secret appears once the controller minted it.
 	require.Eventually(t, func() bool {
@@ -78,7 +82,7 @@ func TestDoctor(t *testing.T) {
 			}
 			require.Equal(t, doctor.StatusOK, res.Status, "%+v", res)
 		}
-		require.Len(t, results, 14)
+		require.Len(t, results, 15)
 		expect(t, results, doctor.CheckArgoCDApps, doctor.StatusOK, "the Applications of all 3 target Stage(s) exist and authorize their Stage")
 		if env.KargoCRDs == "real" {
 			expect(t, results, doctor.CheckKargoCRDs, doctor.StatusOK, "match Kargo v1.11.x")
@@ -86,7 +90,7 @@ func TestDoctor(t *testing.T) {
 		out, err := kargoFleet("doctor", "prod", "-n", fs.Namespace)
 		require.NoError(t, err)
 		require.Contains(t, out, "ok    argocd-apps")
-		require.Contains(t, out, "14 checks: 14 ok, 0 warnings, 0 failed")
+		require.Contains(t, out, "15 checks: 15 ok, 0 warnings, 0 failed")
 	})
 
 	t.Run("Argo CD Applications missing, unannotated or globbed", func(t *testing.T) {
@@ -98,7 +102,7 @@ func TestDoctor(t *testing.T) {
 		app.SetName("guestbook-eu-3")
 		require.NoError(t, env.Client.Delete(ctx(), app))
 		results, err := runDoctor(t, args...)
-		require.EqualError(t, err, "1 of 14 checks failed")
+		require.EqualError(t, err, "1 of 15 checks failed")
 		expect(t, results, doctor.CheckArgoCDApps, doctor.StatusFail,
 			"3 Application reference(s) of 3 target Stage(s) will make argocd-update error (1 not found, 2 not authorized)")
 		require.Contains(t, results[doctor.CheckArgoCDApps].Message,
@@ -106,6 +110,32 @@ func TestDoctor(t *testing.T) {
 				fs.Namespace, stages["eu-1"]))
 		require.Contains(t, results[doctor.CheckArgoCDApps].Fix, "kargo-fleet targets prod -n shop-doctor -o json")
 		authorizeAll(t)
+	})
+
+	t.Run("Argo CD destinations refused, unregistered or unreachable", func(t *testing.T) {
+		registered := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: argoNamespace, Name: "cluster-d1",
+			Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
+			StringData: map[string]string{"name": "d1", "server": "https://d1.lane.local"}}
+		require.NoError(t, env.Client.Create(ctx(), registered))
+		defer func() { require.NoError(t, env.Client.Delete(ctx(), registered)) }()
+		setAppProject(t, "fleet", map[string]any{"sourceRepos": []any{"git://127.0.0.1/*"},
+			"destinations": []any{map[string]any{"server": "https://d*.lane.local", "namespace": "guestbook-*"}}})
+		setApplicationSpec(t, "guestbook-eu-1", map[string]any{"project": "fleet", "source": map[string]any{"repoURL": "git://127.0.0.1/apps"},
+			"destination": map[string]any{"server": "https://d1.lane.local", "namespace": "kube-system"}}, nil)
+		setApplicationSpec(t, "guestbook-eu-2", map[string]any{"destination": map[string]any{"server": "https://gone.lane.local", "namespace": "x"}},
+			[]any{map[string]any{"type": "ComparisonError", "message": "dial tcp 10.0.0.9:443: connect: connection refused"}})
+		results, err := runDoctor(t, args...)
+		require.EqualError(t, err, "1 of 15 checks failed")
+		expect(t, results, doctor.CheckArgoCDDest, doctor.StatusFail, "3 problem(s) keep Argo CD from deploying target Applications")
+		msg := results[doctor.CheckArgoCDDest].Message
+		require.Contains(t, msg, `argocd/guestbook-eu-1: AppProject fleet does not permit destination https://d1.lane.local, namespace "kube-system"`)
+		require.Contains(t, msg, "argocd/guestbook-eu-2: no cluster Secret in argocd registers its destination https://gone.lane.local")
+		require.Contains(t, msg, "argocd/guestbook-eu-2: ComparisonError: dial tcp 10.0.0.9:443: connect: connection refused")
+		setApplicationSpec(t, "guestbook-eu-1", map[string]any{}, nil)
+		setApplicationSpec(t, "guestbook-eu-2", map[string]any{}, nil)
+		results, err = runDoctor(t, args...)
+		require.NoError(t, err)
+		expect(t, results, doctor.CheckArgoCDDest, doctor.StatusOK, "the 3 target Application(s) have their AppProject's permission")
 	})
 
 	t.Run("auto-promotion of target Stages and later waves", func(t *testing.T) {

@@ -247,3 +247,38 @@ func setApplication(t *testing.T, name, authorized string) {
 
 // applicationGVK is Argo CD's Application kind.
 var applicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+
+// setAppProject creates or replaces the AppProject name in the Argo CD
+// namespace with spec.
+func setAppProject(t *testing.T, name string, spec map[string]any) {
+	t.Helper()
+	p := &unstructured.Unstructured{}
+	p.SetAPIVersion("argoproj.io/v1alpha1")
+	p.SetKind("AppProject")
+	p.SetNamespace(argoNamespace)
+	p.SetName(name)
+	err := env.Client.Get(ctx(), client.ObjectKeyFromObject(p), p)
+	if err != nil && !apierrors.IsNotFound(err) {
+		require.NoError(t, err)
+	}
+	p.Object["spec"] = spec
+	if apierrors.IsNotFound(err) {
+		require.NoError(t, env.Client.Create(ctx(), p))
+		return
+	}
+	require.NoError(t, env.Client.Update(ctx(), p))
+}
+
+// setApplicationSpec replaces an Application's spec and its status
+// conditions (nil: none), as Argo CD would show them.
+func setApplicationSpec(t *testing.T, name string, spec map[string]any, conditions []any) {
+	t.Helper()
+	app := &unstructured.Unstructured{}
+	app.SetAPIVersion("argoproj.io/v1alpha1")
+	app.SetKind("Application")
+	require.NoError(t, env.Client.Get(ctx(), client.ObjectKey{Namespace: argoNamespace, Name: name}, app))
+	app.Object["spec"] = spec
+	require.NoError(t, env.Client.Update(ctx(), app))
+	app.Object["status"] = map[string]any{"conditions": conditions}
+	require.NoError(t, env.Client.Status().Update(ctx(), app))
+}
