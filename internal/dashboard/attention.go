@@ -73,6 +73,10 @@ func FleetAttention(fs *fleetv1alpha1.FleetStage, rollouts []fleetv1alpha1.Fleet
 	if d := fs.Status.Drift; d != nil && d.Count > 0 {
 		return Attention{AttentionDrifted, fmt.Sprintf("%d target(s) run Freight the fleet does not intend", d.Count)}
 	}
+	if a := fs.Status.Applications; a != nil && a.Foreign+a.Broken > 0 {
+		return Attention{AttentionDrifted, fmt.Sprintf("%d target Application(s) changed outside the fleet, %d broken (Argo CD)",
+			a.Foreign, a.Broken)}
+	}
 	if current != nil {
 		if current.Status.Phase == fleetv1alpha1.RolloutPaused || current.Spec.Intent == fleetv1alpha1.IntentPause {
 			return Attention{AttentionPaused, fmt.Sprintf("%s paused%s", current.Name, byActor(current))}

@@ -35,6 +35,7 @@ func TestFleetAttention(t *testing.T) {
 		current  string
 		last     string
 		drift    int32
+		apps     *fleetv1alpha1.ApplicationDriftStatus
 		notReady bool
 		rollouts []fleetv1alpha1.FleetRollout
 		want     Attention
@@ -59,6 +60,14 @@ func TestFleetAttention(t *testing.T) {
 			name: "drifted, with a rollout progressing", current: "prod-4", drift: 3,
 			rollouts: []fleetv1alpha1.FleetRollout{attentionRollout("prod-4", fleetv1alpha1.RolloutProgressing, "")},
 			want:     Attention{AttentionDrifted, "3 target(s) run Freight the fleet does not intend"},
+		},
+		{
+			name: "Applications changed outside the fleet", apps: &fleetv1alpha1.ApplicationDriftStatus{Foreign: 2, Broken: 1},
+			want: Attention{AttentionDrifted, "2 target Application(s) changed outside the fleet, 1 broken (Argo CD)"},
+		},
+		{
+			name: "an Application synced by break-glass only", apps: &fleetv1alpha1.ApplicationDriftStatus{Intended: 1},
+			want: Attention{AttentionHealthy, "No rollout yet"},
 		},
 		{
 			name: "paused", current: "prod-2", rollouts: []fleetv1alpha1.FleetRollout{paused},
@@ -98,6 +107,7 @@ func TestFleetAttention(t *testing.T) {
 			if tt.drift > 0 {
 				fs.Status.Drift = &fleetv1alpha1.DriftStatus{Count: tt.drift}
 			}
+			fs.Status.Applications = tt.apps
 			if tt.notReady {
 				fs.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ReadyCondition, Status: metav1.ConditionFalse,
 					Reason: "SourceUnavailable", Message: "error listing Argo CD cluster Secrets"}}

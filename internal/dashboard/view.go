@@ -579,6 +579,10 @@ type TargetDetail struct {
 	// BreakGlass is the break-glass Promotion that pushed the Freight the
 	// target runs: intended, not drift.
 	BreakGlass *BreakGlassDetail `json:"breakGlass,omitempty"`
+	// Application is what the target's Argo CD Application shows that the
+	// fleet did not do, when the FleetStage's status names it
+	// (status.applications, ten examples).
+	Application *fleetv1alpha1.ApplicationDrift `json:"application,omitempty"`
 }
 
 // BreakGlassDetail describes a break-glass Promotion: who pushed the
@@ -619,6 +623,14 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 		Wave: st.Labels[fleetv1alpha1.WaveLabel], Stage: st.Name, Labels: map[string]string{}, Params: map[string]string{},
 		State: string(rollout.TargetPending), KargoURL: link.KargoStageURL(in.KargoURL, fs.Namespace, st.Name),
 		Drifted: drift.DriftedStages(fs, in.Rollouts, []kargo.Stage{*st}, breakGlassIntent(in))[st.Name]}
+	if apps := fs.Status.Applications; apps != nil {
+		for i := range apps.Examples {
+			if apps.Examples[i].Stage == st.Name {
+				d.Application = &apps.Examples[i]
+				break
+			}
+		}
+	}
 	var member *plan.Target
 	var limits rollout.Limits
 	if in.Plan != nil {

@@ -314,3 +314,25 @@ func TestBuildTarget_breakGlass(t *testing.T) {
 		})
 	}
 }
+
+func TestBuildTarget_application(t *testing.T) {
+	t.Parallel()
+	in := fleetInput(dashtest.NewFleet(20, now), "")
+	st := &in.Stages[3]
+	id := st.Labels[fleetv1alpha1.TargetLabel]
+	d, ok := BuildTarget(in, id)
+	require.True(t, ok)
+	require.Nil(t, d.Application, "nothing reported")
+	fs := in.FleetStage.DeepCopy()
+	fs.Status.Applications = &fleetv1alpha1.ApplicationDriftStatus{Foreign: 1, Examples: []fleetv1alpha1.ApplicationDrift{{
+		Target: id, Stage: st.Name, Application: "argocd/guestbook-" + id, Class: "Foreign", Reason: "ManualSync",
+		Message: "alice synced revision 0ld in Argo CD, not through Kargo"}}}
+	in.FleetStage = fs
+	d, ok = BuildTarget(in, id)
+	require.True(t, ok)
+	require.NotNil(t, d.Application)
+	require.Equal(t, "ManualSync", d.Application.Reason)
+	other, ok := BuildTarget(in, in.Stages[4].Labels[fleetv1alpha1.TargetLabel])
+	require.True(t, ok)
+	require.Nil(t, other.Application, "only the target the report names")
+}

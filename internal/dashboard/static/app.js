@@ -125,6 +125,11 @@
     row('previous Freight', t.previous);
     row('health', t.health);
     if (t.drifted) row('drift', 'drifted');
+    if (t.application) {
+      const a = t.application;
+      row('Argo CD', a.application + ': ' + a.class + ' (' + a.reason + ')');
+      row('Argo CD says', a.message);
+    }
     if (t.breakGlass) {
       const g = t.breakGlass;
       row('break-glass', 'Freight ' + g.freight + ' by ' + (g.actor || 'unknown') + ': ' + g.reason + ' (intended, not drift)');
