@@ -2,7 +2,9 @@ package versions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +20,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
 // ApplicationChangedReason: a target's Argo CD Application shows a change
@@ -156,4 +159,64 @@ func (r *Reconciler) fleetsOfApplication(ctx context.Context, obj client.Object)
 // applicationsError wraps an error reading Applications.
 func applicationsError(err error) error {
 	return fmt.Errorf("error reading Argo CD Applications: %w", err)
+}
+
+// applicationDescriptionPrefix begins the description the version refresh
+// writes on a target Stage whose Application shows a foreign or broken
+// change: the Kargo UI shows a Stage's description in its drawer.
+const applicationDescriptionPrefix = "Argo CD: "
+
+// maxDescriptionWrites bounds the target Stage descriptions one reconcile
+// writes: an Argo CD outage can turn thousands of Applications Degraded at
+// once, and the rest are written by the next reconciles.
+const maxDescriptionWrites = 20
+
+// ApplicationDescription is the description of a target Stage whose
+// Application shows d.
+func ApplicationDescription(d drift.ApplicationDrift) string {
+	return strutil.Ellipsis(fmt.Sprintf("%s%s %s (%s): %s", applicationDescriptionPrefix, d.Application, strings.ToLower(string(d.Class)),
+		d.Reason, d.Message), 1024)
+}
+
+// describeApplications writes, on each target Stage whose Application shows
+// a foreign or broken change, what it shows, and removes that description
+// from the others. A description someone else wrote (a break-glass
+// Promotion's, a user's) is left alone. It reports whether writes are left
+// for the next reconcile.
+func (r *Reconciler) describeApplications(ctx context.Context, stages []kargo.Stage, drifts []drift.ApplicationDrift) (bool, error) {
+	want := make(map[string]string, len(drifts))
+	for _, d := range drifts {
+		if d.Class == drift.ClassIntended {
+			continue
+		}
+		if _, ok := want[d.Stage]; !ok {
+			want[d.Stage] = ApplicationDescription(d)
+		}
+	}
+	writes := 0
+	for i := range stages {
+		st := &stages[i]
+		cur, has := st.Annotations[kargo.DescriptionAnnotation]
+		next := want[st.Name]
+		if cur == next || (has && cur != "" && !strings.HasPrefix(cur, applicationDescriptionPrefix)) ||
+			(next == "" && !has) {
+			continue
+		}
+		if writes == maxDescriptionWrites {
+			return true, nil
+		}
+		writes++
+		var value any = next
+		if next == "" {
+			value = nil
+		}
+		raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{kargo.DescriptionAnnotation: value}}})
+		if err != nil {
+			return false, err
+		}
+		if err := r.client.Patch(ctx, st.DeepCopy(), client.RawPatch(types.MergePatchType, raw)); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("error describing target Stage %q: %w", st.Name, err)
+		}
+	}
+	return false, nil
 }

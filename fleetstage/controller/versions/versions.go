@@ -238,6 +238,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, errors.Join(revertErr, applicationsError(err))
 	}
 	r.announceApplications(fs, appDrifts)
+	if r.apps != nil {
+		more, err := r.describeApplications(ctx, stages.Items, appDrifts)
+		if err != nil {
+			return reconcile.Result{}, errors.Join(revertErr, err)
+		}
+		if more {
+			wait = minPositive(wait, time.Second)
+		}
+	}
 
 	after := fs.Status.DeepCopy()
 	after.Versions = versions
@@ -347,4 +356,15 @@ func (w *writeTimes) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.last, key)
+}
+
+// minPositive returns the smaller of two durations, ignoring zeros.
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
 }

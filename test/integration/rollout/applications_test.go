@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,6 +125,15 @@ func TestApplicationChangesAreReported(t *testing.T) {
 	e := f.kargoEvent("Stage", "fleet.a-00", "ApplicationChanged", "alice synced revision 0ld in Argo CD")
 	require.Contains(t, e.Message, apps["a-00"])
 	f.kargoEvent("Stage", "fleet.a-02", "ApplicationChanged", "of Stage hotfix")
+	description := func(stage string) string {
+		st := &kargo.Stage{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: stage}, st))
+		return st.Annotations[kargo.DescriptionAnnotation]
+	}
+	require.Eventually(t, func() bool {
+		return strings.HasPrefix(description("fleet.a-03"), "Argo CD: ") && strings.Contains(description("fleet.a-00"), "ManualSync")
+	}, 30*time.Second, tick, "the Kargo UI's Stage drawer does not say what the Application shows: %q", description("fleet.a-00"))
+	require.Contains(t, description("fleet.a-03"), "broken (Degraded): Degraded: Deployment exceeded its progress deadline")
 
 	// Back as the fleet left them: the report clears.
 	for _, id := range []string{"a-00", "a-02"} {
@@ -138,6 +148,9 @@ func TestApplicationChangesAreReported(t *testing.T) {
 		return env.Client.Get(ctx, f.fleetKey, fs) == nil && fs.Status.Applications == nil &&
 			!meta.IsStatusConditionTrue(fs.Status.Conditions, fleetv1alpha1.DriftedCondition)
 	}, 30*time.Second, tick, "the report did not clear: %+v", fs.Status.Applications)
+	require.Eventually(t, func() bool {
+		return description("fleet.a-00") == "" && description("fleet.a-03") == ""
+	}, 30*time.Second, tick, "the target Stages' descriptions stayed: %q", description("fleet.a-03"))
 }
 
 func mustStage(t *testing.T, promotion string) string {
