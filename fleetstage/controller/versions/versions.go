@@ -243,8 +243,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			return reconcile.Result{}, errors.Join(revertErr, err)
 		}
-		if more {
-			wait = minPositive(wait, time.Second)
+		if more && (wait <= 0 || wait > time.Second) {
+			wait = time.Second
 		}
 	}
 
@@ -356,15 +356,4 @@ func (w *writeTimes) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.last, key)
-}
-
-// minPositive returns the smaller of two durations, ignoring zeros.
-func minPositive(a, b time.Duration) time.Duration {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	}
-	return min(a, b)
 }
