@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
@@ -72,4 +73,23 @@ func (r *Reconciler) setDescription(ctx context.Context, st *kargo.Stage, text s
 		return fmt.Errorf("error describing target Stage %q: %w", st.Name, err)
 	}
 	return nil
+}
+
+// breakGlass records and describes p when it is a break-glass Promotion
+// its creator had the right to make, and reports whether it was: a user
+// holding the break-glass right promoted this one target, with a reason,
+// which is intended, recorded once and never undone. The label alone
+// proves nothing: without the right, p is judged like any other Promotion.
+func (r *Reconciler) breakGlass(ctx context.Context, fs *fleetv1alpha1.FleetStage, st *kargo.Stage, p *kargo.Promotion) (bool, error) {
+	if p.Labels[fleetv1alpha1.BreakGlassLabel] != fs.Name {
+		return false, nil
+	}
+	glass, err := r.breakGlassAllowed(ctx, fs, p)
+	if err != nil || !glass {
+		return false, err
+	}
+	if err := r.recordBreakGlass(ctx, fs, p); err != nil {
+		return true, err
+	}
+	return true, r.describeBreakGlass(ctx, st, p)
 }

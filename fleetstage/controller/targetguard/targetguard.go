@@ -155,20 +155,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if own {
 		return ctrl.Result{}, r.clearBreakGlass(ctx, st)
 	}
-	if p.Labels[fleetv1alpha1.BreakGlassLabel] == fs.Name {
-		glass, err := r.breakGlassAllowed(ctx, fs, p)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if glass {
-			// A user holding the break-glass right promoted this one
-			// target, with a reason: intended, recorded once, never undone.
-			if err := r.recordBreakGlass(ctx, fs, p); err != nil {
-				return ctrl.Result{}, err
-			}
-			return ctrl.Result{}, r.describeBreakGlass(ctx, st, p)
-		}
-		// The label alone proves nothing: judged like any other Promotion.
+	if glass, err := r.breakGlass(ctx, fs, st, p); glass || err != nil {
+		return ctrl.Result{}, err
 	}
 	rollouts, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name,
 		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)})

@@ -23,9 +23,9 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
-// ApplicationChangedReason: a target's Argo CD Application shows a change
-// the fleet did not make, or turned Degraded or Missing (Warning; Normal
-// for a break-glass sync).
+// ApplicationChangedReason is the reason of the Event recorded when a
+// target's Argo CD Application shows a change the fleet did not make, or
+// turned Degraded or Missing (Warning; Normal for a break-glass sync).
 const ApplicationChangedReason = "ApplicationChanged"
 
 // Applications reads the Argo CD Applications of target Stages and
@@ -53,9 +53,6 @@ func (r *Reconciler) WithApplications(a Applications) *Reconciler {
 // the Stage's own drift detection.
 func (r *Reconciler) observeApplications(ctx context.Context, fs *fleetv1alpha1.FleetStage, stages []kargo.Stage,
 	breakGlass []kargo.Promotion) ([]drift.ApplicationDrift, error) {
-	if r.apps == nil {
-		return nil, nil
-	}
 	origins := make(map[string]drift.Origin, len(breakGlass))
 	for i := range breakGlass {
 		origins[breakGlass[i].Name] = drift.OriginBreakGlass
@@ -219,4 +216,21 @@ func (r *Reconciler) describeApplications(ctx context.Context, stages []kargo.St
 		}
 	}
 	return false, nil
+}
+
+// refreshApplications observes the targets' Applications, announces what
+// is new and describes the target Stages; it returns what they show and
+// whether descriptions are left for the next reconcile.
+func (r *Reconciler) refreshApplications(ctx context.Context, fs *fleetv1alpha1.FleetStage, stages []kargo.Stage,
+	breakGlass []kargo.Promotion) ([]drift.ApplicationDrift, bool, error) {
+	if r.apps == nil {
+		return nil, false, nil
+	}
+	drifts, err := r.observeApplications(ctx, fs, stages, breakGlass)
+	if err != nil {
+		return nil, false, applicationsError(err)
+	}
+	r.announceApplications(fs, drifts)
+	more, err := r.describeApplications(ctx, stages, drifts)
+	return drifts, more, err
 }

@@ -233,19 +233,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	fresh, cleared, attempts := r.drift.observe(req.NamespacedName, drifts, r.clock.Now())
 	r.announce(fs, fresh)
 	wait, revertErr := r.revert(ctx, fs, anyOpen(rollouts), drifts, cleared, attempts)
-	appDrifts, err := r.observeApplications(ctx, fs, stages.Items, breakGlass.Items)
+	appDrifts, more, err := r.refreshApplications(ctx, fs, stages.Items, breakGlass.Items)
 	if err != nil {
-		return reconcile.Result{}, errors.Join(revertErr, applicationsError(err))
+		return reconcile.Result{}, errors.Join(revertErr, err)
 	}
-	r.announceApplications(fs, appDrifts)
-	if r.apps != nil {
-		more, err := r.describeApplications(ctx, stages.Items, appDrifts)
-		if err != nil {
-			return reconcile.Result{}, errors.Join(revertErr, err)
-		}
-		if more && (wait <= 0 || wait > time.Second) {
-			wait = time.Second
-		}
+	if more && (wait <= 0 || wait > time.Second) {
+		wait = time.Second
 	}
 
 	after := fs.Status.DeepCopy()
