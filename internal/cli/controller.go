@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -69,6 +71,12 @@ func newControllerCommand(_, errOut io.Writer) *cobra.Command {
 			if err := o.validate(); err != nil {
 				return err
 			}
+			// SIGTERM (a rolling update, a drain) stops the manager
+			// gracefully: running reconciles end, the leader hands its
+			// Lease over, then the process exits.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			cmd.SetContext(ctx)
 			return o.run(cmd)
 		},
 	}
