@@ -266,12 +266,19 @@ HELM_CONFIG_HOME=$D/helm
 HELM_DATA_HOME=$D/helm
 $kc
 ENV
+    [ -f "run/argocd-$c.extra.env" ] && cat "run/argocd-$c.extra.env"
   } > "run/argocd-$c.env"
   start "argocd-$c" "run/argocd-$c.env" "$L/bin/argocd-$c" "$@"
 }
 sa_kubeconfig argocd argocd-application-controller
 sa_kubeconfig argocd argocd-applicationset-controller
 run_argocd repo-server --port $((B + 602)) --metrics-port $((B + 603)) --metrics-address 127.0.0.1
+# The application controller's cache of each destination is watch-based;
+# under load it was seen to keep a Deployment's stale status (the Application
+# Progressing with the Deployment Available) until the watch's periodic
+# re-list, every 10 minutes by default. The lane re-lists every
+# $ARGOCD_WATCH_RESYNC (default 60s) to bound that (docs/e2e.md).
+echo "ARGOCD_CLUSTER_CACHE_WATCH_RESYNC_DURATION=${ARGOCD_WATCH_RESYNC:-60s}" > run/argocd-application-controller.extra.env
 run_argocd application-controller KUBECONFIG="$L/kc/argocd-argocd-application-controller.kubeconfig" --kubeconfig "$L/kc/argocd-argocd-application-controller.kubeconfig" --metrics-port $((B + 604))
 run_argocd applicationset-controller KUBECONFIG="$L/kc/argocd-argocd-applicationset-controller.kubeconfig" \
   --metrics-addr 127.0.0.1:$((B + 605)) --probe-addr 127.0.0.1:$((B + 606)) --webhook-addr 127.0.0.1:$((B + 607)) \

@@ -61,7 +61,7 @@ const perTargetSteps = `[
  {"uses": "argocd-update", "as": "update", "config": {"apps": [{
    "name": "${{ vars.app }}", "namespace": "argocd",
    "sources": [{"repoURL": "${{ vars.gitURL }}", "desiredRevision": "${{ commitFrom(vars.freightRepo).ID }}", "updateTargetRevision": true}]}]}},
- {"uses": "argocd-wait", "as": "wait", "retry": {"timeout": "90s"}, "config": {"apps": [{
+ {"uses": "argocd-wait", "as": "wait", "retry": {"timeout": "150s"}, "config": {"apps": [{
    "name": "${{ vars.app }}", "namespace": "argocd"}]}}]`
 
 type target struct {
