@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/cli"
@@ -11,6 +12,10 @@ import (
 
 func main() {
 	if err := cli.NewRootCommand(os.Stdout, os.Stderr).Execute(); err != nil {
+		var exit *cli.ExitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.Code)
+		}
 		os.Exit(1)
 	}
 }

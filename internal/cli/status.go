@@ -37,7 +37,13 @@ type statusOptions struct {
 	color      string
 	watch      bool
 	interval   time.Duration
-	barWidth   int
+	// wait, timeout, freight and waitApprovals: --wait follows one rollout
+	// to its end and exits with a code that says how it ended.
+	wait          bool
+	timeout       time.Duration
+	freight       string
+	waitApprovals bool
+	barWidth      int
 	// dashboardURL is the dashboard's base URL; when set, the FleetStage's
 	// dashboard link is printed under the report.
 	dashboardURL string
@@ -64,6 +70,7 @@ func newStatusCommand(streams genericiooptions.IOStreams, kube kubeOptions, clk 
 			"lines wrap and bars shrink, so --watch redraws in place. -o name prints the FleetStage and the " +
 			"FleetRollouts shown; json, yaml and the template formats print the report.",
 		Example: "  kargo-fleet status prod -n shop\n  kargo-fleet status -n shop -o json\n" +
+			"  kargo-fleet status prod -n shop --wait --freight 3f2a9c1 --timeout 45m\n" +
 			"  kargo-fleet status prod -n shop -o jsonpath='{.rollouts[0].phase}'\n" +
 			"  kubectl fleet status prod -n shop --watch",
 		Args:              cobra.MaximumNArgs(1),
@@ -82,7 +89,15 @@ func (o *statusOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.ascii, "ascii", false, "Draw progress bars with ASCII characters only.")
 	f.StringVar(&o.color, "color", colorAuto, "Colour the output: auto (on a terminal, unless NO_COLOR is set), always or never.")
 	f.BoolVarP(&o.watch, "watch", "w", false, "Keep showing the status, redrawn every --interval, until interrupted.")
-	f.DurationVar(&o.interval, "interval", 2*time.Second, "Time between two redraws with --watch.")
+	f.DurationVar(&o.interval, "interval", 2*time.Second, "Time between two redraws with --watch, or two looks with --wait.")
+	f.BoolVar(&o.wait, "wait", false, "Follow one rollout until it ends, printing a line whenever it moves, and exit with a code "+
+		"that says how it ended: 0 succeeded, 2 failed or halted, 3 rolled back, 4 aborted or superseded, 5 waiting for "+
+		"an approval or paused, 6 --timeout passed (1: any other error). For CI pipelines.")
+	f.DurationVar(&o.timeout, "timeout", 30*time.Minute, "How long --wait waits.")
+	f.StringVar(&o.freight, "freight", "", "With --wait: the Freight whose rollout to follow, which may not have started yet "+
+		"(default: the current rollout, else the last one).")
+	f.BoolVar(&o.waitApprovals, "wait-approvals", false, "With --wait: keep waiting while the rollout waits for an approval "+
+		"or is paused, instead of exiting 5.")
 	f.IntVar(&o.barWidth, "bar-width", report.DefaultBarWidth, "Width of the progress bars, in characters.")
 	f.StringVar(&o.dashboardURL, "dashboard-url", os.Getenv(link.DashboardURLEnv),
 		"Base URL of the kargo-fleet dashboard: the FleetStage's page there is printed under the report "+
@@ -98,8 +113,16 @@ func (o *statusOptions) validate() error {
 	default:
 		return fmt.Errorf("--color %q: use auto, always or never", o.color)
 	}
-	if o.watch && o.interval < 100*time.Millisecond {
+	if (o.watch || o.wait) && o.interval < 100*time.Millisecond {
 		return fmt.Errorf("--interval must be at least 100ms")
+	}
+	switch {
+	case o.wait && o.watch:
+		return fmt.Errorf("--wait and --watch: choose one")
+	case o.wait && o.timeout <= 0:
+		return fmt.Errorf("--timeout must be positive")
+	case !o.wait && (o.freight != "" || o.waitApprovals):
+		return fmt.Errorf("--freight and --wait-approvals go with --wait")
 	}
 	if o.barWidth < 5 || o.barWidth > 200 {
 		return fmt.Errorf("--bar-width must be between 5 and 200")
@@ -117,6 +140,9 @@ func (o *statusOptions) run(ctx context.Context) error {
 	c, ns, err := o.kube.connect()
 	if err != nil {
 		return err
+	}
+	if o.wait {
+		return o.runWait(ctx, c, ns)
 	}
 	if !o.watch {
 		frame, err := o.render(ctx, c, ns)

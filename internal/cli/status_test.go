@@ -226,3 +226,68 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestStatusCommand_wait(t *testing.T) {
+	t.Parallel()
+	// The pipeline promoted badFreight a moment ago: no rollout yet.
+	c := newFakeClient("", fleetStage("", "prod-good", goodFreight),
+		rollout("prod-good", fleetv1alpha1.DirectionForward, goodFreight, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.IntentRun, 0))
+	clk := clocktesting.NewFakeClock(t0)
+	out := &syncBuffer{}
+	cmd := newStatusCommand(testStreams(out), kubeOptions{client: c}, clk)
+	cmd.SetArgs([]string{"prod", "-n", "shop", "--wait", "--freight", badFreight, "--interval", "1s", "--timeout", "1h"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(context.Background()) }()
+	step := func(change func()) {
+		t.Helper()
+		require.Eventually(t, clk.HasWaiters, 5*time.Second, 5*time.Millisecond)
+		change()
+		clk.Step(time.Second)
+	}
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "waiting for the rollout of Freight "+badFreight) },
+		5*time.Second, 5*time.Millisecond)
+	bad := rollout("prod-bad", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutProgressing, fleetv1alpha1.IntentRun, time.Minute)
+	bad.Status.Waves = []fleetv1alpha1.WaveProgress{{Name: "pilot", Total: 2, Succeeded: 1}}
+	step(func() { require.NoError(t, c.Create(context.Background(), bad)) })
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Progressing; pilot 1/2") },
+		5*time.Second, 5*time.Millisecond, out.String())
+	step(func() {
+		bad.Status.Phase = fleetv1alpha1.RolloutHalted
+		bad.Status.Message = `wave "pilot" breached its failure threshold`
+		require.NoError(t, c.Status().Update(context.Background(), bad))
+	})
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("--wait did not end on a halted rollout")
+	}
+	var exit *ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, report.ExitFailed, exit.Code)
+	require.Contains(t, out.String(), "Halted; pilot 1/2; wave \"pilot\" breached its failure threshold")
+	require.Equal(t, 3, strings.Count(out.String(), "\n"), "one line per change: %s", out.String())
+	require.NotContains(t, out.String(), "\x1b[")
+}
+
+func TestStatusCommand_waitTimesOut(t *testing.T) {
+	t.Parallel()
+	c := newFakeClient("", fleetStage("", "", goodFreight))
+	clk := clocktesting.NewFakeClock(t0)
+	out := &syncBuffer{}
+	cmd := newStatusCommand(testStreams(out), kubeOptions{client: c}, clk)
+	cmd.SetArgs([]string{"prod", "-n", "shop", "--wait", "--interval", "1s", "--timeout", "2s"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(context.Background()) }()
+	for range 2 {
+		require.Eventually(t, clk.HasWaiters, 5*time.Second, 5*time.Millisecond)
+		clk.Step(time.Second)
+	}
+	err := <-done
+	var exit *ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, report.ExitTimedOut, exit.Code)
+	require.ErrorContains(t, err, "timed out after 2s")
+}
