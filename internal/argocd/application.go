@@ -31,6 +31,24 @@ type ApplicationSpec struct {
 	Destination Destination `json:"destination,omitempty"`
 	Source      *Source     `json:"source,omitempty"`
 	Sources     []Source    `json:"sources,omitempty"`
+	SyncPolicy  *SyncPolicy `json:"syncPolicy,omitempty"`
+}
+
+// SyncPolicy says whether Argo CD syncs the Application by itself.
+type SyncPolicy struct {
+	Automated *AutomatedSync `json:"automated,omitempty"`
+}
+
+// AutomatedSync is Argo CD's automated sync; SelfHeal also syncs when the
+// live state drifts from Git.
+type AutomatedSync struct {
+	SelfHeal bool `json:"selfHeal,omitempty"`
+}
+
+// SelfHeals reports whether Argo CD brings the Application's live state
+// back to Git by itself.
+func (a *Application) SelfHeals() bool {
+	return a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.Automated != nil && a.Spec.SyncPolicy.Automated.SelfHeal
 }
 
 // Destination is where an Application deploys: a cluster by server URL

@@ -77,6 +77,29 @@ type ApplicationDrift struct {
 	Class       Class
 	Reason      string
 	Message     string
+	// SelfHeals says Argo CD's automated sync with self-heal is on: it
+	// brings an edited live resource back to Git by itself.
+	SelfHeals bool
+}
+
+// Reverts returns the Application changes a Revert drift policy reverts,
+// as drifts of their targets to promote intended back to: foreign ones,
+// except a live resource edit that Argo CD's self-heal undoes by itself
+// (reverting it too would race Argo CD). Broken Applications are a
+// rollout's to judge, break-glass is intended. None before the fleet
+// intends a Freight.
+func Reverts(drifts []ApplicationDrift, intended string) []Drift {
+	if intended == "" {
+		return nil
+	}
+	var out []Drift
+	for _, d := range drifts {
+		if d.Class != ClassForeign || (d.Reason == ReasonOutOfSync && d.SelfHeals) {
+			continue
+		}
+		out = append(out, Drift{Target: d.Target, Stage: d.Stage, Freight: intended, Intended: intended, Application: d.Key()})
+	}
+	return out
 }
 
 // ClassifyApplication reads what an Application shows beyond what the fleet
@@ -87,7 +110,8 @@ type ApplicationDrift struct {
 // detection judges those) and it is Synced and not Degraded or Missing, or
 // a sync is still running.
 func ClassifyApplication(o ObservedApplication) (ApplicationDrift, bool) {
-	d := ApplicationDrift{Target: o.Target, Stage: o.Stage, Application: o.App.Namespace + "/" + o.App.Name}
+	d := ApplicationDrift{Target: o.Target, Stage: o.Stage, Application: o.App.Namespace + "/" + o.App.Name,
+		SelfHeals: o.App.SelfHeals()}
 	sync, ok := o.App.LastSync()
 	if ok && sync.Running() {
 		return d, false

@@ -110,12 +110,21 @@ type Drift struct {
 	Freight string
 	// Intended is the Freight the fleet intends it to run.
 	Intended string
+	// Application, when set, is the drift of the target's Argo CD
+	// Application (ApplicationDrift.Key): the Stage runs the intended
+	// Freight, the cluster does not.
+	Application string
 }
 
 // Key identifies the drift: the same target drifted to the same Freight
-// away from the same intended Freight. It is a label-safe hash.
+// away from the same intended Freight, or its Application showing the same
+// change. It is a label-safe hash.
 func (d Drift) Key() string {
-	sum := sha256.Sum256([]byte(d.Stage + "\x00" + d.Freight + "\x00" + d.Intended))
+	msg := d.Stage + "\x00" + d.Freight + "\x00" + d.Intended
+	if d.Application != "" {
+		msg += "\x00" + d.Application
+	}
+	sum := sha256.Sum256([]byte(msg))
 	return hex.EncodeToString(sum[:])[:40]
 }
 

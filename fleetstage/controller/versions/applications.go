@@ -53,6 +53,9 @@ func (r *Reconciler) WithApplications(a Applications) *Reconciler {
 // the Stage's own drift detection.
 func (r *Reconciler) observeApplications(ctx context.Context, fs *fleetv1alpha1.FleetStage, stages []kargo.Stage,
 	breakGlass []kargo.Promotion) ([]drift.ApplicationDrift, error) {
+	if r.apps == nil {
+		return nil, nil
+	}
 	origins := make(map[string]drift.Origin, len(breakGlass))
 	for i := range breakGlass {
 		origins[breakGlass[i].Name] = drift.OriginBreakGlass
@@ -62,7 +65,7 @@ func (r *Reconciler) observeApplications(ctx context.Context, fs *fleetv1alpha1.
 		st := &stages[i]
 		apps, err := r.apps.For(ctx, fs.Namespace, st.Name)
 		if err != nil {
-			return nil, err
+			return nil, applicationsError(err)
 		}
 		for _, app := range apps {
 			target := drift.TargetsOf(stages[i : i+1])[0].Name
@@ -218,19 +221,14 @@ func (r *Reconciler) describeApplications(ctx context.Context, stages []kargo.St
 	return false, nil
 }
 
-// refreshApplications observes the targets' Applications, announces what
-// is new and describes the target Stages; it returns what they show and
-// whether descriptions are left for the next reconcile.
-func (r *Reconciler) refreshApplications(ctx context.Context, fs *fleetv1alpha1.FleetStage, stages []kargo.Stage,
-	breakGlass []kargo.Promotion) ([]drift.ApplicationDrift, bool, error) {
+// publishApplications announces what the targets' Applications newly show
+// and describes the target Stages; it reports whether descriptions are
+// left for the next reconcile.
+func (r *Reconciler) publishApplications(ctx context.Context, fs *fleetv1alpha1.FleetStage, stages []kargo.Stage,
+	drifts []drift.ApplicationDrift) (bool, error) {
 	if r.apps == nil {
-		return nil, false, nil
-	}
-	drifts, err := r.observeApplications(ctx, fs, stages, breakGlass)
-	if err != nil {
-		return nil, false, applicationsError(err)
+		return false, nil
 	}
 	r.announceApplications(fs, drifts)
-	more, err := r.describeApplications(ctx, stages, drifts)
-	return drifts, more, err
+	return r.describeApplications(ctx, stages, drifts)
 }

@@ -3,6 +3,7 @@ package versions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -122,6 +123,8 @@ func (m *driftMemory) forget(key types.NamespacedName) {
 // announce emits a Warning Event per newly drifted target, at most
 // maxDriftEvents, and one summing up the rest.
 func (r *Reconciler) announce(fs *fleetv1alpha1.FleetStage, fresh []drift.Drift) {
+	// Application changes have Events of their own (ApplicationChanged).
+	fresh = slices.DeleteFunc(slices.Clone(fresh), func(d drift.Drift) bool { return d.Application != "" })
 	for _, d := range fresh[:min(len(fresh), maxDriftEvents)] {
 		r.eventAbout(fs, kargoevents.Stage(fs.Namespace, d.Stage), corev1.EventTypeWarning, TargetDriftedReason,
 			"Target %s (Stage %s) runs Freight %s, not the intended %s", d.Target, d.Stage, d.Freight, d.Intended)
@@ -177,6 +180,12 @@ func (r *Reconciler) revert(ctx context.Context, fs *fleetv1alpha1.FleetStage, r
 		}
 		r.drift.attempted(key, dr.Key(), now)
 		log.FromContext(ctx).Info("Reverting drifted target", "target", dr.Target, "freight", dr.Freight, "intended", dr.Intended)
+		if dr.Application != "" {
+			r.eventAbout(fs, kargoevents.Stage(fs.Namespace, dr.Stage), corev1.EventTypeNormal, DriftRevertedReason,
+				"Promoting Freight %s again to target %s (Stage %s): its Argo CD Application changed outside the fleet",
+				dr.Intended, dr.Target, dr.Stage)
+			continue
+		}
 		r.eventAbout(fs, kargoevents.Stage(fs.Namespace, dr.Stage), corev1.EventTypeNormal, DriftRevertedReason,
 			"Promoting Freight %s back to drifted target %s (Stage %s), which runs %s", dr.Intended, dr.Target, dr.Stage, dr.Freight)
 	}

@@ -230,10 +230,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	intent.BreakGlass = drift.BreakGlassOf(breakGlass.Items)
 	drifts := drift.Detect(intent, drift.TargetsOf(stages.Items))
 	observeDrift(fs.Namespace, fs.Name, len(drifts))
-	fresh, cleared, attempts := r.drift.observe(req.NamespacedName, drifts, r.clock.Now())
+	appDrifts, err := r.observeApplications(ctx, fs, stages.Items, breakGlass.Items)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// A foreign change of a target's Application is reverted like a target
+	// Stage running other Freight: by promoting the intended Freight again.
+	reverts := append(slices.Clip(drifts), drift.Reverts(appDrifts, intent.Freight)...)
+	fresh, cleared, attempts := r.drift.observe(req.NamespacedName, reverts, r.clock.Now())
 	r.announce(fs, fresh)
-	wait, revertErr := r.revert(ctx, fs, anyOpen(rollouts), drifts, cleared, attempts)
-	appDrifts, more, err := r.refreshApplications(ctx, fs, stages.Items, breakGlass.Items)
+	wait, revertErr := r.revert(ctx, fs, anyOpen(rollouts), reverts, cleared, attempts)
+	more, err := r.publishApplications(ctx, fs, stages.Items, appDrifts)
 	if err != nil {
 		return reconcile.Result{}, errors.Join(revertErr, err)
 	}

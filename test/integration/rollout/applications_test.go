@@ -166,3 +166,61 @@ func cfgJSON(t *testing.T, v any) *apiextensionsv1.JSON {
 	require.NoError(t, err)
 	return &apiextensionsv1.JSON{Raw: raw}
 }
+
+// TestApplicationChangesAreRevertedUnderRevert: with spec.policy.drift
+// Revert, a sync made in Argo CD is undone by promoting the intended
+// Freight to the target again, once, which syncs the Application back
+// through Kargo; a live resource edit on an Application whose Argo CD
+// self-heal is on is left to Argo CD.
+func TestApplicationChangesAreRevertedUnderRevert(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t, "app-revert", fleetSpec{targets: inline("r", 2, nil, nil), waves: []fleetv1alpha1.Wave{{Name: "all"}},
+		policy: fleetv1alpha1.FleetPolicy{Drift: fleetv1alpha1.DriftRevert},
+		steps: []kargo.PromotionStep{{Uses: "argocd-update", As: "sync",
+			Config: cfgJSON(t, map[string]any{"apps": []any{map[string]any{"name": "${{ ctx.project }}-guestbook-${{ vars.fleetTargetId }}"}}})}}})
+	manual, healing := applicationOf(t, f, "r-00"), applicationOf(t, f, "r-01")
+	// r-01's Application heals itself in Argo CD.
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(argocd.GroupVersion.WithKind(argocd.ApplicationKind))
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: kargo.ArgoCDDefaultNamespace, Name: healing}, u))
+	require.NoError(t, unstructured.SetNestedField(u.Object, true, "spec", "syncPolicy", "automated", "selfHeal"))
+	require.NoError(t, env.Client.Update(ctx, u))
+	f.ship(f.good)
+	f.rollout(f.good, fleetv1alpha1.RolloutSucceeded)
+
+	argoCDDoes(t, manual, map[string]any{"operationState": map[string]any{"phase": "Succeeded",
+		"operation":  map[string]any{"initiatedBy": map[string]any{"username": "alice"}, "info": nil},
+		"syncResult": map[string]any{"revision": "0ld"}}})
+	argoCDDoes(t, healing, map[string]any{"sync": map[string]any{"status": "OutOfSync"}})
+
+	reverts := func(stage string) []kargo.Promotion {
+		list := &kargo.PromotionList{}
+		require.NoError(t, env.Client.List(ctx, list, client.InNamespace(f.ns), client.HasLabels{"fleet.kargo-fleet.io/reverts-drift"}))
+		var out []kargo.Promotion
+		for _, p := range list.Items {
+			if p.Spec.Stage == stage {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool {
+		r := reverts("fleet.r-00")
+		return len(r) == 1 && r[0].Status.Phase == kargo.PromotionSucceeded
+	}, 30*time.Second, tick, "the manual sync was not reverted")
+	require.Equal(t, f.good, reverts("fleet.r-00")[0].Spec.Freight, "the intended Freight, promoted again")
+	// Synced back through Kargo by the revert: the report clears, and the
+	// self-healing Application's edit is reported but left to Argo CD.
+	require.Eventually(t, func() bool {
+		fs := &fleetv1alpha1.FleetStage{}
+		if env.Client.Get(ctx, f.fleetKey, fs) != nil || fs.Status.Applications == nil {
+			return false
+		}
+		a := fs.Status.Applications
+		return a.Foreign == 1 && a.Examples[0].Target == "r-01" && a.Examples[0].Reason == "OutOfSync"
+	}, 30*time.Second, tick, "the reverted Application was still reported, or the self-healing one was not")
+	time.Sleep(3 * time.Second)
+	require.Empty(t, reverts("fleet.r-01"), "Argo CD's self-heal undoes a live edit: no revert races it")
+	require.Len(t, reverts("fleet.r-00"), 1, "reverted once")
+	f.kargoEvent("Stage", "fleet.r-00", "DriftReverted", "its Argo CD Application changed outside the fleet")
+}
