@@ -30,11 +30,6 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	// Installed as kubectl-fleet, the binary is the kubectl plugin
-	// `kubectl fleet`: help and usage say so.
-	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
-		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fleet"}
-	}
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
@@ -54,6 +49,23 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newDoctorCommand(streams, kubeOptions{}, clock.RealClock{}),
 		newDashboardCommand(streams, kubeOptions{}),
 	)
+	// Installed as kubectl-fleet, the binary is the kubectl plugin
+	// `kubectl fleet`.
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
+		asKubectlPlugin(root)
+	}
 	formatHelp(root)
 	return root
+}
+
+// asKubectlPlugin makes root the kubectl plugin `kubectl fleet`: help and
+// usage say so, and the commands that run in the cluster (the controller,
+// the custom step runner) are hidden from a user's tool.
+func asKubectlPlugin(root *cobra.Command) {
+	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fleet"}
+	for _, c := range root.Commands() {
+		if c.Name() == "controller" || c.Name() == "step" {
+			c.Hidden = true
+		}
+	}
 }

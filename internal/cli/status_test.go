@@ -291,3 +291,17 @@ func TestStatusCommand_waitTimesOut(t *testing.T) {
 	require.Equal(t, report.ExitTimedOut, exit.Code)
 	require.ErrorContains(t, err, "timed out after 2s")
 }
+
+func TestAsKubectlPlugin(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	root := NewCommand(testStreams(&out))
+	asKubectlPlugin(root)
+	root.SetArgs([]string{"--help"})
+	require.NoError(t, root.Execute())
+	help := out.String()
+	require.Contains(t, help, "kubectl fleet [command]")
+	require.Contains(t, help, "status")
+	require.NotContains(t, help, "controller ", "the controller runs in the cluster")
+	require.NotContains(t, help, "  step ", "the step runner runs in Kargo")
+}

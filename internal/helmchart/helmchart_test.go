@@ -154,6 +154,15 @@ func TestRender(t *testing.T) {
 				require.Equal(t, "argocd", inv.GetNamespace())
 				require.Equal(t, []string{"get", "list", "watch"}, rulesOf(t, inv)[0].Verbs, "inventory Secrets are read only")
 				require.Equal(t, "argocd", Find(r.objs, "RoleBinding", "-inventory").GetNamespace())
+				require.NotNil(t, Find(r.objs, "ServiceAccount", ""), "the chart makes its ServiceAccount")
+				platformSA, err := Render(Release{Name: "kargo-fleet", Namespace: "kargo-fleet",
+					Values: map[string]any{"serviceAccount": map[string]any{"create": false, "name": "platform-made"}}})
+				require.NoError(t, err)
+				for _, o := range platformSA {
+					require.NotEqual(t, "ServiceAccount", o.GetKind(), "serviceAccount.create false: the platform's own")
+				}
+				require.Contains(t, yamlOf(t, Find(platformSA, "ClusterRoleBinding", "-controller")), "name: platform-made",
+					"the roles are bound to the ServiceAccount named")
 				apps := Find(r.objs, "Role", "-applications")
 				require.Equal(t, "argocd", apps.GetNamespace())
 				require.Equal(t, []string{"applications"}, rulesOf(t, apps)[0].Resources)
