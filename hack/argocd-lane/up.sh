@@ -24,7 +24,8 @@
 # 127.0.0.1, except Argo CD's application controller metrics, which Argo CD
 # v3.5.1 binds to 0.0.0.0 (controller/appcontroller.go).
 #
-# Idempotent: what already runs is kept. --fresh stops the lane and wipes
+# Idempotent: what already runs is kept, but for kargo-fleet's controller,
+# which is restarted when the rebuilt binary differs. --fresh stops the lane and wipes
 # $LANE_DIR first. Writes $LANE_DIR/lane.env (the variables the suite reads)
 # and prints it.
 set -euo pipefail
@@ -416,6 +417,13 @@ sed -e "s|=:\([0-9]\)|=127.0.0.1:\1|" -e "s|/etc/kargo-fleet/steps-tls|$L/run/ka
 echo "KUBECONFIG=$L/kc/kargo-fleet-kargo-fleet.kubeconfig" >> run/kargo-fleet.env
 mapfile -t FLEET_ARGS < <(sed -e "s|=:\([0-9]\)|=127.0.0.1:\1|" \
   -e "s|--webhook-cert-dir=.*|--webhook-cert-dir=$L/run/kargo-fleet/webhook-certs|" render/env/kargo-fleet.args | grep -v '^\s*$')
+# A kargo-fleet rebuilt from changed sources replaces the running one.
+SUM=$(sha256sum bin/kargo-fleet | cut -d' ' -f1)
+if alive kargo-fleet && [ "$(cat run/kargo-fleet.sha256 2>/dev/null)" != "$SUM" ]; then
+  kill "$(cat run/kargo-fleet.pid)"; for _ in $(seq 1 40); do alive kargo-fleet || break; sleep 0.25; done
+  t "kargo-fleet changed: restarting its controller"
+fi
+alive kargo-fleet || echo "$SUM" > run/kargo-fleet.sha256
 start kargo-fleet run/kargo-fleet.env "$L/bin/kargo-fleet" "${FLEET_ARGS[@]}"
 wait_for "kargo-fleet's controller" 90 curl -sf "http://127.0.0.1:$((B + 633))/readyz"
 t "kargo-fleet controller: webhook $((B + 630)), steps $((B + 631)), metrics $((B + 632)), probes $((B + 633))"
