@@ -88,7 +88,7 @@ func (o *doctorOptions) run(ctx context.Context) error {
 		Now: o.clock.Now(), ShardPickupTimeout: o.shardPickupTimeout, KargoNamespace: o.kargoNamespace,
 		Access: fswebhook.NewSubjectAccessReviewer(c)})
 	results := d.Install(ctx)
-	if o.fleetStage != "" {
+	if o.fleetStage != "" && results[0].Check != doctor.CheckAPIServer {
 		fs, err := getFleetStage(ctx, c, ns, o.fleetStage)
 		if err != nil {
 			return err

@@ -24,6 +24,7 @@ const (
 
 // Check names, one per check.
 const (
+	CheckAPIServer       = "api-server"
 	CheckKargoCRDs       = "kargo-crds"
 	CheckFleetCRDs       = "fleet-crds"
 	CheckPromotionTasks  = "promotion-tasks"

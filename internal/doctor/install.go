@@ -18,6 +18,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -98,6 +99,10 @@ func New(c client.Reader, opts Options) *Doctor {
 
 // Install runs the checks of the installation, in order.
 func (d *Doctor) Install(ctx context.Context) []Result {
+	if err := d.Reachable(ctx); err != nil {
+		return []Result{fail(CheckAPIServer, "check the kubeconfig's server address, the network and your credentials' expiry",
+			"cannot reach the API server: %v", err)}
+	}
 	tasks, res := d.checkPromotionTasks(ctx)
 	rel, found, err := d.locate(ctx)
 	return []Result{
@@ -434,4 +439,19 @@ func (d *Doctor) checkStepTokens(ctx context.Context) Result {
 			"Secret %s missing in Project(s) %s: the fleet steps will be refused", fleetv1alpha1.StepTokenSecretName, examples(missing))
 	}
 	return ok(CheckStepTokens, "step token Secret present in %d Project(s) with a FleetStage", len(projects))
+}
+
+// Reachable returns why the API server cannot be reached, nil when it
+// answers: any answer counts, a refusal (401, 403, 404) included, since
+// the checks say what it refuses. Without it every check would fail with
+// the same network error, each looking like a problem of its own.
+func (d *Doctor) Reachable(ctx context.Context) error {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := d.c.Get(ctx, client.ObjectKey{Name: metav1.NamespaceDefault}, ns)
+	var status apierrors.APIStatus
+	if err == nil || errors.As(err, &status) {
+		return nil
+	}
+	return err
 }
