@@ -128,7 +128,7 @@ func (o *planOptions) run(ctx context.Context) error {
 func (o *planOptions) runFileAgainstCluster(ctx context.Context) error {
 	c, ns, err := o.kube.connect()
 	if err != nil {
-		return err
+		return withLocalHint(err)
 	}
 	fs, err := o.loadFleetStage(o.file)
 	if err != nil {
@@ -142,7 +142,7 @@ func (o *planOptions) runFileAgainstCluster(ctx context.Context) error {
 	}
 	newPlan, err := clusterPlan(ctx, c, fs)
 	if err != nil {
-		return err
+		return withLocalHint(err)
 	}
 	current := &fleetv1alpha1.FleetStage{}
 	oldPlan := &plan.WavePlan{}
@@ -196,7 +196,15 @@ func (o *planOptions) runLocal() error {
 		return err
 	}
 	if o.diffAgainst == "" {
-		return o.printPlan(p)
+		if err := o.printPlan(p); err != nil {
+			return err
+		}
+		if p.Members() == 0 {
+			// A file whose selectors take nothing is a mistake a pipeline
+			// checking it offline must see.
+			return fmt.Errorf("%s: the plan selects no target", o.file)
+		}
+		return nil
 	}
 	oldFS, err := o.loadFleetStage(o.diffAgainst)
 	if err != nil {
@@ -352,4 +360,14 @@ func decodeTargets(raw []byte, path string) ([]fleetv1alpha1.InlineTarget, error
 		return nil, fmt.Errorf("error parsing %s: want a list of {name, labels, params} or {targets: [...]}: %w", path, err)
 	}
 	return wrapped.Targets, nil
+}
+
+// withLocalHint adds, to an error that did not come from an API server's
+// answer (no kubeconfig, no cluster reachable), the way to plan offline.
+func withLocalHint(err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
+	}
+	return fmt.Errorf("%w\n(no cluster? --local plans the file offline, over its inline targets and --targets)", err)
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
@@ -55,6 +57,9 @@ func TestPlanCommand(t *testing.T) {
 		"    - kind: ArgoCDCluster\n    - kind: Inline\n", 1))
 	invalid := write("invalid.yaml", strings.Replace(planFleetStage, "maxFailures: 10%", "expression: 'labels.tier ==='", 1))
 	noNS := write("nons.yaml", strings.Replace(planFleetStage, "  namespace: shop\n", "", 1))
+	empty := write("empty.yaml", strings.Replace(planFleetStage, "    - kind: Inline\n      inline:\n"+
+		"      - {name: us-east-1, labels: {tier: pilot}}\n      - {name: eu-west-1, labels: {tier: standard}}\n",
+		"    - kind: Inline\n      inline: []\n", 1))
 
 	tests := []struct {
 		name       string
@@ -131,6 +136,14 @@ func TestPlanCommand(t *testing.T) {
 			},
 		},
 		{
+			name: "a plan that selects no target fails",
+			args: []string{"-f", empty},
+			assertions: func(t *testing.T, out, _ string, err error) {
+				require.EqualError(t, err, empty+": the plan selects no target")
+				require.Contains(t, out, "0 candidates", "the plan is printed first")
+			},
+		},
+		{
 			name: "no FleetStage in the file",
 			args: []string{"-f", targets},
 			assertions: func(t *testing.T, _, _ string, err error) {
@@ -179,4 +192,20 @@ func TestPlanCommand_stdinAndExample(t *testing.T) {
 	cmd.SetArgs([]string{"-f", filepath.Join("..", "..", "examples", "fleetstage", "edge-inline.yaml"), "--local"})
 	require.NoError(t, cmd.Execute())
 	require.Contains(t, out.String(), "3 candidates, 3 selected")
+}
+
+func TestPlanFileWithoutACluster(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "prod.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(planFleetStage), 0o600))
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "+
+		"'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c}}]\ncurrent-context: c\n"), 0o600))
+	var out bytes.Buffer
+	cmd := newPlanCommand(testStreams(&out), kubeOptions{})
+	_, err := execute(cmd, &out, "-f", path, "--kubeconfig", kubeconfig, "--request-timeout", "2s")
+	require.ErrorContains(t, err, "--local plans the file offline")
+	require.Equal(t, apierrors.NewNotFound(schema.GroupResource{Resource: "stages"}, "x"),
+		withLocalHint(apierrors.NewNotFound(schema.GroupResource{Resource: "stages"}, "x")), "an API server's answer needs no hint")
 }
