@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
@@ -23,24 +24,31 @@ type breakGlassOptions struct {
 	target     string
 	freight    string
 	reason     string
+	dryRun     bool
+	output     *outputOptions
 
 	out io.Writer
 }
 
 func newBreakGlassCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra.Command {
-	o := &breakGlassOptions{kube: kube, out: streams.Out}
+	o := &breakGlassOptions{kube: kube, out: streams.Out, output: newOutputOptions(false, true)}
 	cmd := &cobra.Command{
 		Use:   "break-glass [FLEETSTAGE]",
 		Short: "Promote Freight into one target of a fleet directly, in an incident",
 		Long: "Creates, as you, a Kargo Promotion of --freight into one target Stage of the fleet, marked as a " +
 			"break-glass Promotion with your --reason. kargo-fleet's admission guard otherwise lets only the fleet's " +
 			"rollouts, rollbacks and drift reverts promote target Stages; it admits this one when you hold the verb " +
-			"break-glass on the FleetStage (the chart's ClusterRole kargo-fleet-break-glass, which no default role " +
-			"includes) and Kargo's promote on the Stage. Freight held back after a breach is refused all the same. " +
+			"break-glass on the FleetStage (the chart's ClusterRole <release>-break-glass, kargo-fleet-break-glass " +
+			"for the release kargo-fleet, which no default role includes), get on the FleetStage (to find its " +
+			"target Stage) and Kargo's promote on the Stage. Freight held back after a breach is refused all the " +
+			"same. --dry-run asks the API server, Kargo's webhook and the fleet's guard whether they would admit " +
+			"it, and creates nothing. " +
 			"The fleet records the Promotion in an Event on the FleetStage and treats the target's Freight as " +
 			"intended, not as drift, until the next rollout reaches the target. The Kargo UI cannot do this: it " +
 			"promotes as Kargo's API server, and the guard trusts only the user who makes the request.",
 		Example: "  kargo-fleet break-glass prod -n shop --target eu-west-1-003 \\\n" +
+			"      --freight 3f2a9c1 --reason \"INC-4711: hotfix\" --dry-run\n" +
+			"  kargo-fleet break-glass prod -n shop --target eu-west-1-003 \\\n" +
 			"      --freight 3f2a9c1 --reason \"INC-4711: hotfix\"\n" +
 			"  kargo-fleet break-glass prod -n shop --stage prod.eu-west-1-003 \\\n" +
 			"      --freight 3f2a9c1 --reason INC-4711",
@@ -54,10 +62,16 @@ func newBreakGlassCommand(streams genericiooptions.IOStreams, kube kubeOptions) 
 	f.StringVar(&o.target, "target", "", "Target id whose Stage to promote (or --stage).")
 	f.StringVar(&o.freight, "freight", "", "Freight to promote (its name).")
 	f.StringVar(&o.reason, "reason", "", "Why: recorded on the Promotion and in the FleetStage's Event (required).")
+	f.BoolVar(&o.dryRun, "dry-run", false, "Ask the API server and every admission webhook whether the Promotion would be "+
+		"admitted (server-side dry run); create nothing.")
+	o.output.addFlags(cmd)
 	return cmd
 }
 
 func (o *breakGlassOptions) validate() error {
+	if err := o.output.validate(); err != nil {
+		return err
+	}
 	switch {
 	case (o.stage == "") == (o.target == ""):
 		return fmt.Errorf("exactly one of --stage and --target must be set")
@@ -86,8 +100,20 @@ func (o *breakGlassOptions) run(ctx context.Context) error {
 		// only the fleet's Promotions, show who pushed the target and why.
 		map[string]string{fleetv1alpha1.BreakGlassLabel: fs.Name, fleetv1alpha1.FleetStageLabel: fs.Name},
 		map[string]string{rolloutplan.BreakGlassReasonAnnotation: strings.TrimSpace(o.reason)})
-	if err := c.Create(ctx, p); err != nil {
+	var opts []client.CreateOption
+	if o.dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	if err := c.Create(ctx, p, opts...); err != nil {
 		return breakGlassError(err, fs.Namespace, o.freight, stage)
+	}
+	switch {
+	case !o.output.text():
+		return o.output.printObjects(o.out, p)
+	case o.dryRun:
+		_, err = fmt.Fprintf(o.out, "Break-glass Promotion of Freight %s into target Stage %s of FleetStage %s would be "+
+			"admitted (dry run: nothing was created).\n", o.freight, stage, fs.Name)
+		return err
 	}
 	_, err = fmt.Fprintf(o.out, "Break-glass Promotion %s created: Freight %s into target Stage %s of FleetStage %s.\n"+
 		"Follow it in the Kargo UI or with: kubectl get promotion %s -n %s\n", p.Name, o.freight, stage, fs.Name, p.Name, fs.Namespace)

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"testing"
 
@@ -8,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 func TestBreakGlassError(t *testing.T) {
@@ -38,4 +42,26 @@ func TestBreakGlassError(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestBreakGlassCommand_dryRunAndOutput(t *testing.T) {
+	t.Parallel()
+	c := newFakeClient("", fleetStage("", "", goodFreight))
+	var out bytes.Buffer
+	got, err := execute(newBreakGlassCommand(testStreams(&out), kubeOptions{client: c}), &out,
+		"prod", "-n", "shop", "--target", "eu-west-1-003", "--freight", badFreight, "--reason", "INC-1", "--dry-run")
+	require.NoError(t, err)
+	require.Contains(t, got, "would be admitted (dry run: nothing was created)")
+	list := &kargo.PromotionList{}
+	require.NoError(t, c.List(context.Background(), list))
+	require.Empty(t, list.Items, "a dry run creates nothing")
+
+	out.Reset()
+	got, err = execute(newBreakGlassCommand(testStreams(&out), kubeOptions{client: c}), &out,
+		"prod", "-n", "shop", "--target", "eu-west-1-003", "--freight", badFreight, "--reason", "INC-1", "-o", "yaml")
+	require.NoError(t, err)
+	require.Contains(t, got, "kind: Promotion")
+	require.Contains(t, got, "fleet.kargo-fleet.io/break-glass-reason: INC-1")
+	require.NoError(t, c.List(context.Background(), list))
+	require.Len(t, list.Items, 1)
 }

@@ -225,6 +225,15 @@ func TestBreakGlassNeedsTheRightAndIsNotDrift(t *testing.T) {
 	// shows "system" for it, so the target Stage's description names it.
 	oncallSA := "system:serviceaccount:ops:oncall-" + f.ns
 	_, oncall := kargoPromoter(t, f.ns, oncallSA, "kargo-fleet-break-glass")
+	// `kargo-fleet break-glass --dry-run`: every webhook judges it, nothing
+	// is created.
+	dry := kargo.NewPromotion(f.ns, stage, f.bad, map[string]string{fleetv1alpha1.BreakGlassLabel: "fleet"},
+		map[string]string{rollout.BreakGlassReasonAnnotation: "INC-7"})
+	require.ErrorContains(t, operator.Create(ctx, dry.DeepCopy(), client.DryRunAll), `may not break glass on fleet "fleet"`)
+	require.NoError(t, oncall.Create(ctx, dry, client.DryRunAll), "admitted in a dry run")
+	promos := &kargo.PromotionList{}
+	require.NoError(t, env.Client.List(ctx, promos, client.InNamespace(f.ns), client.MatchingLabels{fleetv1alpha1.BreakGlassLabel: "fleet"}))
+	require.Empty(t, promos.Items, "a dry run creates nothing")
 	p, err := glass(oncall, "INC-7: hotfix one cluster")
 	require.NoError(t, err)
 	stageRuns(t, f, stage, f.bad)
