@@ -161,6 +161,13 @@ for c in "${CLUSTERS[@]}"; do
 done
 t "5 kube-apiservers ready: hub $(api_port hub), d1-d4 $(api_port d1)-$(api_port d4)"
 HUB="kubectl --kubeconfig $L/kc/hub-admin.kubeconfig"
+# established CRD...: every CRD named (all CRDs when none is) is Established.
+# (kubectl wait fails at once on a CRD whose status has no conditions yet.)
+established() {
+  local out
+  out=$($HUB get crd "$@" -o jsonpath='{range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Established")].status}{"\n"}{end}' 2>/dev/null) || return 1
+  [ -n "$out" ] && ! grep -qv '=True$' <<<"$out"
+}
 # sa_kubeconfig NAMESPACE SA: a TokenRequest kubeconfig of the hub for SA.
 sa_kubeconfig() {
   kubeconfig "kc/$1-$2.kubeconfig" "https://127.0.0.1:$(api_port hub)" "system:serviceaccount:$1:$2" \
@@ -178,7 +185,7 @@ for ns in argocd kargo kargo-fleet; do
 done
 bin/argocd-lane argocd-objects -manifests "$ARGOCD_MANIFESTS" -out render/argocd.yaml
 $HUB apply -n argocd --server-side --force-conflicts -f render/argocd.yaml >/dev/null
-$HUB wait --for condition=Established crd/applications.argoproj.io crd/applicationsets.argoproj.io crd/appprojects.argoproj.io --timeout=60s >/dev/null
+wait_for "Argo CD's CRDs" 60 established applications.argoproj.io applicationsets.argoproj.io appprojects.argoproj.io
 $HUB -n argocd patch cm argocd-cmd-params-cm --type merge -p "{\"data\":{
  \"repo.server\":\"127.0.0.1:$((B + 602))\", \"reposerver.listen.address\":\"127.0.0.1\",
  \"redis.server\":\"127.0.0.1:$((B + 601))\", \"controller.log.format\":\"text\", \"reposerver.log.format\":\"text\",
@@ -215,7 +222,7 @@ t "Argo CD objects applied, Redis on $((B + 601))"
 bin/argocd-lane kargo -chart "$KARGO_CHART" -out render -ca pki/ca.crt -api-port $((B + 621)) -webhook-port $((B + 620)) \
   -password-hash "$(cat pki/admin-password.hash)" -signing-key "$(cat pki/token-signing-key)"
 $HUB apply --server-side --force-conflicts -f render/kargo-crds.yaml >/dev/null
-$HUB wait --for condition=Established crd --all --timeout=60s >/dev/null
+wait_for "Kargo's CRDs" 60 established
 $HUB apply --server-side --force-conflicts -f render/kargo.yaml >/dev/null
 run_kargo() { # deployment [extra NAME=VALUE...]
   local d=$1; shift
@@ -404,7 +411,7 @@ t "git daemon: $GIT_URL (tags: $(git ls-remote --tags "$GIT_URL" | sed 's|.*refs
 bin/argocd-lane fleet -out render -ca pki/ca.crt -webhook-port $((B + 630)) -steps-port $((B + 631)) \
   -metrics-port $((B + 632)) -probes-port $((B + 633))
 $HUB apply --server-side --force-conflicts -f render/kargo-fleet-crds.yaml >/dev/null
-$HUB wait --for condition=Established crd/fleetstages.fleet.kargo-fleet.io crd/fleetrollouts.fleet.kargo-fleet.io --timeout=60s >/dev/null
+wait_for "kargo-fleet's CRDs" 60 established fleetstages.fleet.kargo-fleet.io fleetrollouts.fleet.kargo-fleet.io
 # The ClusterPromotionTasks are validated by Kargo's webhooks server (up).
 $HUB apply --server-side --force-conflicts -f render/kargo-fleet.yaml >/dev/null
 sa_kubeconfig kargo-fleet kargo-fleet
