@@ -191,14 +191,23 @@ func (s *Server) render(w http.ResponseWriter, name string, data pageData) {
 }
 
 // fail answers an error: 404 for what does not exist or is not served, 403
-// for what the viewer may not read, 500 otherwise.
+// for what the viewer may not read, 503 when the API server does not
+// answer at all (no cluster, a wrong kubeconfig), with what to check, 500
+// otherwise.
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
+	var status apierrors.APIStatus
 	switch {
 	case apierrors.IsNotFound(err), errors.As(err, new(notServedError)):
 		code = http.StatusNotFound
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
 		code = http.StatusForbidden
+	case !errors.As(err, &status):
+		s.o.Log.Error(err, "The API server does not answer")
+		http.Error(w, "The dashboard cannot reach the Kubernetes API server it reads the fleets from. Check the "+
+			"kubeconfig it was started with (its server address, your credentials' expiry) and the network, then "+
+			"reload this page.\n\n"+err.Error(), http.StatusServiceUnavailable)
+		return
 	}
 	if code == http.StatusInternalServerError {
 		s.o.Log.Error(err, "Cannot serve a dashboard page")

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,7 +19,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/dashtest"
@@ -256,4 +260,27 @@ func TestHandler_events(t *testing.T) {
 		t.Fatal("the burst caused more pushes than the coalescing allows")
 	case <-time.After(700 * time.Millisecond):
 	}
+}
+
+func TestHandler_noCluster(t *testing.T) {
+	t.Parallel()
+	unreachable := fake.NewClientBuilder().WithScheme(testScheme()).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
+		},
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
+		},
+	}).Build()
+	s, err := New(context.Background(), Options{Reader: unreachable, Scheme: testScheme(), Namespaces: []string{dashtest.Namespace},
+		Clock: clocktesting.NewFakeClock(now), Log: logr.Discard()})
+	require.NoError(t, err)
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config.Handler = s.Handler(ts.Listener.Addr())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	code, body := get(t, ts.URL+fleetPage)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "cannot reach the Kubernetes API server")
+	require.Contains(t, body, "connection refused")
 }
