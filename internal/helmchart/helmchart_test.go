@@ -154,6 +154,13 @@ func TestRender(t *testing.T) {
 				require.Equal(t, "argocd", inv.GetNamespace())
 				require.Equal(t, []string{"get", "list", "watch"}, rulesOf(t, inv)[0].Verbs, "inventory Secrets are read only")
 				require.Equal(t, "argocd", Find(r.objs, "RoleBinding", "-inventory").GetNamespace())
+				shards, err := Render(Release{Name: "kargo-fleet", Namespace: "kargo-fleet", Values: map[string]any{
+					"networkPolicy": map[string]any{"extraStepClients": []any{map[string]any{"namespace": "kargo-eu",
+						"podLabels": map[string]any{"app.kubernetes.io/component": "controller"}}}}}})
+				require.NoError(t, err)
+				shardPolicy := yamlOf(t, Find(shards, "NetworkPolicy", ""))
+				require.Contains(t, shardPolicy, "kubernetes.io/metadata.name: kargo-eu", "a shard controller elsewhere reaches the step server")
+				require.Equal(t, 2, strings.Count(shardPolicy, "port: steps"))
 				require.NotNil(t, Find(r.objs, "ServiceAccount", ""), "the chart makes its ServiceAccount")
 				platformSA, err := Render(Release{Name: "kargo-fleet", Namespace: "kargo-fleet",
 					Values: map[string]any{"serviceAccount": map[string]any{"create": false, "name": "platform-made"}}})
