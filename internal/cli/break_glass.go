@@ -56,12 +56,13 @@ func newBreakGlassCommand(streams genericiooptions.IOStreams, kube kubeOptions) 
 		ValidArgsFunction: completeFleetStages(&o.kube),
 		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
-	o.kube.addFlags(cmd.Flags(), streams)
+	o.kube.addFlags(cmd, streams)
 	f := cmd.Flags()
 	f.StringVar(&o.stage, "stage", "", "Target Stage to promote (or --target).")
 	f.StringVar(&o.target, "target", "", "Target id whose Stage to promote (or --stage).")
 	f.StringVar(&o.freight, "freight", "", "Freight to promote (its name).")
 	f.StringVar(&o.reason, "reason", "", "Why: recorded on the Promotion and in the FleetStage's Event (required).")
+	o.kube.completeFleetFlags(cmd)
 	f.BoolVar(&o.dryRun, "dry-run", false, "Ask the API server and every admission webhook whether the Promotion would be "+
 		"admitted (server-side dry run); create nothing.")
 	o.output.addFlags(cmd)

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,10 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -26,6 +32,21 @@ func TestCompletion(t *testing.T) {
 		rollout("prod-bad-rb", fleetv1alpha1.DirectionRollback, goodFreight, fleetv1alpha1.RolloutRollingBack,
 			fleetv1alpha1.IntentRun, 2*time.Minute),
 	}
+	older, newer := freight(goodFreight, "v1.4.0"), freight(badFreight, "v1.5.0")
+	newer.CreationTimestamp = metav1.NewTime(older.CreationTimestamp.Add(time.Hour))
+	project := func(name string, labelled bool) *corev1.Namespace {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if labelled {
+			ns.Labels = map[string]string{"kargo.akuity.io/project": "true"}
+		}
+		return ns
+	}
+	target := func(id string) *kargo.Stage {
+		return testutil.MakeStage("shop", "prod."+id).Labels(map[string]string{fleetv1alpha1.FleetStageLabel: "prod",
+			fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget, fleetv1alpha1.TargetLabel: id}).Obj()
+	}
+	objs = append(objs, older, newer, project("shop", true), project("other", true), project("kube-system", false),
+		target("eu-2"), target("eu-1"))
 	kube := func() kubeOptions { return kubeOptions{client: newFakeClient("", objs...)} }
 	tests := []struct {
 		name          string
@@ -85,6 +106,40 @@ func TestCompletion(t *testing.T) {
 			flag:          "wave",
 			want:          []string{"all"},
 			wantDirective: cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder,
+		},
+		{
+			name:          "-n: the Kargo Projects",
+			cmd:           newStatusCommand(testStreams(&bytes.Buffer{}), kube(), clocktesting.NewFakeClock(t0)),
+			flag:          "namespace",
+			want:          []string{"other", "shop"},
+			wantDirective: cobra.ShellCompDirectiveNoFileComp,
+		},
+		{
+			name:          "--freight of break-glass: the Project's Freight, newest first, with its alias",
+			cmd:           newBreakGlassCommand(testStreams(&bytes.Buffer{}), kube()),
+			flags:         []string{"-n", "shop"},
+			args:          []string{"prod"},
+			flag:          "freight",
+			want:          []string{badFreight + "\tv1.5.0", goodFreight + "\tv1.4.0"},
+			wantDirective: cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder,
+		},
+		{
+			name:          "--target of break-glass: the fleet's target IDs",
+			cmd:           newBreakGlassCommand(testStreams(&bytes.Buffer{}), kube()),
+			flags:         []string{"-n", "shop"},
+			args:          []string{"prod"},
+			flag:          "target",
+			want:          []string{"eu-1", "eu-2"},
+			wantDirective: cobra.ShellCompDirectiveNoFileComp,
+		},
+		{
+			name:          "--context: the kubeconfig's contexts",
+			cmd:           newHistoryCommand(testStreams(&bytes.Buffer{}), kube()),
+			flags:         []string{"--kubeconfig", kubeconfigWithContexts(t, "staging", "prod-eu", "prod-us")},
+			flag:          "context",
+			toComplete:    "prod",
+			want:          []string{"prod-eu", "prod-us"},
+			wantDirective: cobra.ShellCompDirectiveNoFileComp,
 		},
 		{
 			name:          "-o: the formats the verb takes",
@@ -150,4 +205,17 @@ func TestHelp(t *testing.T) {
 			require.NotContains(t, own, "--as string", "the verb's own flags come first, apart")
 		})
 	}
+}
+
+// kubeconfigWithContexts writes a kubeconfig holding the named contexts.
+func kubeconfigWithContexts(t *testing.T, names ...string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\ncontexts:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "- {name: %s, context: {cluster: c}}\n", n)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	return path
 }

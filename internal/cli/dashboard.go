@@ -56,7 +56,7 @@ func newDashboardCommand(streams genericiooptions.IOStreams, kube kubeOptions) *
 }
 
 func (o *dashboardOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.kube.addFlags(cmd, o.streams)
 	f := cmd.Flags()
 	f.Lookup("namespace").Usage = "Show only this Kargo Project (default: every namespace with a FleetStage you may list)."
 	f.StringVar(&o.address, "address", defaultDashboardAddress, "Address to serve the dashboard on.")

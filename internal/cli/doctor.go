@@ -56,7 +56,7 @@ func newDoctorCommand(streams genericiooptions.IOStreams, kube kubeOptions, clk 
 }
 
 func (o *doctorOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.kube.addFlags(cmd, o.streams)
 	o.output.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.release, "release", "",

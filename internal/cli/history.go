@@ -50,9 +50,10 @@ func newHistoryCommand(streams genericiooptions.IOStreams, kube kubeOptions) *co
 }
 
 func (o *historyOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.kube.addFlags(cmd, o.streams)
 	o.output.addFlags(cmd)
 	cmd.Flags().StringVar(&o.target, "target", "", "Show this target's Freight history instead.")
+	o.kube.completeFleetFlags(cmd)
 }
 
 func (o *historyOptions) validate() error {

@@ -64,7 +64,7 @@ func newIntentCommand(o *intentOptions, short, long string) *cobra.Command {
 }
 
 func (o *intentOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.kube.addFlags(cmd, o.streams)
 	o.output.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.rollout, "rollout", "", "Only this FleetRollout (default: every unfinished FleetRollout of the FleetStage).")

@@ -42,7 +42,7 @@ type kubeOptions struct {
 
 // addFlags adds kubectl's connection flags to f, their warnings going to
 // streams.ErrOut.
-func (k *kubeOptions) addFlags(f *pflag.FlagSet, streams genericiooptions.IOStreams) {
+func (k *kubeOptions) addFlags(cmd *cobra.Command, streams genericiooptions.IOStreams) {
 	if k.flags == nil {
 		k.flags = genericclioptions.NewConfigFlags(true).WithWarningPrinter(streams)
 	}
@@ -50,7 +50,8 @@ func (k *kubeOptions) addFlags(f *pflag.FlagSet, streams genericiooptions.IOStre
 	k.flags.AddFlags(conn)
 	conn.Lookup("namespace").Usage = "Kargo Project (namespace) of the FleetStage (default: the context's namespace)."
 	groupFlags(conn, connectionFlags)
-	f.AddFlagSet(conn)
+	cmd.Flags().AddFlagSet(conn)
+	k.registerCompletions(cmd)
 }
 
 // namespaceFlag returns the value of -n ("" when not given).

@@ -72,7 +72,7 @@ func newPlanCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra
 }
 
 func (o *planOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.kube.addFlags(cmd, o.streams)
 	o.output.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "filename", "f", "", "FleetStage YAML file (- for stdin): plan it against the cluster's.")

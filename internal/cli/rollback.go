@@ -61,10 +61,11 @@ func newRollbackCommand(streams genericiooptions.IOStreams, kube kubeOptions) *c
 }
 
 func (o *rollbackOptions) addFlags(cmd *cobra.Command, streams genericiooptions.IOStreams) {
-	o.kube.addFlags(cmd.Flags(), streams)
+	o.kube.addFlags(cmd, streams)
 	o.output.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.to, "to", "", "Freight (name or alias) to return to (default: the FleetStage's last good Freight).")
+	o.kube.completeFleetFlags(cmd)
 	f.StringVar(&o.of, "of", "", "FleetRollout to roll back (default: the current forward rollout, else the last one).")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Print the FleetRollout that would be created without creating it.")
 	_ = cmd.RegisterFlagCompletionFunc("of", completeRollouts(&o.kube, forward))

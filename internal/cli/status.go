@@ -82,7 +82,7 @@ func newStatusCommand(streams genericiooptions.IOStreams, kube kubeOptions, clk 
 }
 
 func (o *statusOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.kube.addFlags(cmd, o.streams)
 	o.output.addFlags(cmd)
 	f := cmd.Flags()
 	f.BoolVar(&o.all, "all", false, "Show every FleetRollout of the FleetStage, not only the current and last ones.")
@@ -98,6 +98,7 @@ func (o *statusOptions) addFlags(cmd *cobra.Command) {
 		"(default: the current rollout, else the last one).")
 	f.BoolVar(&o.waitApprovals, "wait-approvals", false, "With --wait: keep waiting while the rollout waits for an approval "+
 		"or is paused, instead of exiting 5.")
+	o.kube.completeFleetFlags(cmd)
 	f.IntVar(&o.barWidth, "bar-width", report.DefaultBarWidth, "Width of the progress bars, in characters.")
 	f.StringVar(&o.dashboardURL, "dashboard-url", os.Getenv(link.DashboardURLEnv),
 		"Base URL of the kargo-fleet dashboard: the FleetStage's page there is printed under the report "+

@@ -55,7 +55,7 @@ func newTargetsCommand(streams genericiooptions.IOStreams, kube kubeOptions) *co
 }
 
 func (o *targetsOptions) addFlags(cmd *cobra.Command) {
-	o.kube.addFlags(cmd.Flags(), o.streams)
+	o.kube.addFlags(cmd, o.streams)
 	o.output.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVarP(&o.selector, "selector", "l", "", "Label selector over the targets' inventory labels (e.g. region=eu-west-1,tier!=critical).")
