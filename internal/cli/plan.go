@@ -33,6 +33,9 @@ type planOptions struct {
 	diffAgainst string
 	output      *outputOptions
 	maxNames    int
+	// inventoryNS are the namespaces sources may read inventory from, as
+	// the controller's --inventory-namespaces.
+	inventoryNS []string
 
 	streams genericiooptions.IOStreams
 	// width is the width of the terminal the table is written to (0:
@@ -77,6 +80,9 @@ func (o *planOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "filename", "f", "", "FleetStage YAML file (- for stdin): plan it against the cluster's.")
 	f.BoolVar(&o.local, "local", false, "Plan the -f file offline, over its inline targets and --targets only.")
+	f.StringSliceVar(&o.inventoryNS, "inventory-namespaces", inventory.DefaultNamespaces,
+		"Namespaces the FleetStage's sources may read inventory from besides its own, as the controller's flag of the "+
+			"same name (set it to what your installation's controller.inventoryNamespaces says).")
 	f.StringVar(&o.targetsFile, "targets", "", "With --local: YAML file of extra inline targets, a list of {name, labels, params}.")
 	f.StringVar(&o.diffAgainst, "diff-against", "", "With --local: another FleetStage YAML file; show which targets change waves from it.")
 	f.IntVar(&o.maxNames, "max-names", 10, "Target names shown per wave in text output; 0 shows all that fit.")
@@ -116,7 +122,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := clusterPlan(ctx, c, fs)
+	p, err := clusterPlan(ctx, c, fs, o.inventoryNS)
 	if err != nil {
 		return err
 	}
@@ -140,7 +146,7 @@ func (o *planOptions) runFileAgainstCluster(ctx context.Context) error {
 	if _, err := compileFleetStage(fs); err != nil {
 		return err
 	}
-	newPlan, err := clusterPlan(ctx, c, fs)
+	newPlan, err := clusterPlan(ctx, c, fs, o.inventoryNS)
 	if err != nil {
 		return withLocalHint(err)
 	}
@@ -153,7 +159,7 @@ func (o *planOptions) runFileAgainstCluster(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("error getting FleetStage %q in namespace %q: %w", fs.Name, fs.Namespace, err)
 	default:
-		if oldPlan, err = clusterPlan(ctx, c, current); err != nil {
+		if oldPlan, err = clusterPlan(ctx, c, current, o.inventoryNS); err != nil {
 			return fmt.Errorf("the cluster's FleetStage: %w", err)
 		}
 	}
@@ -169,10 +175,10 @@ func (o *planOptions) runFileAgainstCluster(ctx context.Context) error {
 
 // clusterPlan plans a FleetStage over the inventory its sources list in
 // the cluster, as the controller plans it (the Project's team scoping
-// included). The inventory is read with the user's rights and the default
-// namespace policy.
-func clusterPlan(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage) (*plan.WavePlan, error) {
-	fp, err := fleetplan.Plan(ctx, c, inventory.NewReader(c), fs)
+// included). The inventory is read with the user's rights, from the
+// FleetStage's namespace and inventoryNS.
+func clusterPlan(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage, inventoryNS []string) (*plan.WavePlan, error) {
+	fp, err := fleetplan.Plan(ctx, c, inventory.NewReader(c).WithNamespaces(inventory.NewNamespacePolicy(nonEmpty(inventoryNS))), fs)
 	if err != nil {
 		return nil, fmt.Errorf("error planning FleetStage %s/%s: %w", fs.Namespace, fs.Name, err)
 	}

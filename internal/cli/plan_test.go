@@ -209,3 +209,18 @@ func TestPlanFileWithoutACluster(t *testing.T) {
 	require.Equal(t, apierrors.NewNotFound(schema.GroupResource{Resource: "stages"}, "x"),
 		withLocalHint(apierrors.NewNotFound(schema.GroupResource{Resource: "stages"}, "x")), "an API server's answer needs no hint")
 }
+
+// TestPlanDocumentedExample runs docs/cli.md's offline plan of the shipped
+// examples.
+func TestPlanDocumentedExample(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	cmd := newPlanCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, kubeOptions{})
+	cmd.SetArgs([]string{"-f", "../../examples/fleetstage/prod-fleet.yaml", "--local", "--targets", "../../examples/plan/clusters.yaml"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	require.NoError(t, cmd.Execute())
+	require.Contains(t, out.String(), "10 candidates, 7 selected, 1 excluded, 2 not selected, 0 unassigned")
+	require.Regexp(t, `critical\s+2\s+2\s+0\s+Required\s+us-east-1-c, eu-west-1-c`, out.String())
+}

@@ -141,7 +141,10 @@ func yamlDocuments(t *testing.T, path string) []document {
 			break
 		}
 		require.NoError(t, err)
-		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+		body := bytes.TrimSpace(stripComments(doc))
+		if len(body) == 0 || bytes.HasPrefix(body, []byte("- ")) {
+			// Empty, or a list of targets for an offline plan
+			// (examples/plan): not an object to admit.
 			continue
 		}
 		out = append(out, document{source: rel + "#" + itoa(i), raw: doc})

@@ -97,6 +97,22 @@ func TestPlan(t *testing.T) {
 		require.Regexp(t, `\npilot\s+1\s+`, text)
 	})
 
+	t.Run("--inventory-namespaces: sources in the namespaces the controller allows", func(t *testing.T) {
+		const gitops = "plan-gitops"
+		create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gitops}})
+		s := clusterSecret("gitops-1", "pilot")
+		s.Namespace = gitops
+		create(t, s)
+		elsewhere := argoFleet(ns, "gitops")
+		elsewhere.Spec.Targets.Sources[0].Namespace = gitops
+		file := writeFleetStage(t, elsewhere)
+		_, _, err := kargoFleet("plan", "-f", file, "-n", ns)
+		require.ErrorContains(t, err, "--inventory-namespaces", "not allowed by default, as the controller would refuse it")
+		out, _, err := kargoFleet("plan", "-f", file, "-n", ns, "--inventory-namespaces", gitops, "-o", "json")
+		require.NoError(t, err)
+		require.Contains(t, out, "gitops-1")
+	})
+
 	t.Run("a cluster added to the inventory joins the plan", func(t *testing.T) {
 		s := clusterSecret("sa-east-1", "pilot")
 		create(t, s)
@@ -160,8 +176,8 @@ func TestPlan(t *testing.T) {
 
 	t.Run("--local keeps the offline plan: no cluster source is read", func(t *testing.T) {
 		_, errOut, err := kargoFleet("plan", "-f", writeFleetStage(t, fs), "--local")
-		require.NoError(t, err)
 		require.Contains(t, errOut, "(ArgoCDCluster) needs a cluster and is skipped")
+		require.ErrorContains(t, err, "the plan selects no target", "with its only source skipped, nothing is planned")
 	})
 
 	t.Run("kubectl's impersonation flags reach the API server", func(t *testing.T) {
