@@ -21,14 +21,15 @@ all: build
 
 ##@ Build
 
-.PHONY: build
-build: ## Build bin/kargo-fleet.
-	$(GO) build -o bin/kargo-fleet ./cmd/kargo-fleet
-
 # The release version: the chart's appVersion, so the chart's default image
 # tag is the image `make image` builds.
 VERSION       ?= v$(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/kargo-fleet/Chart.yaml)
 REVISION      ?= $(shell git rev-parse HEAD 2>/dev/null)
+
+.PHONY: build
+build: ## Build bin/kargo-fleet, stamped with the chart's appVersion and the commit.
+	$(GO) build -ldflags "-X github.com/kargo-fleet/kargo-fleet/internal/version.Version=$(VERSION)$(if $(REVISION),+$(shell echo $(REVISION) | cut -c1-12))" \
+	  -o bin/kargo-fleet ./cmd/kargo-fleet
 SOURCE_EPOCH  ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 
