@@ -3,10 +3,13 @@ package manager
 import (
 	"context"
 	"fmt"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,9 +50,21 @@ func newApplicationCache(mgr ctrl.Manager, namespaces []string) (*applicationCac
 		}
 		return nil, fmt.Errorf("error looking up the Argo CD Application kind: %w", err)
 	}
+	readable, err := readableNamespaces(mgr.GetConfig(), namespaces)
+	if err != nil {
+		return nil, err
+	}
+	if len(readable) == 0 {
+		// An informer the API server refuses never syncs, and a read of
+		// it would wait for ever: no Applications rather than no drift.
+		ctrl.Log.WithName("setup").Info("This controller may not list and watch Argo CD Applications in any of "+
+			"--argocd-namespaces: targets' Applications are not read (the chart grants it in controller.argocdNamespaces)",
+			"namespaces", namespaces)
+		return nil, nil
+	}
 	o := cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultTransform: cache.TransformStripManagedFields(),
 		DefaultNamespaces: map[string]cache.Config{}}
-	for _, ns := range namespaces {
+	for _, ns := range readable {
 		o.DefaultNamespaces[ns] = cache.Config{}
 	}
 	c, err := cache.New(mgr.GetConfig(), o)
@@ -83,8 +98,46 @@ func authorizedStagesOf(obj client.Object) []string {
 	return out
 }
 
+// readableNamespaces returns the namespaces where this controller may list
+// and watch Applications, asking the API server (SelfSubjectAccessReview,
+// which every authenticated identity may create).
+func readableNamespaces(cfg *rest.Config, namespaces []string) ([]string, error) {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("error creating a client for access reviews: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []string
+	for _, ns := range namespaces {
+		allowed := true
+		for _, verb := range []string{"list", "watch"} {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb,
+					Group: argocd.GroupVersion.Group, Resource: "applications"}}}
+			if err := c.Create(ctx, review); err != nil {
+				return nil, fmt.Errorf("error reviewing access to Argo CD Applications in %q: %w", ns, err)
+			}
+			allowed = allowed && review.Status.Allowed
+		}
+		if !allowed {
+			ctrl.Log.WithName("setup").Info("This controller may not list and watch Argo CD Applications here: "+
+				"they are not read", "namespace", ns)
+			continue
+		}
+		out = append(out, ns)
+	}
+	return out, nil
+}
+
+// readTimeout bounds one read of the Applications: an informer that has
+// not synced makes a read wait, and the version refresh must go on.
+const readTimeout = 10 * time.Second
+
 // For implements versions.Applications.
 func (c applicationCache) For(ctx context.Context, project, stage string) ([]*argocd.Application, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(argocd.GroupVersion.WithKind(argocd.ApplicationListKind))
 	if err := c.List(ctx, list, client.MatchingFields{authorizedStageIndex: project + ":" + stage}); err != nil {

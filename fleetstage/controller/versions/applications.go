@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -160,6 +161,10 @@ func (r *Reconciler) fleetsOfApplication(ctx context.Context, obj client.Object)
 func applicationsError(err error) error {
 	return fmt.Errorf("error reading Argo CD Applications: %w", err)
 }
+
+// applicationsRetry is how soon Applications that could not be read are
+// read again.
+const applicationsRetry = 30 * time.Second
 
 // applicationDescriptionPrefix begins the description the version refresh
 // writes on a target Stage whose Application shows a foreign or broken

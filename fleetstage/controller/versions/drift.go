@@ -59,8 +59,10 @@ type driftState struct {
 }
 
 // observe records the current drifts and returns the new ones and a copy
-// of the drift ends and reverts known.
-func (m *driftMemory) observe(key types.NamespacedName, drifts []drift.Drift, now time.Time) (
+// of the drift ends and reverts known. With partial set, what the drifts
+// say is not all there is (the Applications could not be read): a drift
+// seen before and missing now has not ended.
+func (m *driftMemory) observe(key types.NamespacedName, drifts []drift.Drift, now time.Time, partial bool) (
 	[]drift.Drift, map[string]time.Time, map[string]drift.Attempt) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -78,7 +80,11 @@ func (m *driftMemory) observe(key types.NamespacedName, drifts []drift.Drift, no
 		current[d.Key()] = true
 	}
 	for k := range s.seen {
-		if !current[k] {
+		switch {
+		case current[k]:
+		case partial:
+			current[k] = true
+		default:
 			s.cleared[k] = now
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,4 +83,26 @@ func TestReconcile_drift(t *testing.T) {
 			require.Len(t, rec.Events, tt.wantEvents)
 		})
 	}
+}
+
+func TestDriftMemoryPartialObservation(t *testing.T) {
+	t.Parallel()
+	var m driftMemory
+	key := types.NamespacedName{Namespace: "shop", Name: "prod"}
+	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	stageDrift := drift.Drift{Target: "a", Stage: "prod.a", Freight: "old", Intended: "new"}
+	appDrift := drift.Drift{Target: "b", Stage: "prod.b", Freight: "new", Intended: "new", Application: "k1"}
+	fresh, cleared, _ := m.observe(key, []drift.Drift{stageDrift, appDrift}, at, false)
+	require.Len(t, fresh, 2)
+	require.Empty(t, cleared)
+	// The Applications could not be read: the Application's drift has not
+	// ended, so no revert is made again once it is seen again.
+	_, cleared, _ = m.observe(key, []drift.Drift{stageDrift}, at.Add(time.Second), true)
+	require.Empty(t, cleared)
+	fresh, cleared, _ = m.observe(key, []drift.Drift{stageDrift, appDrift}, at.Add(2*time.Second), false)
+	require.Empty(t, fresh, "nothing new")
+	require.Empty(t, cleared)
+	// Read again, the Application's drift is gone: it ended.
+	_, cleared, _ = m.observe(key, []drift.Drift{stageDrift}, at.Add(3*time.Second), false)
+	require.Equal(t, map[string]time.Time{appDrift.Key(): at.Add(3 * time.Second)}, cleared)
 }

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -230,28 +231,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	intent.BreakGlass = drift.BreakGlassOf(breakGlass.Items)
 	drifts := drift.Detect(intent, drift.TargetsOf(stages.Items))
 	observeDrift(fs.Namespace, fs.Name, len(drifts))
-	appDrifts, err := r.observeApplications(ctx, fs, stages.Items, breakGlass.Items)
-	if err != nil {
-		return reconcile.Result{}, err
+	appDrifts, appsErr := r.observeApplications(ctx, fs, stages.Items, breakGlass.Items)
+	if appsErr != nil {
+		// What the Applications show is unknown for now: the Stages'
+		// drift and the versions are refreshed all the same, and the
+		// Applications' report stays as it was until they can be read.
+		log.FromContext(ctx).Info("Argo CD Applications not read; looking again shortly", "error", appsErr.Error())
 	}
 	// A foreign change of a target's Application is reverted like a target
 	// Stage running other Freight: by promoting the intended Freight again.
 	reverts := append(slices.Clip(drifts), drift.Reverts(appDrifts, intent.Freight)...)
-	fresh, cleared, attempts := r.drift.observe(req.NamespacedName, reverts, r.clock.Now())
+	fresh, cleared, attempts := r.drift.observe(req.NamespacedName, reverts, r.clock.Now(), appsErr != nil)
 	r.announce(fs, fresh)
 	wait, revertErr := r.revert(ctx, fs, anyOpen(rollouts), reverts, cleared, attempts)
-	more, err := r.publishApplications(ctx, fs, stages.Items, appDrifts)
-	if err != nil {
-		return reconcile.Result{}, errors.Join(revertErr, err)
+	var more bool
+	if appsErr == nil {
+		if more, err = r.publishApplications(ctx, fs, stages.Items, appDrifts); err != nil {
+			return reconcile.Result{}, errors.Join(revertErr, err)
+		}
 	}
-	if more && (wait <= 0 || wait > time.Second) {
+	switch {
+	case more && (wait <= 0 || wait > time.Second):
 		wait = time.Second
+	case appsErr != nil && (wait <= 0 || wait > applicationsRetry):
+		wait = applicationsRetry
 	}
 
 	after := fs.Status.DeepCopy()
 	after.Versions = versions
 	after.Drift = drift.Status(drifts)
-	after.Applications = drift.ApplicationStatus(appDrifts)
+	if appsErr == nil {
+		after.Applications = drift.ApplicationStatus(appDrifts)
+	}
 	drift.SetCondition(&after.Conditions, after.Drift, after.Applications, fs.Generation)
 	if held := r.holdVersions(req.NamespacedName, &fs.Status, after); held > 0 {
 		return reconcile.Result{RequeueAfter: max(wait, held)}, revertErr

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +22,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/manager"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 )
 
@@ -223,4 +226,35 @@ func TestApplicationChangesAreRevertedUnderRevert(t *testing.T) {
 	require.Empty(t, reverts("fleet.r-01"), "Argo CD's self-heal undoes a live edit: no revert races it")
 	require.Len(t, reverts("fleet.r-00"), 1, "reverted once")
 	f.kargoEvent("Stage", "fleet.r-00", "DriftReverted", "its Argo CD Application changed outside the fleet")
+}
+
+// TestApplicationsUnreadableSomewhereHurtNothing: --argocd-namespaces names
+// a namespace where the controller's RBAC grants no Application reads. The
+// controller starts, reads the Applications where it may, and the version
+// refresh goes on: an informer the API server refuses would never sync,
+// and a read of it would wait for ever.
+func TestApplicationsUnreadableSomewhereHurtNothing(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd-no-access"}}))
+	require.NoError(t, env.StopController())
+	t.Cleanup(func() {
+		_ = env.StopController()
+		require.NoError(t, env.StartController(), "the next test needs a controller")
+	})
+	require.NoError(t, env.StartControllerWith(func(o *manager.Options) {
+		o.ArgoCDNamespaces = []string{kargo.ArgoCDDefaultNamespace, "argocd-no-access"}
+	}))
+	f := newFleet(t, "app-partial-rbac", fleetSpec{targets: inline("p", 2, nil, nil), waves: []fleetv1alpha1.Wave{{Name: "all"}},
+		steps: []kargo.PromotionStep{{Uses: "argocd-update", As: "sync",
+			Config: cfgJSON(t, map[string]any{"apps": []any{map[string]any{"name": "${{ ctx.project }}-guestbook-${{ vars.fleetTargetId }}"}}})}}})
+	app := applicationOf(t, f, "p-00")
+	applicationOf(t, f, "p-01")
+	f.ship(f.good)
+	f.rollout(f.good, fleetv1alpha1.RolloutSucceeded)
+	argoCDDoes(t, app, map[string]any{"health": map[string]any{"status": "Degraded", "message": "broken"}})
+	require.Eventually(t, func() bool {
+		fs := &fleetv1alpha1.FleetStage{}
+		return env.Client.Get(ctx, f.fleetKey, fs) == nil && fs.Status.Applications != nil && fs.Status.Applications.Broken == 1 &&
+			len(fs.Status.Versions) > 0
+	}, 30*time.Second, tick, "the Applications where the controller may read them were not reported")
 }
