@@ -84,7 +84,7 @@ func TestArgoCDDriftReported(t *testing.T) {
 	d := f.awaitApplicationDrift(tg, drift.ClassForeign, manualSyncReasons, start)
 	f.checkManualSync(tg, d, "alice", v1)
 	f.requireDeployed("v1", []string{tg.id})
-	f.requireAnnounced(tg, d)
+	f.requireAnnounced(tg, d, start)
 	fs := f.fleetStage()
 	cond := meta.FindStatusCondition(fs.Status.Conditions, fleetv1alpha1.DriftedCondition)
 	require.NotNil(t, cond)
@@ -570,8 +570,8 @@ func (f *argoFleet) reasonsSeen(tg target) string {
 }
 
 // requireAnnounced checks the target Stage's description and the
-// ApplicationChanged Event of d.
-func (f *argoFleet) requireAnnounced(tg target, d fleetv1alpha1.ApplicationDrift) {
+// ApplicationChanged Event of d, recorded after since.
+func (f *argoFleet) requireAnnounced(tg target, d fleetv1alpha1.ApplicationDrift, since time.Time) {
 	f.t.Helper()
 	stage := render.TargetStageName(fleetName, tg.id)
 	want := fmt.Sprintf("Argo CD: argocd/%s %s (%s): ", tg.app, strings.ToLower(d.Class), d.Reason)
@@ -595,6 +595,9 @@ func (f *argoFleet) requireAnnounced(tg target, d fleetv1alpha1.ApplicationDrift
 		for _, e := range list.Items {
 			r, _, _ := unstructured.NestedString(e.Object, "reason")
 			n, _, _ := unstructured.NestedString(e.Object, "note")
+			if e.GetCreationTimestamp().Time.Before(since.Truncate(time.Second)) {
+				continue
+			}
 			if r == "ApplicationChanged" && strings.Contains(n, tg.app) && strings.Contains(n, d.Reason) {
 				note = n
 				return true
