@@ -1,6 +1,8 @@
 package argocd
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -73,11 +75,41 @@ type Condition struct {
 // ApplicationStatus is the part of an Application's status kargo-fleet
 // reads.
 type ApplicationStatus struct {
-	Sync           SyncStatus      `json:"sync,omitempty"`
-	Health         HealthStatus    `json:"health,omitempty"`
-	OperationState *OperationState `json:"operationState,omitempty"`
-	Summary        Summary         `json:"summary,omitempty"`
-	Conditions     []Condition     `json:"conditions,omitempty"`
+	Sync           SyncStatus       `json:"sync,omitempty"`
+	Health         HealthStatus     `json:"health,omitempty"`
+	OperationState *OperationState  `json:"operationState,omitempty"`
+	Summary        Summary          `json:"summary,omitempty"`
+	Conditions     []Condition      `json:"conditions,omitempty"`
+	Resources      []ResourceStatus `json:"resources,omitempty"`
+}
+
+// ResourceStatus is one live resource of an Application, as Argo CD
+// judged it.
+type ResourceStatus struct {
+	Kind      string        `json:"kind,omitempty"`
+	Namespace string        `json:"namespace,omitempty"`
+	Name      string        `json:"name,omitempty"`
+	Health    *HealthStatus `json:"health,omitempty"`
+}
+
+// HealthMessage says why the Application has its health: Argo CD's own
+// message, else (Argo CD v3 leaves the Application's empty) the first
+// resource with the same health and a message.
+func (a *Application) HealthMessage() string {
+	h := a.Status.Health
+	if h.Message != "" {
+		return h.Message
+	}
+	for _, r := range a.Status.Resources {
+		if r.Health != nil && r.Health.Status == h.Status && r.Health.Message != "" {
+			name := r.Name
+			if r.Namespace != "" {
+				name = r.Namespace + "/" + r.Name
+			}
+			return fmt.Sprintf("%s %s: %s", r.Kind, name, r.Health.Message)
+		}
+	}
+	return ""
 }
 
 // SyncStatus says whether the live state matches Git, at which revision.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
@@ -67,6 +68,45 @@ type ObservedApplication struct {
 	// Origins maps the Promotions of the target Stage the fleet knows to
 	// their origin.
 	Origins map[string]Origin
+	// ActorOf returns the create-actor of a Kargo Promotion ("" for
+	// Kargo's own) and whether the Promotion was found; nil: none is.
+	ActorOf func(promotion string) (string, bool)
+	// Promoting says a Promotion of the target Stage runs: Kargo is
+	// changing the Application (pinning a revision, syncing), so what it
+	// shows now is the fleet's work in progress.
+	Promoting bool
+}
+
+// kargoStarted reports whether Kargo's argocd-update started the sync:
+// the operation names a Promotion and its initiator is the one Kargo
+// writes for that Promotion (its create-actor, else Kargo's controller).
+// Argo CD keeps the previous operation's info when a user syncs, so a
+// Promotion in the info alone does not make the sync Kargo's.
+func (o ObservedApplication) kargoStarted(sync argocd.LastSync) bool {
+	if sync.Promotion == "" {
+		return false
+	}
+	if o.ActorOf != nil {
+		if actor, found := o.ActorOf(sync.Promotion); found {
+			if actor == "" {
+				return sync.By == argocd.KargoInitiator
+			}
+			return sync.By == actor
+		}
+	}
+	// The Promotion is gone: the initiators Kargo writes.
+	return sync.By == argocd.KargoInitiator || kargoActor(sync.By)
+}
+
+// kargoActor reports whether name has the form of a Kargo create-actor
+// ("kubernetes:<user>", "email:<address>", "subject:<id>", "admin").
+func kargoActor(name string) bool {
+	for _, prefix := range []string{"kubernetes:", "email:", "subject:", "controller:"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return name == "admin"
 }
 
 // ApplicationDrift is what an Application shows that the fleet did not do.
@@ -113,8 +153,17 @@ func ClassifyApplication(o ObservedApplication) (ApplicationDrift, bool) {
 	d := ApplicationDrift{Target: o.Target, Stage: o.Stage, Application: o.App.Namespace + "/" + o.App.Name,
 		SelfHeals: o.App.SelfHeals()}
 	sync, ok := o.App.LastSync()
-	if ok && sync.Running() {
+	switch {
+	case o.Promoting || (ok && sync.Running()):
 		return d, false
+	case !ok && o.App.Status.Sync.Status == argocd.SyncStatusOutOfSync:
+		// Never synced: an Application the fleet has not promoted yet.
+		return d, false
+	}
+	if ok && !o.kargoStarted(sync) {
+		// A user's or Argo CD's sync that kept the info of an earlier
+		// Kargo one.
+		sync.Promotion = ""
 	}
 	if ok {
 		switch stage, isPromotion := argocd.PromotionStage(sync.Promotion); {
@@ -136,9 +185,9 @@ func ClassifyApplication(o ObservedApplication) (ApplicationDrift, bool) {
 		return d.with(ClassForeign, ReasonOutOfSync, "its live resources differ from revision %s: changed outside Git",
 			orNone(o.App.SyncedRevision()))
 	case o.App.Status.Health.Status == argocd.HealthDegraded:
-		return d.with(ClassBroken, ReasonDegraded, "Degraded: %s", orNone(o.App.Status.Health.Message))
+		return d.with(ClassBroken, ReasonDegraded, "Degraded: %s", orNone(o.App.HealthMessage()))
 	case o.App.Status.Health.Status == argocd.HealthMissing:
-		return d.with(ClassBroken, ReasonMissing, "its resources are Missing: %s", orNone(o.App.Status.Health.Message))
+		return d.with(ClassBroken, ReasonMissing, "its resources are Missing: %s", orNone(o.App.HealthMessage()))
 	}
 	return d, false
 }

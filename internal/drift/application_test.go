@@ -165,3 +165,64 @@ func TestSetConditionWithApplications(t *testing.T) {
 	require.Equal(t, "ApplicationsChanged", conds[0].Reason)
 	require.Contains(t, conds[0].Message, "argocd/g-eu-1: alice synced revision old")
 }
+
+func TestClassifyApplicationOnARealArgoCD(t *testing.T) {
+	t.Parallel()
+	const stage = "prod.eu-1"
+	fleetPromo := stage + ".01jdx3k0a1b2c3d4e5f6g7h8j9.9f8e7d6"
+	const controller = "kubernetes:system:serviceaccount:kargo-fleet:kargo-fleet"
+	actorOf := func(p string) (string, bool) {
+		if p == fleetPromo {
+			return controller, true
+		}
+		return "", false
+	}
+	synced := func(by string) *argocd.OperationState {
+		return &argocd.OperationState{Phase: argocd.OperationSucceeded, SyncResult: &argocd.SyncOperationResult{Revision: "v1"},
+			Operation: argocd.Operation{InitiatedBy: argocd.OperationInitiator{Username: by},
+				Info: []argocd.Info{{Name: argocd.PromotionInfoKey, Value: fleetPromo}}}}
+	}
+	healthy := argocd.ApplicationStatus{Sync: argocd.SyncStatus{Status: argocd.SyncStatusSynced}, Health: argocd.HealthStatus{Status: argocd.HealthHealthy}}
+	classify := func(st argocd.ApplicationStatus, promoting bool) (ApplicationDrift, bool) {
+		return ClassifyApplication(ObservedApplication{Target: "eu-1", Stage: stage, Promoting: promoting, ActorOf: actorOf,
+			App: &argocd.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "g-eu-1"}, Status: st}})
+	}
+
+	st := healthy
+	st.OperationState = synced(controller)
+	_, ok := classify(st, false)
+	require.False(t, ok, "the fleet's own sync: its Promotion's create-actor started it")
+
+	// Argo CD keeps the info of the earlier Kargo sync when a user syncs.
+	st.OperationState = synced("alice")
+	d, ok := classify(st, false)
+	require.True(t, ok)
+	require.Equal(t, ReasonManualSync, d.Reason, "%+v", d)
+	require.Contains(t, d.Message, "alice synced revision v1")
+
+	// An Application never synced is the fleet's still to promote.
+	_, ok = classify(argocd.ApplicationStatus{Sync: argocd.SyncStatus{Status: argocd.SyncStatusOutOfSync}}, false)
+	require.False(t, ok)
+
+	// While Kargo promotes the target it changes the Application.
+	st = healthy
+	st.OperationState = synced(controller)
+	st.Sync.Status = argocd.SyncStatusOutOfSync
+	_, ok = classify(st, true)
+	require.False(t, ok)
+	d, ok = classify(st, false)
+	require.True(t, ok)
+	require.Equal(t, ReasonOutOfSync, d.Reason)
+
+	// Argo CD v3 leaves the Application's health message empty: the
+	// resource's says why.
+	st = healthy
+	st.OperationState = synced(controller)
+	st.Health.Status = argocd.HealthDegraded
+	st.Resources = []argocd.ResourceStatus{{Kind: "ConfigMap", Namespace: "team-a", Name: "web-config"},
+		{Kind: "Deployment", Namespace: "team-a", Name: "web",
+			Health: &argocd.HealthStatus{Status: argocd.HealthDegraded, Message: `Deployment "web" exceeded its progress deadline`}}}
+	d, ok = classify(st, false)
+	require.True(t, ok)
+	require.Equal(t, `Degraded: Deployment team-a/web: Deployment "web" exceeded its progress deadline`, d.Message)
+}

@@ -61,6 +61,13 @@ func (r *Reconciler) observeApplications(ctx context.Context, fs *fleetv1alpha1.
 	for i := range breakGlass {
 		origins[breakGlass[i].Name] = drift.OriginBreakGlass
 	}
+	actorOf := func(name string) (string, bool) {
+		p := &kargo.Promotion{}
+		if err := r.client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: name}, p, client.UnsafeDisableDeepCopy); err != nil {
+			return "", false
+		}
+		return p.Annotations[kargo.CreateActorAnnotation], true
+	}
 	var out []drift.ApplicationDrift
 	for i := range stages {
 		st := &stages[i]
@@ -71,7 +78,7 @@ func (r *Reconciler) observeApplications(ctx context.Context, fs *fleetv1alpha1.
 		for _, app := range apps {
 			target := drift.TargetsOf(stages[i : i+1])[0].Name
 			if d, ok := drift.ClassifyApplication(drift.ObservedApplication{Target: target, Stage: st.Name, App: app,
-				Origins: origins}); ok {
+				Origins: origins, ActorOf: actorOf, Promoting: st.Status.CurrentPromotion != nil}); ok {
 				out = append(out, d)
 			}
 		}

@@ -85,19 +85,20 @@ func TestApplicationChangesAreReported(t *testing.T) {
 	last, ok := app.LastSync()
 	require.True(t, ok, "argocd-update synced the Application")
 	require.Equal(t, "fleet.a-00", mustStage(t, last.Promotion))
-	ownSync := map[string]string{}
+	ownSync := map[string]argocd.LastSync{}
 	for id, name := range apps {
 		u := synced.DeepCopy()
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: kargo.ArgoCDDefaultNamespace, Name: name}, u))
 		a, err := argocd.FromUnstructured(u.Object)
 		require.NoError(t, err)
-		s, _ := a.LastSync()
-		ownSync[id] = s.Promotion
+		ownSync[id], _ = a.LastSync()
 	}
 
 	started := time.Now()
+	// A sync made in Argo CD: Argo CD keeps the earlier operation's info
+	// (the fleet's Promotion) and changes its initiator.
 	argoCDDoes(t, apps["a-00"], map[string]any{"operationState": map[string]any{"phase": "Succeeded",
-		"operation":  map[string]any{"initiatedBy": map[string]any{"username": "alice"}, "info": nil},
+		"operation":  map[string]any{"initiatedBy": map[string]any{"username": "alice"}},
 		"syncResult": map[string]any{"revision": "0ld"}}})
 	argoCDDoes(t, apps["a-01"], map[string]any{"sync": map[string]any{"status": "OutOfSync"}})
 	argoCDDoes(t, apps["a-02"], map[string]any{"operationState": map[string]any{"phase": "Succeeded",
@@ -141,8 +142,8 @@ func TestApplicationChangesAreReported(t *testing.T) {
 	// Back as the fleet left them: the report clears.
 	for _, id := range []string{"a-00", "a-02"} {
 		argoCDDoes(t, apps[id], map[string]any{"operationState": map[string]any{"phase": "Succeeded",
-			"operation": map[string]any{"initiatedBy": map[string]any{"username": argocd.KargoInitiator},
-				"info": []any{map[string]any{"name": argocd.PromotionInfoKey, "value": ownSync[id]}}}}})
+			"operation": map[string]any{"initiatedBy": map[string]any{"username": ownSync[id].By},
+				"info": []any{map[string]any{"name": argocd.PromotionInfoKey, "value": ownSync[id].Promotion}}}}})
 	}
 	argoCDDoes(t, apps["a-01"], map[string]any{"sync": map[string]any{"status": "Synced"}})
 	argoCDDoes(t, apps["a-03"], map[string]any{"health": map[string]any{"status": "Healthy", "message": ""}})
