@@ -420,31 +420,23 @@ func TestArgoCDApplicationSetFromTargets(t *testing.T) {
 	f.rollOut("v2", "all")
 }
 
-// manualSyncReasons: a sync started in Argo CD is ManualSync, or OutOfSync
-// while the Application's operation state still carries the previous
-// Kargo sync's Promotion info (checkManualSync tells which).
-var manualSyncReasons = []string{drift.ReasonManualSync, drift.ReasonOutOfSync}
+// manualSyncReasons: a sync started in Argo CD is ManualSync, though Argo
+// CD's application controller merges the new operation into
+// status.operationState and keeps the previous Kargo sync's Promotion info
+// beside the user's initiatedBy.
+var manualSyncReasons = []string{drift.ReasonManualSync}
 
-// checkManualSync checks what a manual sync by user of rev was reported as,
-// and says it when the report is OutOfSync: Argo CD's application
-// controller merges a new operation into status.operationState, so the
-// info of the previous operation (Kargo's kargo.akuity.io/promotion) stays
-// beside the user's initiatedBy, and the sync reads as the fleet's own.
+// checkManualSync checks that a manual sync by user of rev was reported as
+// such, and prints the operation Argo CD left.
 func (f *argoFleet) checkManualSync(tg target, d fleetv1alpha1.ApplicationDrift, user, rev string) {
 	f.t.Helper()
 	app := getApp(f.t, tg.app)
 	by, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "operation", "initiatedBy", "username")
 	require.Equal(f.t, user, by, "the Application's last operation")
 	info, _, _ := unstructured.NestedSlice(app.Object, "status", "operationState", "operation", "info")
-	if d.Reason == drift.ReasonManualSync {
-		require.Contains(f.t, d.Message, user)
-		require.Contains(f.t, d.Message, rev)
-		return
-	}
-	require.Contains(f.t, d.Message, "changed outside Git")
-	f.t.Logf("report: %s: the manual sync by %s reads as %s/%s: status.operationState.operation has initiatedBy %q and the info %v",
-		tg.id, user, d.Class, d.Reason, by, info)
-	report(f.t, "target=%s manual_sync_reported_as=%s/%s (not ManualSync) operation_state_initiated_by=%s operation_state_info=%v",
+	require.Equal(f.t, drift.ReasonManualSync, d.Reason, "%+v", d)
+	require.Contains(f.t, d.Message, user)
+	report(f.t, "target=%s manual_sync_reported_as=%s/%s operation_state_initiated_by=%s operation_state_info=%v",
 		tg.id, d.Class, d.Reason, by, info)
 }
 
