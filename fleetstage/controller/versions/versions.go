@@ -229,33 +229,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	intent := drift.IntentOf(&fs.Status, rollouts)
 	intent.BreakGlass = drift.BreakGlassOf(breakGlass.Items)
-	drifts := drift.Detect(intent, drift.TargetsOf(stages.Items))
-	observeDrift(fs.Namespace, fs.Name, len(drifts))
-	appDrifts, appsErr := r.observeApplications(ctx, fs, stages.Items, breakGlass.Items)
-	if appsErr != nil {
-		// What the Applications show is unknown for now: the Stages'
-		// drift and the versions are refreshed all the same, and the
-		// Applications' report stays as it was until they can be read.
-		log.FromContext(ctx).Info("Argo CD Applications not read; looking again shortly", "error", appsErr.Error())
+	d, err := r.refreshDrift(ctx, fs, intent, stages.Items, breakGlass.Items, anyOpen(rollouts))
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	// A foreign change of a target's Application is reverted like a target
-	// Stage running other Freight: by promoting the intended Freight again.
-	reverts := append(slices.Clip(drifts), drift.Reverts(appDrifts, intent.Freight)...)
-	fresh, cleared, attempts := r.drift.observe(req.NamespacedName, reverts, r.clock.Now(), appsErr != nil)
-	r.announce(fs, fresh)
-	wait, revertErr := r.revert(ctx, fs, anyOpen(rollouts), reverts, cleared, attempts)
-	var more bool
-	if appsErr == nil {
-		if more, err = r.publishApplications(ctx, fs, stages.Items, appDrifts); err != nil {
-			return reconcile.Result{}, errors.Join(revertErr, err)
-		}
-	}
-	switch {
-	case more && (wait <= 0 || wait > time.Second):
-		wait = time.Second
-	case appsErr != nil && (wait <= 0 || wait > applicationsRetry):
-		wait = applicationsRetry
-	}
+	drifts, appDrifts, appsErr, wait, revertErr := d.drifts, d.apps, d.appsErr, d.wait, d.revertErr
 
 	after := fs.Status.DeepCopy()
 	after.Versions = versions
@@ -367,4 +345,54 @@ func (w *writeTimes) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.last, key)
+}
+
+// refreshed is what refreshDrift found and did.
+type refreshed struct {
+	// drifts are the target Stages running other Freight; apps what the
+	// targets' Applications show, unknown when appsErr is set.
+	drifts    []drift.Drift
+	apps      []drift.ApplicationDrift
+	appsErr   error
+	wait      time.Duration
+	revertErr error
+}
+
+// refreshDrift detects the drifted target Stages and what the targets'
+// Applications show, announces what is new, reverts under the Revert
+// policy and describes the target Stages. An error reading the
+// Applications leaves their report as it was (refreshed.appsErr); only a
+// failed description write is an error.
+func (r *Reconciler) refreshDrift(ctx context.Context, fs *fleetv1alpha1.FleetStage, intent drift.Intent, stages []kargo.Stage,
+	breakGlass []kargo.Promotion, rolloutOpen bool) (refreshed, error) {
+	var out refreshed
+	out.drifts = drift.Detect(intent, drift.TargetsOf(stages))
+	observeDrift(fs.Namespace, fs.Name, len(out.drifts))
+	out.apps, out.appsErr = r.observeApplications(ctx, fs, stages, breakGlass)
+	if out.appsErr != nil {
+		// What the Applications show is unknown for now: the Stages'
+		// drift and the versions are refreshed all the same, and the
+		// Applications' report stays as it was until they can be read.
+		log.FromContext(ctx).Info("Argo CD Applications not read; looking again shortly", "error", out.appsErr.Error())
+	}
+	// A foreign change of a target's Application is reverted like a target
+	// Stage running other Freight: by promoting the intended Freight again.
+	reverts := append(slices.Clip(out.drifts), drift.Reverts(out.apps, intent.Freight)...)
+	fresh, cleared, attempts := r.drift.observe(client.ObjectKeyFromObject(fs), reverts, r.clock.Now(), out.appsErr != nil)
+	r.announce(fs, fresh)
+	out.wait, out.revertErr = r.revert(ctx, fs, rolloutOpen, reverts, cleared, attempts)
+	var more bool
+	if out.appsErr == nil {
+		var err error
+		if more, err = r.publishApplications(ctx, fs, stages, out.apps); err != nil {
+			return out, errors.Join(out.revertErr, err)
+		}
+	}
+	switch {
+	case more && (out.wait <= 0 || out.wait > time.Second):
+		out.wait = time.Second
+	case out.appsErr != nil && (out.wait <= 0 || out.wait > applicationsRetry):
+		out.wait = applicationsRetry
+	}
+	return out, nil
 }
