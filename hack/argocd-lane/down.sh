@@ -10,6 +10,12 @@ stop() {
   local f=run/$1.pid p
   [ -f "$f" ] || return 0
   p=$(cat "$f")
+  # Only the process up.sh started (its HOME is run/NAME.home): a PID file
+  # left by a lane that died may name another process since.
+  if ! tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "HOME=$L/run/$1.home"; then
+    rm -f "$f"
+    return 0
+  fi
   if kill "$p" 2>/dev/null; then
     for _ in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
     kill -0 "$p" 2>/dev/null && kill -9 "$p" 2>/dev/null

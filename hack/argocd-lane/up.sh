@@ -82,7 +82,14 @@ cp -f "$REPO/hack/argocd-lane/down.sh" "$L/down.sh"
 t "lane in $L (ports $B-$((B+699)))"
 
 # --- processes -----------------------------------------------------------------
-alive() { [ -f "run/$1.pid" ] && kill -0 "$(cat "run/$1.pid")" 2>/dev/null; }
+# alive NAME: the process run/NAME.pid names runs and is the one start()
+# started (its HOME is run/NAME.home): a PID file left by a lane that died
+# may name another process since.
+alive() {
+  [ -f "run/$1.pid" ] || return 1
+  local p; p=$(cat "run/$1.pid")
+  kill -0 "$p" 2>/dev/null && tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "HOME=$L/run/$1.home"
+}
 # start NAME ENVFILE CMD...: runs CMD with only PATH, HOME and the NAME=VALUE
 # lines of ENVFILE ("-" for none) in its environment; PID in run/NAME.pid.
 start() {
@@ -427,7 +434,9 @@ mapfile -t FLEET_ARGS < <(sed -e "s|=:\([0-9]\)|=127.0.0.1:\1|" \
 # A kargo-fleet rebuilt from changed sources replaces the running one.
 SUM=$(sha256sum bin/kargo-fleet | cut -d' ' -f1)
 if alive kargo-fleet && [ "$(cat run/kargo-fleet.sha256 2>/dev/null)" != "$SUM" ]; then
-  kill "$(cat run/kargo-fleet.pid)"; for _ in $(seq 1 40); do alive kargo-fleet || break; sleep 0.25; done
+  if alive kargo-fleet; then
+    kill "$(cat run/kargo-fleet.pid)"; for _ in $(seq 1 40); do alive kargo-fleet || break; sleep 0.25; done
+  fi
   t "kargo-fleet changed: restarting its controller"
 fi
 alive kargo-fleet || echo "$SUM" > run/kargo-fleet.sha256
