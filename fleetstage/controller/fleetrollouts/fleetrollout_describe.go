@@ -2,9 +2,7 @@ package fleetrollouts
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +11,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
@@ -83,14 +82,8 @@ func (r *FleetRolloutReconciler) describe(ctx context.Context, key types.Namespa
 			return descriptionInterval - since, nil
 		}
 	}
-	raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{kargo.DescriptionAnnotation: d.Text}}})
-	if err != nil {
+	if err := kargoclient.DescribeStage(ctx, r.client, st, d.Text); err != nil {
 		return 0, err
-	}
-	// A merge patch of the one annotation: it never conflicts with the
-	// FleetStage controller's writes of the spec.
-	if err := r.client.Patch(ctx, st.DeepCopy(), client.RawPatch(types.MergePatchType, raw)); client.IgnoreNotFound(err) != nil {
-		return 0, fmt.Errorf("error describing wave Stage %q: %w", key.Name, err)
 	}
 	r.mu.Lock()
 	r.described[key] = described{shape: d.Shape, at: now}

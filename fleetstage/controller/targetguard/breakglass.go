@@ -2,15 +2,12 @@ package targetguard
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
@@ -54,25 +51,13 @@ func (r *Reconciler) clearBreakGlass(ctx context.Context, st *kargo.Stage) error
 	return r.setDescription(ctx, st, "")
 }
 
-// setDescription merge-patches the Stage's one description annotation
-// (empty: removes it), so it never conflicts with the FleetStage
-// controller's writes of the Stage.
+// setDescription writes the Stage's description unless it already reads
+// text.
 func (r *Reconciler) setDescription(ctx context.Context, st *kargo.Stage, text string) error {
 	if st.Annotations[kargo.DescriptionAnnotation] == text {
 		return nil
 	}
-	var value any = text
-	if text == "" {
-		value = nil
-	}
-	raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{kargo.DescriptionAnnotation: value}}})
-	if err != nil {
-		return err
-	}
-	if err := r.client.Patch(ctx, st.DeepCopy(), client.RawPatch(types.MergePatchType, raw)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("error describing target Stage %q: %w", st.Name, err)
-	}
-	return nil
+	return kargoclient.DescribeStage(ctx, r.client, st, text)
 }
 
 // breakGlass records and describes p when it is a break-glass Promotion

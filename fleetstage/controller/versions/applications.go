@@ -2,7 +2,6 @@ package versions
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/argocd"
 	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
@@ -218,16 +218,8 @@ func (r *Reconciler) describeApplications(ctx context.Context, stages []kargo.St
 			return true, nil
 		}
 		writes++
-		var value any = next
-		if next == "" {
-			value = nil
-		}
-		raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{kargo.DescriptionAnnotation: value}}})
-		if err != nil {
+		if err := kargoclient.DescribeStage(ctx, r.client, st, next); err != nil {
 			return false, err
-		}
-		if err := r.client.Patch(ctx, st.DeepCopy(), client.RawPatch(types.MergePatchType, raw)); client.IgnoreNotFound(err) != nil {
-			return false, fmt.Errorf("error describing target Stage %q: %w", st.Name, err)
 		}
 	}
 	return false, nil
