@@ -3,12 +3,14 @@ package manager
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -20,9 +22,11 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
-// authorizedStageIndex indexes cached Applications by every
-// "<project>:<stage>" their kargo.akuity.io/authorized-stage names.
-const authorizedStageIndex = "kargo-fleet.authorizedStage"
+// authorizedProjectIndex indexes cached Applications by every Project
+// their kargo.akuity.io/authorized-stage names a Stage of: a version
+// refresh reads a fleet's Applications with one lookup, whatever the
+// number of its targets.
+const authorizedProjectIndex = "kargo-fleet.authorizedProject"
 
 // applicationGVK is Argo CD's Application kind.
 var applicationGVK = argocd.GroupVersion.WithKind(argocd.ApplicationKind)
@@ -73,7 +77,7 @@ func newApplicationCache(mgr ctrl.Manager, namespaces []string) (*applicationCac
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(applicationGVK)
-	if err := c.IndexField(context.Background(), u, authorizedStageIndex, authorizedStagesOf); err != nil {
+	if err := c.IndexField(context.Background(), u, authorizedProjectIndex, authorizedProjectsOf); err != nil {
 		return nil, fmt.Errorf("error indexing Argo CD Applications: %w", err)
 	}
 	ac := &applicationCache{c}
@@ -83,17 +87,24 @@ func newApplicationCache(mgr ctrl.Manager, namespaces []string) (*applicationCac
 	return ac, nil
 }
 
-// authorizedStagesOf returns the "<project>:<stage>" entries an
-// Application authorizes, as Kargo parses them; none when Kargo would
-// refuse the annotation.
-func authorizedStagesOf(obj client.Object) []string {
+// authorizedStagesOf returns the Stages an Application authorizes, as
+// Kargo parses the annotation; none when Kargo would refuse it.
+func authorizedStagesOf(obj client.Object) []types.NamespacedName {
 	entries, err := kargo.AuthorizedStages(obj.GetAnnotations()[kargo.AuthorizedStageAnnotation])
 	if err != nil {
 		return nil
 	}
-	out := make([]string, len(entries))
-	for i, e := range entries {
-		out[i] = e.Namespace + ":" + e.Name
+	return entries
+}
+
+// authorizedProjectsOf returns the Projects of the Stages an Application
+// authorizes.
+func authorizedProjectsOf(obj client.Object) []string {
+	var out []string
+	for _, e := range authorizedStagesOf(obj) {
+		if !slices.Contains(out, e.Namespace) {
+			out = append(out, e.Namespace)
+		}
 	}
 	return out
 }
@@ -134,22 +145,28 @@ func readableNamespaces(cfg *rest.Config, namespaces []string) ([]string, error)
 // not synced makes a read wait, and the version refresh must go on.
 const readTimeout = 10 * time.Second
 
-// For implements versions.Applications.
-func (c applicationCache) For(ctx context.Context, project, stage string) ([]*argocd.Application, error) {
+// InProject implements versions.Applications: one read of the cache's
+// index, then the Applications sorted by the Stage of project they
+// authorize.
+func (c applicationCache) InProject(ctx context.Context, project string) (map[string][]*argocd.Application, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(argocd.GroupVersion.WithKind(argocd.ApplicationListKind))
-	if err := c.List(ctx, list, client.MatchingFields{authorizedStageIndex: project + ":" + stage}); err != nil {
-		return nil, fmt.Errorf("error listing the Argo CD Applications of Stage %s:%s: %w", project, stage, err)
+	if err := c.List(ctx, list, client.MatchingFields{authorizedProjectIndex: project}); err != nil {
+		return nil, fmt.Errorf("error listing the Argo CD Applications of Project %s: %w", project, err)
 	}
-	out := make([]*argocd.Application, 0, len(list.Items))
+	out := map[string][]*argocd.Application{}
 	for i := range list.Items {
 		app, err := argocd.FromUnstructured(list.Items[i].Object)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, app)
+		for _, e := range authorizedStagesOf(&list.Items[i]) {
+			if e.Namespace == project && !slices.Contains(out[e.Name], app) {
+				out[e.Name] = append(out[e.Name], app)
+			}
+		}
 	}
 	return out, nil
 }

@@ -262,7 +262,9 @@ func (k *SecretKey) load(ctx context.Context) (KeySet, error) {
 	}
 	for range 2 {
 		var s corev1.Secret
-		err := k.reader.Get(ctx, k.secret, &s)
+		// The cache's object, not a copy: every mark the controller writes
+		// or checks reads the keys, and the key set is only ever read.
+		err := k.reader.Get(ctx, k.secret, &s, client.UnsafeDisableDeepCopy)
 		if err == nil {
 			return KeySet{Current: s.Data[SigningKeySecretKey], Previous: s.Data[PreviousSigningKeySecretKey]}, nil
 		}

@@ -32,9 +32,10 @@ const ApplicationChangedReason = "ApplicationChanged"
 // Applications reads the Argo CD Applications of target Stages and
 // reports their changes.
 type Applications interface {
-	// For returns the Applications whose kargo.akuity.io/authorized-stage
-	// names stage of project.
-	For(ctx context.Context, project, stage string) ([]*argocd.Application, error)
+	// InProject returns the Applications whose
+	// kargo.akuity.io/authorized-stage names a Stage of project, by that
+	// Stage's name: one read per refresh, not one per target.
+	InProject(ctx context.Context, project string) (map[string][]*argocd.Application, error)
 	// Source returns the watch of Applications that queues, through
 	// toFleets, the FleetStages of the Projects an Application authorizes.
 	Source(toFleets handler.MapFunc) source.Source
@@ -68,14 +69,14 @@ func (r *Reconciler) observeApplications(ctx context.Context, fs *fleetv1alpha1.
 		}
 		return p.Annotations[kargo.CreateActorAnnotation], true
 	}
+	byStage, err := r.apps.InProject(ctx, fs.Namespace)
+	if err != nil {
+		return nil, applicationsError(err)
+	}
 	var out []drift.ApplicationDrift
 	for i := range stages {
 		st := &stages[i]
-		apps, err := r.apps.For(ctx, fs.Namespace, st.Name)
-		if err != nil {
-			return nil, applicationsError(err)
-		}
-		for _, app := range apps {
+		for _, app := range byStage[st.Name] {
 			target := drift.TargetsOf(stages[i : i+1])[0].Name
 			if d, ok := drift.ClassifyApplication(drift.ObservedApplication{Target: target, Stage: st.Name, App: app,
 				Origins: origins, ActorOf: actorOf, Promoting: st.Status.CurrentPromotion != nil}); ok {
