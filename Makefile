@@ -33,13 +33,21 @@ build: ## Build bin/kargo-fleet, stamped with the chart's appVersion and the com
 SOURCE_EPOCH  ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 
+# Where the image and the chart are published; the image's cosign
+# signatures name IMAGE_REPOSITORY. SIGNING_KEY (environment) is the PEM EC
+# P-256 key that signs `make image` and `make dist`; without it each run
+# signs with an ephemeral key (docs/releasing.md).
+IMAGE_REPOSITORY ?= ghcr.io/kargo-fleet/kargo-fleet
+CHART_REPOSITORY ?= ghcr.io/kargo-fleet/charts/kargo-fleet
+
 .PHONY: image
-image: ## Build the container image (static binary, non-root, no shell) as an OCI layout in bin/image.
-	$(GO) run ./hack/image -out bin/image -version $(VERSION) -revision $(REVISION) -created $(SOURCE_EPOCH) -platforms $(IMAGE_PLATFORMS)
+image: ## Build the signed container image (static binary, non-root, no shell) as an OCI layout in bin/image; SBOMs, chart and provenance in bin/image-release.
+	$(GO) run ./hack/image -out bin/image -release-out bin/image-release -version $(VERSION) -revision "$(REVISION)" \
+	  -created $(SOURCE_EPOCH) -platforms $(IMAGE_PLATFORMS) -repository $(IMAGE_REPOSITORY) -chart-repository $(CHART_REPOSITORY)
 
 .PHONY: dist
-dist: ## Build the CLI for linux and darwin (amd64, arm64) into bin/dist with checksums and a krew manifest.
-	$(GO) run ./hack/dist -out bin/dist -version $(VERSION) -mtime $(SOURCE_EPOCH)
+dist: ## Build the CLI for linux and darwin (amd64, arm64) into bin/dist: archives, SBOMs, checksums, krew manifest, signatures, provenance.
+	$(GO) run ./hack/dist -out bin/dist -version $(VERSION) -revision "$(REVISION)" -mtime $(SOURCE_EPOCH)
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code and CRDs.

@@ -1,7 +1,11 @@
 // Command image builds kargo-fleet's container image without a container
 // daemon: it cross-compiles the static binary for each -platforms entry and
-// writes an OCI image layout (index + one manifest per platform) to -out,
-// ready for `crane push --index`. `make image` runs it.
+// writes an OCI image layout (the index tagged with the chart version, one
+// manifest per platform, and their cosign signatures) to -out. Into
+// -release-out it writes each platform image's CycloneDX SBOM, the Helm
+// chart packaged at the image's version (.tgz and OCI layout), a signature
+// of each file, the public key (cosign.pub) and a signed SLSA provenance.
+// `make image` runs it; internal/release does the work.
 package main
 
 import (
@@ -9,77 +13,50 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-
 	"github.com/kargo-fleet/kargo-fleet/internal/dist"
 	"github.com/kargo-fleet/kargo-fleet/internal/ociimage"
+	"github.com/kargo-fleet/kargo-fleet/internal/release"
 )
 
 func main() {
 	out := flag.String("out", "bin/image", "OCI layout folder to write (replaced).")
-	version := flag.String("version", "v0.0.0-dev", "Version stamped into the binary and the image.")
-	revision := flag.String("revision", "", "Git commit recorded in the image.")
+	releaseOut := flag.String("release-out", "bin/image-release", "Folder for the SBOMs, chart, key and provenance (emptied first).")
+	version := flag.String("version", "v0.0.0-dev", "Version stamped into the binary, the image and the chart.")
+	revision := flag.String("revision", "", "Git commit recorded in the image and the provenance.")
 	created := flag.Int64("created", 0, "Creation time, Unix seconds; use the commit's time for a reproducible image (default: 0).")
 	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "Comma-separated GOOS/GOARCH list.")
+	repository := flag.String("repository", "ghcr.io/kargo-fleet/kargo-fleet", "Repository the image is published to; its signatures name it.")
+	chartRepository := flag.String("chart-repository", "ghcr.io/kargo-fleet/charts/kargo-fleet",
+		"Repository the chart is published to as an OCI artifact.")
+	chartDir := flag.String("chart", "charts/kargo-fleet", "The Helm chart's folder.")
+	caCerts := flag.String("ca-certs", ociimage.CACertsPath, "PEM CA bundle copied into the image.")
+	key := flag.String("key", os.Getenv("SIGNING_KEY"),
+		"PEM EC P-256 private key that signs the outputs (default: $SIGNING_KEY; empty: an ephemeral key).")
 	flag.Parse()
-	if err := run(*out, *version, *revision, time.Unix(*created, 0).UTC(), strings.Split(*platforms, ",")); err != nil {
+	var pls []dist.Platform
+	for _, pl := range strings.Split(*platforms, ",") {
+		goos, goarch, ok := strings.Cut(strings.TrimSpace(pl), "/")
+		if !ok {
+			fmt.Fprintf(os.Stderr, "platform %q: want GOOS/GOARCH\n", pl)
+			os.Exit(2)
+		}
+		pls = append(pls, dist.Platform{OS: goos, Arch: goarch})
+	}
+	err := release.Image(context.Background(), release.ImageOptions{
+		Options: release.Options{Source: release.Source{Version: *version}, Out: *releaseOut, Revision: *revision,
+			Platforms: pls, KeyFile: *key, Log: os.Stdout},
+		Layout:          *out,
+		Repository:      *repository,
+		ChartRepository: *chartRepository,
+		ChartDir:        *chartDir,
+		CACertsFile:     *caCerts,
+		Created:         time.Unix(*created, 0).UTC(),
+	})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-}
-
-func run(out, version, revision string, created time.Time, platforms []string) error {
-	tmp, err := os.MkdirTemp("", "kargo-fleet-image-")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	var imgs []v1.Image
-	opts := ociimage.Options{Version: version, Revision: revision, Created: created}
-	for _, pl := range platforms {
-		goos, goarch, ok := strings.Cut(strings.TrimSpace(pl), "/")
-		if !ok {
-			return fmt.Errorf("platform %q: want GOOS/GOARCH", pl)
-		}
-		bin := filepath.Join(tmp, goos+"-"+goarch)
-		if err := dist.BuildBinary(context.Background(), ".", dist.Platform{OS: goos, Arch: goarch}, version, bin); err != nil {
-			return err
-		}
-		raw, err := os.ReadFile(bin)
-		if err != nil {
-			return err
-		}
-		o := opts
-		o.Binary, o.Platform = raw, v1.Platform{OS: goos, Architecture: goarch}
-		img, err := ociimage.Build(o)
-		if err != nil {
-			return err
-		}
-		d, err := img.Digest()
-		if err != nil {
-			return err
-		}
-		fmt.Printf("%s/%s %s\n", goos, goarch, d)
-		imgs = append(imgs, img)
-	}
-	idx, err := ociimage.Index(opts.Annotations(), imgs...)
-	if err != nil {
-		return err
-	}
-	if err := os.RemoveAll(out); err != nil {
-		return err
-	}
-	if err := ociimage.WriteLayout(out, idx); err != nil {
-		return err
-	}
-	d, err := idx.Digest()
-	if err != nil {
-		return err
-	}
-	fmt.Printf("index %s in %s\n", d, out)
-	return nil
 }

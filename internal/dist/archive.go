@@ -10,14 +10,20 @@ import (
 	kargofleet "github.com/kargo-fleet/kargo-fleet"
 )
 
+// NoticesFile names the third-party notices: the licences of the Go
+// modules the binary links, in every archive and (under /licenses) in the
+// image.
+const NoticesFile = "THIRD_PARTY_NOTICES"
+
 // ArchiveFiles are the files of every release archive, in archive order:
-// the binary and the licence it is distributed under.
-var ArchiveFiles = []string{BinaryName, kargofleet.LicenseFile}
+// the binary, the licence it is distributed under and the third-party
+// notices.
+var ArchiveFiles = []string{BinaryName, kargofleet.LicenseFile, NoticesFile}
 
 // WriteArchive writes a release archive (tar.gz) holding binary as
-// BinaryName and the LICENSE file, every entry stamped with mtime so the
-// same inputs give the same bytes.
-func WriteArchive(w io.Writer, binary []byte, mtime time.Time) error {
+// BinaryName, the LICENSE file and notices as NoticesFile, every entry
+// stamped with mtime so the same inputs give the same bytes.
+func WriteArchive(w io.Writer, binary, notices []byte, mtime time.Time) error {
 	gz := gzip.NewWriter(w)
 	tw := tar.NewWriter(gz)
 	entries := []struct {
@@ -27,6 +33,7 @@ func WriteArchive(w io.Writer, binary []byte, mtime time.Time) error {
 	}{
 		{BinaryName, 0o755, binary},
 		{kargofleet.LicenseFile, 0o644, kargofleet.License()},
+		{NoticesFile, 0o644, notices},
 	}
 	for _, e := range entries {
 		hdr := &tar.Header{Name: e.name, Mode: e.mode, Size: int64(len(e.data)), ModTime: mtime, Typeflag: tar.TypeReg}

@@ -39,8 +39,8 @@ func TestKrewManifestMatchesChecksums(t *testing.T) {
 		file := p.URI[len("https://example.com/releases/v1.2.3/"):]
 		require.Equal(t, sums[file], p.SHA256, file)
 		require.Equal(t, BinaryName, p.Bin)
-		require.Equal(t, []krewFileOperation{{From: BinaryName, To: "."}, {From: "LICENSE", To: "."}}, p.Files,
-			"krew installs the licence with the binary")
+		require.Equal(t, []krewFileOperation{{From: BinaryName, To: "."}, {From: "LICENSE", To: "."},
+			{From: NoticesFile, To: "."}}, p.Files, "krew installs the licence and notices with the binary")
 		labels := p.Selector["matchLabels"].(map[string]any)
 		require.Equal(t, ArchiveName("v1.2.3", Platform{labels["os"].(string), labels["arch"].(string)}), file)
 		seen[file] = true
@@ -83,13 +83,13 @@ func TestParseChecksums(t *testing.T) {
 }
 
 // TestWriteArchive reads an archive back as `tar xzf` would: the binary,
-// executable, and the licence, both stamped with the given time; the same
-// inputs give the same bytes.
+// executable, the licence and the notices, all stamped with the given
+// time; the same inputs give the same bytes.
 func TestWriteArchive(t *testing.T) {
 	t.Parallel()
 	mtime := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	var buf bytes.Buffer
-	require.NoError(t, WriteArchive(&buf, []byte("\x7fELF binary"), mtime))
+	require.NoError(t, WriteArchive(&buf, []byte("\x7fELF binary"), []byte("notices"), mtime))
 
 	gz, err := gzip.NewReader(bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
@@ -113,13 +113,14 @@ func TestWriteArchive(t *testing.T) {
 			require.Equal(t, int64(0o644), h.Mode)
 		}
 	}
-	require.Equal(t, []string{"kargo-fleet", "LICENSE"}, names)
+	require.Equal(t, []string{"kargo-fleet", "LICENSE", "THIRD_PARTY_NOTICES"}, names)
 	require.Equal(t, ArchiveFiles, names)
 	require.Equal(t, "\x7fELF binary", string(got[BinaryName]))
 	require.Equal(t, kargofleet.License(), got["LICENSE"])
 	require.Contains(t, string(got["LICENSE"]), "Apache License")
+	require.Equal(t, "notices", string(got[NoticesFile]))
 
 	var again bytes.Buffer
-	require.NoError(t, WriteArchive(&again, []byte("\x7fELF binary"), mtime))
+	require.NoError(t, WriteArchive(&again, []byte("\x7fELF binary"), []byte("notices"), mtime))
 	require.Equal(t, buf.Bytes(), again.Bytes(), "archives are reproducible")
 }

@@ -1,16 +1,22 @@
 // Package ociimage assembles kargo-fleet's container image without a
 // container daemon: an empty base, one layer holding the static binary, the
-// licence (/licenses/LICENSE) and a minimal /etc/passwd and /etc/group (so
-// the numeric non-root user has a name), OCI labels and annotations. The result is written as an OCI image
-// layout (one index, one manifest per platform) that `crane push` uploads.
+// licence (/licenses/LICENSE) and the third-party notices of what the
+// binary links (/licenses/THIRD_PARTY_NOTICES), the CA certificates the
+// binary trusts for HTTPS (/etc/ssl/certs/ca-certificates.crt, where Go
+// looks on Linux) and a minimal /etc/passwd and /etc/group (so the numeric
+// non-root user has a name), OCI labels and annotations. The result is
+// written as an OCI image layout, the index tagged with the image's tag.
 package ociimage
 
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -21,6 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	kargofleet "github.com/kargo-fleet/kargo-fleet"
+	"github.com/kargo-fleet/kargo-fleet/internal/dist"
 )
 
 // Fixed properties of the image.
@@ -34,6 +41,11 @@ const (
 	// LicensePath is where the licence text lives in the image, the folder
 	// image scanners and certification tools look in.
 	LicensePath = "/licenses/" + kargofleet.LicenseFile
+	// NoticesPath holds the licences of the Go modules the binary links.
+	NoticesPath = "/licenses/" + dist.NoticesFile
+	// CACertsPath is the CA bundle in the image, and where it is read from
+	// on the build machine (Debian's ca-certificates).
+	CACertsPath = "/etc/ssl/certs/ca-certificates.crt"
 )
 
 // OCI annotation and label keys.
@@ -50,6 +62,10 @@ const (
 type Options struct {
 	// Binary is the statically linked kargo-fleet binary for Platform.
 	Binary []byte
+	// Notices are the third-party notices of Binary (release.Notices).
+	Notices []byte
+	// CACerts is the PEM bundle of CA certificates (ReadCACerts).
+	CACerts []byte
 	// Platform is the binary's OS and architecture.
 	Platform v1.Platform
 	// Version and Revision (the git commit) are recorded as labels and
@@ -76,6 +92,9 @@ func (o Options) Annotations() map[string]string {
 
 // Build returns the image for o.
 func Build(o Options) (v1.Image, error) {
+	if len(o.Notices) == 0 || len(o.CACerts) == 0 {
+		return nil, errors.New("the image needs the binary's third-party notices and the CA certificates")
+	}
 	layer, err := rootLayer(o)
 	if err != nil {
 		return nil, err
@@ -83,7 +102,7 @@ func Build(o Options) (v1.Image, error) {
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
 		Layer:     layer,
 		MediaType: types.OCILayer,
-		History:   v1.History{Created: v1.Time{Time: o.Created}, CreatedBy: "hack/image", Comment: "kargo-fleet binary, licence and /etc/passwd"},
+		History:   v1.History{Created: v1.Time{Time: o.Created}, CreatedBy: "hack/image", Comment: "kargo-fleet binary, licences, CA certificates and /etc/passwd"},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error adding the layer: %w", err)
@@ -122,12 +141,35 @@ func Index(annotations map[string]string, imgs ...v1.Image) (v1.ImageIndex, erro
 	return mutate.Annotations(idx, maps.Clone(annotations)).(v1.ImageIndex), nil
 }
 
-// WriteLayout writes idx as an OCI image layout in dir.
-func WriteLayout(dir string, idx v1.ImageIndex) error {
-	if _, err := layout.Write(dir, idx); err != nil {
+// RefNameAnnotation tags an entry of an OCI layout's index.json.
+const RefNameAnnotation = "org.opencontainers.image.ref.name"
+
+// WriteLayout writes idx into a new OCI image layout in dir, tagged tag:
+// the layout's top index.json lists the image index (and, once signed, its
+// signatures), which registry clients push by tag.
+func WriteLayout(dir string, idx v1.ImageIndex, tag string) error {
+	p, err := layout.Write(dir, empty.Index)
+	if err == nil {
+		err = p.AppendIndex(idx, layout.WithAnnotations(map[string]string{RefNameAnnotation: tag}))
+	}
+	if err != nil {
 		return fmt.Errorf("error writing OCI layout %s: %w", dir, err)
 	}
 	return nil
+}
+
+// ReadCACerts reads the PEM CA bundle at path and checks it holds
+// certificates.
+func ReadCACerts(path string) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("error reading the CA certificates for the image: %w "+
+			"(install them on the build machine: apt-get install ca-certificates)", err)
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(raw) {
+		return nil, fmt.Errorf("%s holds no PEM certificate (reinstall them: apt-get install --reinstall ca-certificates)", path)
+	}
+	return raw, nil
 }
 
 // rootLayer is the image's only layer.
@@ -142,9 +184,11 @@ func rootLayer(o Options) (v1.Layer, error) {
 		{"etc/passwd", 0o644, []byte("nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n")},
 		{"etc/group", 0o644, []byte("nonroot:x:65532:\n")},
 		{LicensePath[1:], 0o644, kargofleet.License()},
+		{NoticesPath[1:], 0o644, o.Notices},
+		{CACertsPath[1:], 0o644, o.CACerts},
 		{BinaryPath[1:], 0o755, o.Binary},
 	}
-	for _, dir := range []string{"etc/", "licenses/"} {
+	for _, dir := range []string{"etc/", "etc/ssl/", "etc/ssl/certs/", "licenses/"} {
 		if err := tw.WriteHeader(&tar.Header{Name: dir, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: o.Created}); err != nil {
 			return nil, err
 		}

@@ -20,8 +20,8 @@ import (
 
 // TestImage builds the image for this machine's platform as `make image`
 // does, reopens it from its OCI layout and checks what a cluster runs: the
-// entrypoint, the non-root user, the labels and annotations, the licence,
-// no shell, and that the binary taken out of the image runs. The binary is
+// entrypoint, the non-root user, the labels and annotations, the licence
+// and notices, the CA certificates, no shell, and that the binary taken out of the image runs. The binary is
 // a small main package built the way `make image` builds kargo-fleet
 // (dist.BuildPackage), so the test takes seconds, not the minutes a cold
 // build of the whole command takes.
@@ -38,8 +38,11 @@ func TestImage(t *testing.T) {
 	require.NoError(t, err)
 
 	created := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	caCerts, err := ReadCACerts(CACertsPath)
+	require.NoError(t, err)
 	opts := Options{Binary: raw, Platform: v1.Platform{OS: p.OS, Architecture: p.Arch},
-		Version: "v9.8.7", Revision: "0123abc", Created: created}
+		Version: "v9.8.7", Revision: "0123abc", Created: created,
+		Notices: []byte("Third-party software in kargo-fleet\n"), CACerts: caCerts}
 	img, err := Build(opts)
 	require.NoError(t, err)
 	again, err := Build(opts)
@@ -53,12 +56,18 @@ func TestImage(t *testing.T) {
 	idx, err := Index(opts.Annotations(), img)
 	require.NoError(t, err)
 	dir := filepath.Join(tmp, "layout")
-	require.NoError(t, WriteLayout(dir, idx))
+	require.NoError(t, WriteLayout(dir, idx, "9.8.7"))
 
-	// Read it back as a registry client would.
+	// Read it back as a registry client would, by its tag.
 	lp, err := layout.FromPath(dir)
 	require.NoError(t, err)
-	read, err := lp.ImageIndex()
+	top, err := lp.ImageIndex()
+	require.NoError(t, err)
+	tm, err := top.IndexManifest()
+	require.NoError(t, err)
+	require.Len(t, tm.Manifests, 1)
+	require.Equal(t, "9.8.7", tm.Manifests[0].Annotations[RefNameAnnotation])
+	read, err := top.ImageIndex(tm.Manifests[0].Digest)
 	require.NoError(t, err)
 	im, err := read.IndexManifest()
 	require.NoError(t, err)
@@ -90,6 +99,13 @@ func TestImage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, kargofleet.License(), license, "the image carries the licence text")
 
+	notices, err := ReadFile(got, "licenses/THIRD_PARTY_NOTICES")
+	require.NoError(t, err)
+	require.Equal(t, opts.Notices, notices)
+	certs, err := ReadFile(got, "etc/ssl/certs/ca-certificates.crt")
+	require.NoError(t, err)
+	require.Equal(t, caCerts, certs, "the binary finds the CA certificates where Go looks on Linux")
+
 	passwd, err := ReadFile(got, "etc/passwd")
 	require.NoError(t, err)
 	require.Contains(t, string(passwd), ":65532:65532:")
@@ -103,4 +119,22 @@ func TestImage(t *testing.T) {
 	out, err := exec.CommandContext(ctx, run).CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Contains(t, strings.TrimSpace(string(out)), "v9.8.7")
+}
+
+func TestBuildNeedsNoticesAndCACerts(t *testing.T) {
+	t.Parallel()
+	_, err := Build(Options{Binary: []byte("bin"), Notices: []byte("n")})
+	require.ErrorContains(t, err, "CA certificates")
+	_, err = Build(Options{Binary: []byte("bin"), CACerts: []byte("c")})
+	require.ErrorContains(t, err, "notices")
+}
+
+func TestReadCACerts(t *testing.T) {
+	t.Parallel()
+	_, err := ReadCACerts(filepath.Join(t.TempDir(), "missing.crt"))
+	require.ErrorContains(t, err, "apt-get install ca-certificates")
+	notPEM := filepath.Join(t.TempDir(), "empty.crt")
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate"), 0o644))
+	_, err = ReadCACerts(notPEM)
+	require.ErrorContains(t, err, "no PEM certificate")
 }

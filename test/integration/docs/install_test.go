@@ -73,10 +73,12 @@ type rule struct {
 // no rule matches fails the test: a new command needs a rule.
 var rules = []rule{
 	{prefix: "make image", verdict: documentedOnly,
-		why: "cross-compiles the whole command, for each platform (minutes); go test ./internal/ociimage/ builds and checks an image the same way"},
+		why: "cross-compiles the whole command, for each platform (minutes); go test ./internal/ociimage/ and ./internal/release/ build and check an image the same way"},
 	{prefix: `CRANE="go run github.com/google/go-containerregistry/cmd/crane@`, verdict: documentedOnly,
 		why: "crane is used against a registry, which this test has none of"},
 	{prefix: "$CRANE ", verdict: documentedOnly, why: "needs a registry and its credentials"},
+	{prefix: "go run ./hack/push-layout ", verdict: documentedOnly,
+		why: "needs a registry and its credentials; go test ./internal/release/ pushes to an in-process registry"},
 	{prefix: "helm template kargo-fleet charts/kargo-fleet", verdict: runOK, want: ""},
 	{prefix: "helm install kargo-fleet charts/kargo-fleet", verdict: runOK, cluster: "bare", want: "STATUS: deployed"},
 	{prefix: "kubectl -n kargo-fleet rollout status", verdict: documentedOnly,
