@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 )
 
 func Test_rollbackStep_convert(t *testing.T) {
@@ -106,8 +105,8 @@ func Test_rollbackStep_run(t *testing.T) {
 
 		ro := rollbackOf(t, c, "prod-bad")
 		require.Equal(t, "good", ro.Spec.Freight.Name)
-		require.Equal(t, "error rate", ro.Annotations[fleetrollout.ReasonAnnotation])
-		require.Equal(t, testPromo+"/wave::wait", ro.Annotations[fleetrollout.StepKeyAnnotation])
+		require.Equal(t, "error rate", ro.Annotations[fleetv1alpha1.RollbackReasonAnnotation])
+		require.Equal(t, testPromo+"/wave::wait", ro.Annotations[fleetv1alpha1.StepKeyAnnotation])
 
 		// The controller makes the rollback the current rollout: a replay
 		// must find the same rollback, not roll back the rollback.
@@ -160,7 +159,7 @@ func Test_rollbackStep_run(t *testing.T) {
 		unproven, held := testFreightObj(), testFreightObj()
 		unproven.Name, held.Name = "unproven", "held"
 		breached := forward("prod-held", "held", fleetv1alpha1.RolloutFailed)
-		breached.Labels = map[string]string{fleetv1alpha1.FleetStageLabel: testFleet, fleetrollout.FreightLabel: "held"}
+		breached.Labels = map[string]string{fleetv1alpha1.FleetStageLabel: testFleet, fleetv1alpha1.FreightLabel: "held"}
 		breached.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ThresholdBreachedCondition, Status: metav1.ConditionTrue,
 			Reason: "WaveMaxFailures", LastTransitionTime: metav1.Now()}}
 		c := newFakeClient(t, good.DeepCopy(), unproven, held, breached, forward("prod-bad", testFreight, fleetv1alpha1.RolloutFailed))

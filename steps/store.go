@@ -78,7 +78,7 @@ func (s *APIStore) GetFreight(ctx context.Context, namespace, name string) (*kar
 // FreightRecord implements FleetReader.
 func (s *APIStore) FreightRecord(ctx context.Context, fs *fleetv1alpha1.FleetStage, freight string) (bool, string, error) {
 	rollouts, err := fleetrollout.List(ctx, s.reader, fs.Namespace, fs.Name,
-		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(freight)})
+		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(freight)})
 	if err != nil {
 		return false, "", err
 	}
@@ -97,7 +97,7 @@ func (s *APIStore) EnsureRollout(ctx context.Context, req RolloutRequest) (*flee
 	var list fleetv1alpha1.FleetRolloutList
 	if err := s.reader.List(ctx, &list, client.InNamespace(fs.Namespace), client.MatchingLabels{
 		fleetv1alpha1.FleetStageLabel: fs.Name,
-		fleetrollout.FreightLabel:     fleetrollout.FreightLabelValue(req.Freight.Name),
+		fleetv1alpha1.FreightLabel:    fleetrollout.FreightLabelValue(req.Freight.Name),
 	}); err != nil {
 		return nil, fmt.Errorf("error listing FleetRollouts of FleetStage %q: %w", fs.Name, err)
 	}
@@ -205,7 +205,7 @@ func (s *APIStore) RequestWave(
 // recordsRequest reports whether a rollout was created by, or records a wave
 // request of, the calling Promotion.
 func recordsRequest(ro *fleetv1alpha1.FleetRollout, c StepContext) bool {
-	if ro.Annotations[fleetrollout.StepKeyAnnotation] == c.Key() {
+	if ro.Annotations[fleetv1alpha1.StepKeyAnnotation] == c.Key() {
 		return true
 	}
 	for _, promotion := range fleetrollout.WaveRequests(ro) {

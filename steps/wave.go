@@ -14,7 +14,6 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
@@ -148,10 +147,10 @@ func (s *waveStep) run(ctx context.Context, in *Input, cfg WaveConfig) (Result, 
 // FleetStage to this very Freight, which every wave passed before.
 func (s *waveStep) recordsRollback(ctx context.Context, in *Input, wave string) (Result, bool) {
 	p := in.Promotion
-	if p == nil || p.Annotations[kargo.RollbackAnnotation] != "true" || p.Labels[fleetrollout.WavePromotionLabel] == "" {
+	if p == nil || p.Annotations[kargo.RollbackAnnotation] != "true" || p.Labels[fleetv1alpha1.WavePromotionLabel] == "" {
 		return Result{}, false
 	}
-	rb, err := s.store.GetRollout(ctx, in.Context.Project, p.Labels[fleetrollout.WavePromotionLabel])
+	rb, err := s.store.GetRollout(ctx, in.Context.Project, p.Labels[fleetv1alpha1.WavePromotionLabel])
 	if err != nil || rb.Spec.Direction != fleetv1alpha1.DirectionRollback || rb.Spec.FleetStage != in.FleetStage.Name ||
 		rb.Spec.Freight.Name != in.Context.Freight || rb.Status.Phase != fleetv1alpha1.RolloutSucceeded {
 		return Result{}, false

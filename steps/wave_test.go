@@ -259,9 +259,9 @@ func Test_waveStep_run(t *testing.T) {
 		require.Len(t, list.Items, 1)
 		ro := list.Items[0]
 		require.Equal(t, map[string]string{
-			fleetv1alpha1.FleetStageLabel: testFleet, fleetrollout.FreightLabel: testFreight,
+			fleetv1alpha1.FleetStageLabel: testFleet, fleetv1alpha1.FreightLabel: testFreight,
 		}, ro.Labels)
-		require.Equal(t, testPromo+"/wave::wait", ro.Annotations[fleetrollout.StepKeyAnnotation])
+		require.Equal(t, testPromo+"/wave::wait", ro.Annotations[fleetv1alpha1.StepKeyAnnotation])
 		require.Equal(t, testPromo, ro.Annotations[fleetrollout.WaveRequestAnnotation("canary")])
 		require.Equal(t, map[string]string{"canary": testPromo}, fleetrollout.WaveRequests(&ro))
 		require.Equal(t, fleetv1alpha1.DirectionForward, ro.Spec.Direction)

@@ -25,16 +25,6 @@ const (
 	// target Promotion cannot succeed faster, so a shorter deadline fails
 	// every target.
 	MinProgressDeadline = "30s"
-	// FrozenLabel excludes a target from every FleetStage while it is present.
-	FrozenLabel = "fleet.kargo-fleet.io/frozen"
-	// ComplianceHoldLabel excludes a target from every FleetStage while present.
-	ComplianceHoldLabel = "fleet.kargo-fleet.io/compliance-hold"
-	// TeamLabel is the target label team scoping reads.
-	TeamLabel = "fleet.kargo-fleet.io/team"
-	// AllowedTeamsAnnotation, on a Kargo Project namespace, lists the teams
-	// (comma separated) whose targets FleetStages of that Project may select.
-	// Only administrators can change namespaces, which is why it lives there.
-	AllowedTeamsAnnotation = "fleet.kargo-fleet.io/allowed-teams"
 )
 
 // FleetStage expands one Kargo Stage into a fleet: one target Stage per selected

@@ -261,7 +261,7 @@ func (v *FleetRolloutValidator) checkRollbackFreight(
 ) (field.ErrorList, error) {
 	freight := ro.Spec.Freight.Name
 	rollouts, err := fleetrollout.List(ctx, v.reader, fs.Namespace, fs.Name,
-		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(freight)})
+		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(freight)})
 	if err != nil {
 		return nil, err
 	}

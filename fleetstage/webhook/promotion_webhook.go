@@ -16,8 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/targetguard"
-	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
@@ -118,7 +116,7 @@ func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admi
 		if breakGlassMarks(old) != breakGlassMarks(p) {
 			return admission.Denied(fmt.Sprintf("kargo-fleet: the %s label and %s annotation of Promotion %q are "+
 				"set when it is created and never change", fleetv1alpha1.BreakGlassLabel,
-				fleetrule.BreakGlassReasonAnnotation, p.Name))
+				fleetv1alpha1.BreakGlassReasonAnnotation, p.Name))
 		}
 		return admission.Allowed("")
 	}
@@ -133,7 +131,7 @@ func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admi
 	if v.Allowed && !v.BreakGlass && p.Labels[fleetv1alpha1.BreakGlassLabel] != "" {
 		v = fleetrule.AdmissionVerdict{Message: fmt.Sprintf("kargo-fleet: the %s label marks a break-glass Promotion into "+
 			"a target Stage, with the %s annotation; Stage %q is not a target Stage",
-			fleetv1alpha1.BreakGlassLabel, fleetrule.BreakGlassReasonAnnotation, p.Spec.Stage)}
+			fleetv1alpha1.BreakGlassLabel, fleetv1alpha1.BreakGlassReasonAnnotation, p.Spec.Stage)}
 	}
 	if v.BreakGlass && p.Labels[fleetv1alpha1.BreakGlassLabel] != in.FleetStage {
 		v = fleetrule.AdmissionVerdict{Message: fmt.Sprintf("kargo-fleet: a break-glass Promotion into target Stage %q "+
@@ -169,7 +167,7 @@ func (g *PromotionGuard) recordRefusal(req admission.Request, p *kargo.Promotion
 
 // breakGlassMarks returns a Promotion's break-glass label and reason.
 func breakGlassMarks(p *kargo.Promotion) string {
-	return p.Labels[fleetv1alpha1.BreakGlassLabel] + "\x00" + p.Annotations[fleetrule.BreakGlassReasonAnnotation]
+	return p.Labels[fleetv1alpha1.BreakGlassLabel] + "\x00" + p.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation]
 }
 
 // observe gathers what the judgement needs.
@@ -177,7 +175,7 @@ func (g *PromotionGuard) observe(ctx context.Context, req admission.Request, p *
 	in := fleetrule.PromotionAdmission{Project: req.Namespace, Stage: p.Spec.Stage, Freight: p.Spec.Freight,
 		User: req.UserInfo.Username, Actor: p.Annotations[kargo.CreateActorAnnotation],
 		FromController:   g.controller != "" && req.UserInfo.Username == g.controller,
-		BreakGlassReason: strings.TrimSpace(p.Annotations[fleetrule.BreakGlassReasonAnnotation])}
+		BreakGlassReason: strings.TrimSpace(p.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation])}
 	// Every Promotion of the Project passes here, kargo-fleet's own
 	// included: the cache's objects are read, not copied (a FleetStage of
 	// ten thousand inline targets is most of a megabyte). Nothing below
@@ -193,7 +191,7 @@ func (g *PromotionGuard) observe(ctx context.Context, req admission.Request, p *
 	in.Role, in.FleetStage = role, fs.Name
 	in.FirstWaveStage = render.WaveStageName(fs.Name, fs.Spec.Waves[0].Name)
 	rollouts, err := fleetrollout.List(ctx, g.reader, fs.Namespace, fs.Name,
-		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)}, client.UnsafeDisableDeepCopy)
+		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return in, err
 	}
@@ -240,9 +238,9 @@ func (g *PromotionGuard) decision(ctx context.Context, fs *fleetv1alpha1.FleetSt
 		}
 		open := ro.Spec.FleetStage == fs.Name && !ro.Status.Phase.IsFinal() && ro.DeletionTimestamp == nil
 		return "FleetRollout " + name, open, nil
-	case p.Labels[drift.RevertLabel] != "":
+	case p.Labels[fleetv1alpha1.RevertLabel] != "":
 		return "drift revert", true, nil
-	case p.Labels[targetguard.UndoesLabel] != "":
+	case p.Labels[fleetv1alpha1.UndoesLabel] != "":
 		return "undo of a refused Promotion", true, nil
 	}
 	return "", false, nil

@@ -28,7 +28,7 @@ func TestPromotionGuardReadsTheCacheWithoutCopies(t *testing.T) {
 	t.Parallel()
 	ro := rollout(nil)
 	ro.Labels = map[string]string{fleetv1alpha1.FleetStageLabel: "prod",
-		fleetrollout.FreightLabel: fleetrollout.FreightLabelValue("abc123")}
+		fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue("abc123")}
 	var reads int
 	var copies []string
 	c := interceptor.NewClient(testClient(t, prodFleet(), ro).(client.WithWatch), interceptor.Funcs{

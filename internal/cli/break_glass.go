@@ -13,7 +13,6 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
-	rolloutplan "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // breakGlassOptions configures `kargo-fleet break-glass`.
@@ -100,7 +99,7 @@ func (o *breakGlassOptions) run(ctx context.Context) error {
 		// The FleetStage label lets the fleet dashboard, which watches
 		// only the fleet's Promotions, show who pushed the target and why.
 		map[string]string{fleetv1alpha1.BreakGlassLabel: fs.Name, fleetv1alpha1.FleetStageLabel: fs.Name},
-		map[string]string{rolloutplan.BreakGlassReasonAnnotation: strings.TrimSpace(o.reason)})
+		map[string]string{fleetv1alpha1.BreakGlassReasonAnnotation: strings.TrimSpace(o.reason)})
 	var opts []client.CreateOption
 	if o.dryRun {
 		opts = append(opts, client.DryRunAll)

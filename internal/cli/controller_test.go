@@ -39,6 +39,13 @@ func TestControllerFlags(t *testing.T) {
 		{name: "generated certificates need a folder", args: []string{"--webhook-cert-secret=x"}, wantErr: "--webhook-cert-dir"},
 		{name: "generated certificates", args: []string{"--webhook-cert-secret=x", "--webhook-cert-dir=/tmp/certs"},
 			check: func(t *testing.T, o *controllerOptions) { require.Equal(t, "x", o.webhookCert.secret) }},
+		{name: "generated metrics certificate needs a folder", args: []string{"--metrics-cert-secret=m"}, wantErr: "--metrics-cert-dir"},
+		{name: "generated metrics certificate needs secure metrics",
+			args: []string{"--metrics-cert-secret=m", "--metrics-cert-dir=/tmp/m", "--metrics-secure=false"}, wantErr: "--metrics-secure"},
+		{name: "generated metrics certificate", args: []string{"--metrics-cert-secret=m", "--metrics-cert-dir=/tmp/m", "--metrics-service=svc"},
+			check: func(t *testing.T, o *controllerOptions) {
+				require.Equal(t, metricsCertOptions{dir: "/tmp/m", secret: "m", service: "svc"}, o.metricsCert)
+			}},
 		{name: "dashboard URL", args: []string{"--dashboard-url=https://fleet.example.com"},
 			check: func(t *testing.T, o *controllerOptions) {
 				require.Equal(t, "https://fleet.example.com", o.dashboardURL)

@@ -11,11 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
-	rolloutplan "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -28,7 +26,7 @@ func historyFleet() []client.Object {
 		StartedAt: &metav1.Time{Time: t0.Add(-48 * time.Hour)}, FinishedAt: &metav1.Time{Time: t0.Add(-47 * time.Hour)}}}
 	bad := rollout("prod-bad", fleetv1alpha1.DirectionForward, badFreight, fleetv1alpha1.RolloutHalted, fleetv1alpha1.IntentRun, 0)
 	bad.Spec.Actor = "kubernetes:alice"
-	bad.Annotations = map[string]string{fleetrollout.IntentActorAnnotation: "kubernetes:bob"}
+	bad.Annotations = map[string]string{fleetv1alpha1.IntentActorAnnotation: "kubernetes:bob"}
 	bad.Status.FinishedAt = &metav1.Time{Time: t0.Add(3 * time.Minute)}
 	bad.Status.Waves = []fleetv1alpha1.WaveProgress{
 		{Name: "pilot", Phase: fleetv1alpha1.WaveSucceeded, Total: 2, Succeeded: 2},
@@ -46,7 +44,7 @@ func historyFleet() []client.Object {
 	glass := testutil.MakePromotion("shop", "prod-eu-west-1-003", badFreight).Name("prod-eu-west-1-003.01jglass.9f8e7d6").
 		Labels(map[string]string{fleetv1alpha1.BreakGlassLabel: "prod"}).Phase(kargo.PromotionSucceeded).Obj()
 	glass.Annotations = map[string]string{kargo.CreateActorAnnotation: "kubernetes:oncall",
-		rolloutplan.BreakGlassReasonAnnotation: "INC-7: hotfix one cluster"}
+		fleetv1alpha1.BreakGlassReasonAnnotation: "INC-7: hotfix one cluster"}
 	glass.CreationTimestamp = metav1.Time{Time: t0.Add(10 * time.Minute)}
 	other := testutil.MakePromotion("shop", "prod-eu-west-1-003", badFreight).Name("prod-eu-west-1-003.01jother.9f8e7d6").Obj()
 	return []client.Object{fs, bad, rb, bf, freight(goodFreight, "v1.4.0"), target, glass, other}

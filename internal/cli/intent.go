@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 )
 
 // intentOptions configures the verbs that set spec.intent on a FleetStage's
@@ -181,7 +180,7 @@ func (o *intentOptions) explainNoRollout(all []fleetv1alpha1.FleetRollout, fs *f
 func setIntent(ctx context.Context, c client.Client, ro *fleetv1alpha1.FleetRollout, intent fleetv1alpha1.RolloutIntent,
 	actor string) error {
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{fleetrollout.IntentActorAnnotation: actor}},
+		"metadata": map[string]any{"annotations": map[string]string{fleetv1alpha1.IntentActorAnnotation: actor}},
 		"spec":     map[string]any{"intent": intent},
 	})
 	if err != nil {

@@ -48,7 +48,7 @@ func TestRollbackCommand(t *testing.T) {
 					FleetStage: "prod", Freight: fleetv1alpha1.FreightReference{Name: goodFreight},
 					Direction: rb, RollbackOf: "prod-bad", Intent: fleetv1alpha1.IntentRun, Actor: "kubernetes:alice",
 				}, ro.Spec)
-				require.Equal(t, map[string]string{fleetv1alpha1.FleetStageLabel: "prod", fleetrollout.FreightLabel: goodFreight}, ro.Labels)
+				require.Equal(t, map[string]string{fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.FreightLabel: goodFreight}, ro.Labels)
 			},
 		},
 		{
@@ -61,7 +61,7 @@ func TestRollbackCommand(t *testing.T) {
 				require.Equal(t, "c0ffee", ro.Spec.Freight.Name)
 				require.Equal(t, &fleetv1alpha1.FreightOrigin{Kind: "Warehouse", Name: "app"}, ro.Spec.Freight.Origin)
 				require.Equal(t, defaultActor, ro.Spec.Actor)
-				require.NotContains(t, ro.Annotations, fleetrollout.AnyFreightAnnotation)
+				require.NotContains(t, ro.Annotations, fleetv1alpha1.AnyFreightAnnotation)
 			},
 		},
 		{
@@ -85,7 +85,7 @@ func TestRollbackCommand(t *testing.T) {
 				require.NoError(t, err)
 				ro := getRollout(t, c, "prod-bad-rb")
 				require.Equal(t, "c0ffee", ro.Spec.Freight.Name)
-				require.Equal(t, "true", ro.Annotations[fleetrollout.AnyFreightAnnotation])
+				require.Equal(t, "true", ro.Annotations[fleetv1alpha1.AnyFreightAnnotation])
 			},
 		},
 		{

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
 )
 
@@ -123,7 +122,7 @@ func phaseVerb(p fleetv1alpha1.RolloutPhase) string {
 
 // byActor names who last set a rollout's intent, when recorded.
 func byActor(ro *fleetv1alpha1.FleetRollout) string {
-	if a := ro.Annotations[fleetrollout.IntentActorAnnotation]; a != "" {
+	if a := ro.Annotations[fleetv1alpha1.IntentActorAnnotation]; a != "" {
 		return " by " + a
 	}
 	return ""

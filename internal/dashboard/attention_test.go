@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -28,7 +27,7 @@ func TestFleetAttention(t *testing.T) {
 	rollback.Spec.Direction, rollback.Spec.RollbackOf = fleetv1alpha1.DirectionRollback, "prod-1"
 	paused := attentionRollout("prod-2", fleetv1alpha1.RolloutPaused, "")
 	paused.Spec.Intent = fleetv1alpha1.IntentPause
-	paused.Annotations = map[string]string{fleetrollout.IntentActorAnnotation: "kubernetes:alice"}
+	paused.Annotations = map[string]string{fleetv1alpha1.IntentActorAnnotation: "kubernetes:alice"}
 
 	tests := []struct {
 		name     string

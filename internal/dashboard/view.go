@@ -684,7 +684,7 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 	if glass := newestBreakGlass(in.Promotions, fs.Name, st.Name); glass != nil &&
 		len(st.Status.FreightHistory) > 0 && firstFreight(st.Status.FreightHistory[0]) == glass.Spec.Freight {
 		d.BreakGlass = &BreakGlassDetail{Promotion: glass.Name, Freight: name(glass.Spec.Freight),
-			Actor: glass.Annotations[kargo.CreateActorAnnotation], Reason: glass.Annotations[rollout.BreakGlassReasonAnnotation],
+			Actor: glass.Annotations[kargo.CreateActorAnnotation], Reason: glass.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation],
 			Created: glass.CreationTimestamp.UTC().Format(time.RFC3339)}
 	}
 	if last != nil {

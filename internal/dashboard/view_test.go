@@ -14,7 +14,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
-	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -277,7 +276,7 @@ func TestBuildTarget_breakGlass(t *testing.T) {
 		p := testutil.MakePromotion(st.Namespace, st.Name, freight).Name(name).
 			Labels(map[string]string{fleetv1alpha1.BreakGlassLabel: in.FleetStage.Name}).Phase(kargo.PromotionSucceeded).Obj()
 		p.Annotations = map[string]string{kargo.CreateActorAnnotation: "kubernetes:oncall",
-			rollout.BreakGlassReasonAnnotation: reason}
+			fleetv1alpha1.BreakGlassReasonAnnotation: reason}
 		p.CreationTimestamp = metav1.Time{Time: now.Add(-age)}
 		return *p
 	}

@@ -12,11 +12,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
-// RevertLabel holds, on a Promotion that promotes the intended Freight back
-// to a drifted target, the drift's Key: it makes each drift reverted once,
-// and the target guard lets such Promotions through.
-const RevertLabel = "fleet.kargo-fleet.io/reverts-drift"
-
 // MaxExamples bounds the drifted targets named in a FleetStage's status.
 const MaxExamples = 10
 

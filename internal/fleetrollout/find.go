@@ -248,8 +248,8 @@ func Compare(a, b *fleetv1alpha1.FleetRollout) int {
 // compareRequestedAt compares the RequestedAtAnnotation of two rollouts; it
 // is 0 unless both carry a valid one.
 func compareRequestedAt(a, b *fleetv1alpha1.FleetRollout) int {
-	ta, errA := time.Parse(time.RFC3339Nano, a.Annotations[RequestedAtAnnotation])
-	tb, errB := time.Parse(time.RFC3339Nano, b.Annotations[RequestedAtAnnotation])
+	ta, errA := time.Parse(time.RFC3339Nano, a.Annotations[fleetv1alpha1.RequestedAtAnnotation])
+	tb, errB := time.Parse(time.RFC3339Nano, b.Annotations[fleetv1alpha1.RequestedAtAnnotation])
 	if errA != nil || errB != nil {
 		return 0
 	}

@@ -53,7 +53,7 @@ func FuzzCompare(f *testing.F) {
 		mk := func(name, rb string, created int64, req string) *fleetv1alpha1.FleetRollout {
 			return &fleetv1alpha1.FleetRollout{
 				ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(time.Unix(created%(1<<40), 0)),
-					Annotations: map[string]string{RequestedAtAnnotation: req}},
+					Annotations: map[string]string{fleetv1alpha1.RequestedAtAnnotation: req}},
 				Spec: fleetv1alpha1.FleetRolloutSpec{RollbackOf: rb},
 			}
 		}

@@ -36,8 +36,8 @@ func TestNewRollbackAndForward(t *testing.T) {
 		Promotion: "prod-pilot.1.f2", Alias: "fleet::start", Actor: "admin", Wave: "pilot"})
 	require.Equal(t, "prod-pilot.1.f2", of.Annotations[WaveRequestAnnotation("pilot")], "the wave request is in the create")
 	require.Equal(t, map[string]string{"pilot": "prod-pilot.1.f2"}, WaveRequests(of))
-	require.Equal(t, "prod-pilot.1.f2/fleet::start", of.Annotations[StepKeyAnnotation])
-	promotion, alias, ok := ParseStepKey(of.Annotations[StepKeyAnnotation])
+	require.Equal(t, "prod-pilot.1.f2/fleet::start", of.Annotations[fleetv1alpha1.StepKeyAnnotation])
+	promotion, alias, ok := ParseStepKey(of.Annotations[fleetv1alpha1.StepKeyAnnotation])
 	require.True(t, ok)
 	require.Equal(t, []string{"prod-pilot.1.f2", "fleet::start"}, []string{promotion, alias})
 
@@ -45,7 +45,7 @@ func TestNewRollbackAndForward(t *testing.T) {
 	require.Equal(t, RollbackName(of.Name), rb.Name)
 	require.Equal(t, fleetv1alpha1.DirectionRollback, rb.Spec.Direction)
 	require.Equal(t, of.Name, rb.Spec.RollbackOf)
-	require.Equal(t, map[string]string{fleetv1alpha1.FleetStageLabel: "prod", FreightLabel: "f1"}, rb.Labels,
+	require.Equal(t, map[string]string{fleetv1alpha1.FleetStageLabel: "prod", fleetv1alpha1.FreightLabel: "f1"}, rb.Labels,
 		"every rollback carries the FleetStage and Freight labels")
 }
 
@@ -191,7 +191,7 @@ func TestCompare(t *testing.T) {
 	at := func(name string, created metav1.Time, requested string) *fleetv1alpha1.FleetRollout {
 		ro := &fleetv1alpha1.FleetRollout{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created}}
 		if requested != "" {
-			ro.Annotations = map[string]string{RequestedAtAnnotation: requested}
+			ro.Annotations = map[string]string{fleetv1alpha1.RequestedAtAnnotation: requested}
 		}
 		return ro
 	}
@@ -219,6 +219,6 @@ func TestCompare(t *testing.T) {
 		})
 	}
 	ro := NewForward(Forward{Namespace: "shop", FleetStage: "prod", Freight: fleetv1alpha1.FreightReference{Name: "f1"}, Promotion: "p"})
-	_, err := time.Parse(time.RFC3339Nano, ro.Annotations[RequestedAtAnnotation])
+	_, err := time.Parse(time.RFC3339Nano, ro.Annotations[fleetv1alpha1.RequestedAtAnnotation])
 	require.NoError(t, err, "every rollout records when it was requested")
 }

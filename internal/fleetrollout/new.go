@@ -59,7 +59,7 @@ type Forward struct {
 // NewForward builds the forward rollout f asks for.
 func NewForward(f Forward) *fleetv1alpha1.FleetRollout {
 	ro := base(f.Namespace, ForwardName(f.FleetStage, f.Freight.Name, f.Promotion), f.FleetStage, f.Freight)
-	ro.Annotations[StepKeyAnnotation] = StepKey(f.Promotion, f.Alias)
+	ro.Annotations[fleetv1alpha1.StepKeyAnnotation] = StepKey(f.Promotion, f.Alias)
 	if f.Wave != "" {
 		ro.Annotations[WaveRequestAnnotation(f.Wave)] = f.Promotion
 	}
@@ -94,13 +94,13 @@ type Rollback struct {
 func NewRollback(r Rollback) *fleetv1alpha1.FleetRollout {
 	ro := base(r.Of.Namespace, RollbackAttemptName(r.Of.Name, max(r.Attempt, 1)), r.Of.Spec.FleetStage, r.Freight)
 	if r.StepKey != "" {
-		ro.Annotations[StepKeyAnnotation] = r.StepKey
+		ro.Annotations[fleetv1alpha1.StepKeyAnnotation] = r.StepKey
 	}
 	if r.Reason != "" {
-		ro.Annotations[ReasonAnnotation] = strutil.Truncate(r.Reason, 1024)
+		ro.Annotations[fleetv1alpha1.RollbackReasonAnnotation] = strutil.Truncate(r.Reason, 1024)
 	}
 	if r.AnyFreight {
-		ro.Annotations[AnyFreightAnnotation] = "true"
+		ro.Annotations[fleetv1alpha1.AnyFreightAnnotation] = "true"
 	}
 	ro.Spec.Direction = fleetv1alpha1.DirectionRollback
 	ro.Spec.RollbackOf = r.Of.Name
@@ -116,12 +116,12 @@ func base(namespace, name, fleetStage string, freight fleetv1alpha1.FreightRefer
 			Name:      name,
 			Labels: map[string]string{
 				fleetv1alpha1.FleetStageLabel: fleetStage,
-				FreightLabel:                  FreightLabelValue(freight.Name),
+				fleetv1alpha1.FreightLabel:    FreightLabelValue(freight.Name),
 			},
-			Annotations: map[string]string{RequestedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)},
+			Annotations: map[string]string{fleetv1alpha1.RequestedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)},
 			// From the start: a rollout deleted before the controller first
 			// saw it must still be recorded, or its step would start it again.
-			Finalizers: []string{Finalizer},
+			Finalizers: []string{fleetv1alpha1.AbortOnDeleteFinalizer},
 		},
 		Spec: fleetv1alpha1.FleetRolloutSpec{
 			FleetStage: fleetStage,

@@ -22,11 +22,9 @@ import (
 	"fmt"
 	"strings"
 
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
 )
-
-// Annotation holds a Promotion's mark.
-const Annotation = "fleet.kargo-fleet.io/mark"
 
 // derivation separates the mark's key from the step token key it is
 // derived from: a step token never verifies as a mark, nor a mark as a
@@ -101,7 +99,7 @@ func (m *Marker) Annotate(ctx context.Context, id Identity, annotations map[stri
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[Annotation] = Mark(current, id)
+	annotations[fleetv1alpha1.MarkAnnotation] = Mark(current, id)
 	return annotations, nil
 }
 
@@ -114,7 +112,7 @@ func (m *Marker) Verified(ctx context.Context, id Identity, annotations map[stri
 	if err != nil {
 		return false, fmt.Errorf("error reading the keys that verify kargo-fleet's Promotions: %w", err)
 	}
-	return Verify(keys, id, annotations[Annotation]), nil
+	return Verify(keys, id, annotations[fleetv1alpha1.MarkAnnotation]), nil
 }
 
 // Decisions a mark binds, by the label that names them on the Promotion.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/steptoken"
@@ -49,7 +51,7 @@ func TestMarker(t *testing.T) {
 	id := Identity{Namespace: "shop", Stage: "prod.eu-1", Freight: "f2", Decision: UndoDecision("k")}
 	ann, err := m.Annotate(ctx, id, nil)
 	require.NoError(t, err)
-	require.Len(t, ann[Annotation], 64)
+	require.Len(t, ann[fleetv1alpha1.MarkAnnotation], 64)
 	ok, err := m.Verified(ctx, id, ann)
 	require.NoError(t, err)
 	require.True(t, ok)

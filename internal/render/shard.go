@@ -1,6 +1,7 @@
 package render
 
 import (
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
@@ -14,11 +15,6 @@ const (
 	// (`serverURL: ${{ vars.fleetStepServerURL }}`); rendered only when a
 	// URL is configured for the shard or for every shard.
 	VarStepServerURL = "fleetStepServerURL"
-	// ShardAnnotation, on a generated Stage, holds the shard kargo-fleet
-	// rendered into its spec.shard. Its presence says kargo-fleet owns the
-	// shard; without it (no spec.shards) the Stage keeps whatever shard it
-	// has, as before shards were managed.
-	ShardAnnotation = "fleet.kargo-fleet.io/shard"
 )
 
 // StepServerURLs says where a Kargo controller of each shard reaches the
@@ -43,7 +39,7 @@ func (u StepServerURLs) For(shard string) string {
 
 // managesShard reports whether desired was rendered with a shard.
 func managesShard(desired *kargo.Stage) bool {
-	_, ok := desired.Annotations[ShardAnnotation]
+	_, ok := desired.Annotations[fleetv1alpha1.ShardAnnotation]
 	return ok
 }
 
@@ -58,5 +54,5 @@ func setShard(st *kargo.Stage, shard string) {
 	if st.Annotations == nil {
 		st.Annotations = map[string]string{}
 	}
-	st.Annotations[ShardAnnotation] = shard
+	st.Annotations[fleetv1alpha1.ShardAnnotation] = shard
 }

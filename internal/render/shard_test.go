@@ -59,7 +59,7 @@ func TestStagesShards(t *testing.T) {
 			for _, st := range append(out.Waves, out.Targets...) {
 				require.Empty(t, st.Spec.Shard, st.Name)
 				require.NotContains(t, st.Labels, kargo.ShardLabel, st.Name)
-				require.NotContains(t, st.Annotations, ShardAnnotation, st.Name)
+				require.NotContains(t, st.Annotations, fleetv1alpha1.ShardAnnotation, st.Name)
 				require.NotContains(t, varsOf(&st), VarShard, st.Name)
 			}
 			require.Equal(t, urls["eu"], varsOf(&out.Targets[0])[VarStepServerURL],
@@ -79,7 +79,7 @@ func TestStagesShards(t *testing.T) {
 			for _, st := range out.Targets {
 				shard := want[st.Name]
 				require.Equal(t, shard, st.Spec.Shard, st.Name)
-				require.Equal(t, shard, st.Annotations[ShardAnnotation], st.Name)
+				require.Equal(t, shard, st.Annotations[fleetv1alpha1.ShardAnnotation], st.Name)
 				require.Equal(t, shard, varsOf(&st)[VarShard], st.Name)
 				if shard == "" {
 					require.NotContains(t, st.Labels, kargo.ShardLabel, "the default shard has no label")
@@ -96,7 +96,7 @@ func TestStagesShards(t *testing.T) {
 		assertions: func(t *testing.T, out Output) {
 			require.Empty(t, waveServerURL(&out.Waves[0]))
 			require.Empty(t, out.Waves[0].Spec.Shard)
-			require.Contains(t, out.Waves[0].Annotations, ShardAnnotation)
+			require.Contains(t, out.Waves[0].Annotations, fleetv1alpha1.ShardAnnotation)
 		},
 	}}
 	for _, tt := range tests {

@@ -15,7 +15,6 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
-	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // HistoryInput is what `kargo-fleet history` reads.
@@ -129,7 +128,7 @@ func BuildHistory(in HistoryInput) History {
 		}
 		e := HistoryEntry{Name: ro.Name, Direction: ro.Spec.Direction, Freight: freightName(ro.Spec.Freight.Name, in.Aliases),
 			Actor: fleetrollout.ActorOf(ro), Result: ro.Status.Phase, Intent: ro.Spec.Intent,
-			IntentActor: ro.Annotations[fleetrollout.IntentActorAnnotation]}
+			IntentActor: ro.Annotations[fleetv1alpha1.IntentActorAnnotation]}
 		setTimes(&e, ro.Status.StartedAt, ro.Status.FinishedAt)
 		if c := meta.FindStatusCondition(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition); c != nil &&
 			c.Status == "True" {
@@ -152,7 +151,7 @@ func BuildHistory(in HistoryInput) History {
 		created := p.CreationTimestamp
 		h.BreakGlass = append(h.BreakGlass, BreakGlassEntry{Promotion: p.Name, Stage: p.Spec.Stage,
 			Freight: freightName(p.Spec.Freight, in.Aliases), Actor: p.Annotations[kargo.CreateActorAnnotation],
-			Reason: p.Annotations[rollout.BreakGlassReasonAnnotation], CreatedAt: toTime(&created), Phase: p.Status.Phase})
+			Reason: p.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation], CreatedAt: toTime(&created), Phase: p.Status.Phase})
 	}
 	slices.SortStableFunc(h.BreakGlass, func(a, b BreakGlassEntry) int {
 		return cmp.Or(compareTimes(a.CreatedAt, b.CreatedAt), cmp.Compare(a.Promotion, b.Promotion))

@@ -31,11 +31,6 @@ const (
 // chart aggregates into Kubernetes' default roles grants it.
 const BreakGlassVerb = "break-glass"
 
-// BreakGlassReasonAnnotation is the annotation that, on a Promotion into a
-// target Stage, asks for a break-glass Promotion and says why; the user creating the Promotion must
-// hold BreakGlassVerb on the FleetStage.
-const BreakGlassReasonAnnotation = "fleet.kargo-fleet.io/break-glass-reason"
-
 // PromotionAdmission is what the admission guard knows of a Promotion being
 // created in a Project that holds a FleetStage.
 type PromotionAdmission struct {

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
@@ -41,7 +40,7 @@ func reconcileBench(b *testing.B, n int) Snapshot {
 	}}
 	ro := &fleetv1alpha1.FleetRollout{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "prod-1", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
-			Annotations: map[string]string{fleetrollout.WaveRequestAnnotationPrefix + "general": "prod-general.x.f2"}},
+			Annotations: map[string]string{fleetv1alpha1.WaveRequestAnnotationPrefix + "general": "prod-general.x.f2"}},
 		Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: "prod", Direction: fleetv1alpha1.DirectionForward,
 			Freight: fleetv1alpha1.FreightReference{Name: "f2"}},
 		Status: fleetv1alpha1.FleetRolloutStatus{Phase: fleetv1alpha1.RolloutProgressing},

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
@@ -156,7 +155,7 @@ func (w *wavePromotions) add(ro *fleetv1alpha1.FleetRollout, wave string, p *kar
 		!requested && p.CreationTimestamp.Before(&ro.CreationTimestamp) {
 		return
 	}
-	if errored := p.Annotations[fleetrollout.RecoversAnnotation]; errored != "" && p.Labels[fleetrollout.WavePromotionLabel] == ro.Name {
+	if errored := p.Annotations[fleetv1alpha1.RecoversAnnotation]; errored != "" && p.Labels[fleetv1alpha1.WavePromotionLabel] == ro.Name {
 		w.recoveries[wave]++
 		w.recovered[errored] = true
 	}

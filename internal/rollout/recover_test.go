@@ -31,8 +31,8 @@ func requestedBy(name string) func(*Snapshot) {
 // created, recovering errored, in phase.
 func recovery(name, created, errored, phase string) string {
 	return strings.NewReplacer(obsErroredName, name, `creationTimestamp: "2026-11-22T09:58:05Z"`, `creationTimestamp: "`+created+`"`,
-		`labels: {kargo.akuity.io/stage: prod-pilot}`, `labels: {kargo.akuity.io/stage: prod-pilot, `+fleetrollout.WavePromotionLabel+`: `+obsRollout+`}`,
-		`annotations: {kargo.akuity.io/create-actor: "kubernetes:alice"}`, `annotations: {`+fleetrollout.RecoversAnnotation+`: `+errored+`}`,
+		`labels: {kargo.akuity.io/stage: prod-pilot}`, `labels: {kargo.akuity.io/stage: prod-pilot, `+fleetv1alpha1.WavePromotionLabel+`: `+obsRollout+`}`,
+		`annotations: {kargo.akuity.io/create-actor: "kubernetes:alice"}`, `annotations: {`+fleetv1alpha1.RecoversAnnotation+`: `+errored+`}`,
 		"phase: Running", "phase: "+phase).Replace(obsWavePromotion)
 }
 

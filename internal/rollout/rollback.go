@@ -203,7 +203,7 @@ func resolveObject(req RollbackRequest) RollbackRequest {
 	}
 	rb := req.Rollback
 	req.Of, req.Freight = rb.Spec.RollbackOf, rb.Spec.Freight.Name
-	req.AnyFreight = rb.Annotations[fleetrollout.AnyFreightAnnotation] == "true"
+	req.AnyFreight = rb.Annotations[fleetv1alpha1.AnyFreightAnnotation] == "true"
 	return req
 }
 
@@ -329,7 +329,7 @@ func refuse(q RollbackRequest, reason RollbackReason, msg string) *RollbackRefus
 // anyFreightObjectHint tells the creator of a refused rollback object how
 // to ask for its Freight deliberately: the refused rollback has failed.
 const anyFreightObjectHint = "to roll back to it anyway, delete this rollback and create it again with the annotation " +
-	fleetrollout.AnyFreightAnnotation + `: "true"`
+	fleetv1alpha1.AnyFreightAnnotation + `: "true"`
 
 // rollbackHints say, per reason and asker, what the asker can do.
 var rollbackHints = map[RollbackReason]map[RollbackAsker]string{

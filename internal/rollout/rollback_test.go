@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
@@ -318,7 +317,7 @@ func TestPlanRollback(t *testing.T) {
 			req: func() RollbackRequest {
 				f := newRBFleet()
 				obj := rbOf(rbRollout("prod-bad-rb", rb, "f00d", "", 3*time.Hour), "prod-bad")
-				obj.Annotations = map[string]string{fleetrollout.AnyFreightAnnotation: "true"}
+				obj.Annotations = map[string]string{fleetv1alpha1.AnyFreightAnnotation: "true"}
 				return RollbackRequest{Asker: AskedByObject, FleetStage: f.fs, Rollouts: append(f.rollouts, obj), Rollback: obj}
 			},
 			wantOf:      "prod-bad",

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/targetguard"
 	"github.com/kargo-fleet/kargo-fleet/internal/cli"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
@@ -78,7 +77,7 @@ func TestForwardThroughThreeWavesWithSoak(t *testing.T) {
 	require.Len(t, calls, 6, "every target's endpoint was called: %v", calls)
 	list := &kargo.PromotionList{}
 	require.NoError(t, kube.List(context.Background(), list, client.InNamespace(f.ns),
-		client.MatchingLabels{fleetrollout.WavePromotionLabel: ro.Name}))
+		client.MatchingLabels{fleetv1alpha1.WavePromotionLabel: ro.Name}))
 	stages := map[string]int{}
 	for _, p := range list.Items {
 		stages[p.Spec.Stage]++
@@ -166,7 +165,7 @@ func TestBreachHaltsRollsBackAndGuardsTargets(t *testing.T) {
 	}
 	undos := 0
 	for _, p := range f.targetPromotions() {
-		if p.Labels[targetguard.UndoesLabel] != "" {
+		if p.Labels[fleetv1alpha1.UndoesLabel] != "" {
 			undos++
 		}
 	}

@@ -231,7 +231,7 @@ func TestArgoCDDriftReverted(t *testing.T) {
 			}
 		}
 		list := &kargo.PromotionList{}
-		if hub.List(context.Background(), list, client.InNamespace(f.ns), client.HasLabels{drift.RevertLabel}) != nil {
+		if hub.List(context.Background(), list, client.InNamespace(f.ns), client.HasLabels{fleetv1alpha1.RevertLabel}) != nil {
 			return false
 		}
 		for i := range list.Items {
@@ -274,7 +274,7 @@ func TestArgoCDDriftReverted(t *testing.T) {
 		return true
 	}, "the report of %s never cleared", tg.id)
 	list := &kargo.PromotionList{}
-	require.NoError(t, hub.List(context.Background(), list, client.InNamespace(f.ns), client.HasLabels{drift.RevertLabel}))
+	require.NoError(t, hub.List(context.Background(), list, client.InNamespace(f.ns), client.HasLabels{fleetv1alpha1.RevertLabel}))
 	require.Len(t, list.Items, 1, "one revert Promotion")
 	require.Equal(t, stage, list.Items[0].Spec.Stage)
 	report(t, "case=revert target=%s promotion=%s manual_sync_to_synced=%s synced_to_revert_promotion_seen=%s revert_promotion_to_succeeded=%s "+

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
@@ -168,20 +167,20 @@ func (r *FleetRolloutReconciler) existingWaves(ctx context.Context, s *scope, wa
 	ro := s.ro
 	list := &kargo.PromotionList{}
 	if err := r.reader.List(ctx, list, client.InNamespace(ro.Namespace),
-		client.MatchingLabels{fleetrollout.WavePromotionLabel: ro.Name}); err != nil {
+		client.MatchingLabels{fleetv1alpha1.WavePromotionLabel: ro.Name}); err != nil {
 		return fmt.Errorf("error listing the wave Promotions of FleetRollout %q: %w", ro.Name, err)
 	}
 	for _, w := range waves {
 		stage := render.WaveStageName(s.fs.Name, w)
 		for _, p := range list.Items {
-			if p.Spec.Stage == stage && p.Spec.Freight == ro.Spec.Freight.Name && p.Annotations[fleetrollout.RecoversAnnotation] == "" {
+			if p.Spec.Stage == stage && p.Spec.Freight == ro.Spec.Freight.Name && p.Annotations[fleetv1alpha1.RecoversAnnotation] == "" {
 				keys[rollout.WaveKey(w)] = true
 			}
 		}
 	}
 	for i := range list.Items {
 		p := &list.Items[i]
-		errored := p.Annotations[fleetrollout.RecoversAnnotation]
+		errored := p.Annotations[fleetv1alpha1.RecoversAnnotation]
 		if w, ok := recoveries[errored]; ok && p.Spec.Stage == render.WaveStageName(s.fs.Name, w) {
 			keys[rollout.WaveRecoveryKey(w, errored)] = true
 		}

@@ -146,8 +146,8 @@ func isStatusError(err error) bool {
 func (r *FleetRolloutReconciler) promoteWave(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage, wave string) (bool, error) {
 	stage := render.WaveStageName(fs.Name, wave)
 	p := kargo.NewPromotion(ro.Namespace, stage, ro.Spec.Freight.Name, map[string]string{
-		fleetv1alpha1.FleetStageLabel:   fs.Name,
-		fleetrollout.WavePromotionLabel: ro.Name,
+		fleetv1alpha1.FleetStageLabel:    fs.Name,
+		fleetv1alpha1.WavePromotionLabel: ro.Name,
 	}, nil)
 	key := rollout.WaveKey(wave)
 	r.expected.expect(ro.UID, key, r.clock.Now())
@@ -180,9 +180,9 @@ func (r *FleetRolloutReconciler) recoverWave(ctx context.Context, ro *fleetv1alp
 	rec rollout.WaveRecovery) error {
 	stage := render.WaveStageName(fs.Name, rec.Wave)
 	p := kargo.NewPromotion(ro.Namespace, stage, ro.Spec.Freight.Name, map[string]string{
-		fleetv1alpha1.FleetStageLabel:   fs.Name,
-		fleetrollout.WavePromotionLabel: ro.Name,
-	}, map[string]string{fleetrollout.RecoversAnnotation: rec.Errored.Name})
+		fleetv1alpha1.FleetStageLabel:    fs.Name,
+		fleetv1alpha1.WavePromotionLabel: ro.Name,
+	}, map[string]string{fleetv1alpha1.RecoversAnnotation: rec.Errored.Name})
 	key := rec.Key()
 	r.expected.expect(ro.UID, key, r.clock.Now())
 	if err := r.client.Create(ctx, p); err != nil {
@@ -215,7 +215,7 @@ func (r *FleetRolloutReconciler) recordRollbackOnWaveStages(ctx context.Context,
 	}
 	promos := &kargo.PromotionList{}
 	if err := r.client.List(ctx, promos, client.InNamespace(rb.Namespace), client.UnsafeDisableDeepCopy,
-		client.MatchingLabels{fleetrollout.WavePromotionLabel: rb.Name}); err != nil {
+		client.MatchingLabels{fleetv1alpha1.WavePromotionLabel: rb.Name}); err != nil {
 		return fmt.Errorf("error listing Promotions: %w", err)
 	}
 	done := map[string]bool{}
@@ -233,8 +233,8 @@ func (r *FleetRolloutReconciler) recordRollbackOnWaveStages(ctx context.Context,
 			continue
 		}
 		p := kargo.NewPromotion(rb.Namespace, w.Stage, rb.Spec.Freight.Name, map[string]string{
-			fleetv1alpha1.FleetStageLabel:   fs.Name,
-			fleetrollout.WavePromotionLabel: rb.Name,
+			fleetv1alpha1.FleetStageLabel:    fs.Name,
+			fleetv1alpha1.WavePromotionLabel: rb.Name,
 		}, map[string]string{kargo.RollbackAnnotation: "true"})
 		r.expected.expect(rb.UID, rollout.WaveKey(w.Name), r.clock.Now())
 		if err := r.client.Create(ctx, p); err != nil {
@@ -564,7 +564,7 @@ func (r *FleetRolloutReconciler) pruneHistory(ctx context.Context, fs *fleetv1al
 // refreshAll asks Kargo to poll every wave Promotion of the rollout again.
 func (r *FleetRolloutReconciler) refreshAll(ctx context.Context, ro *fleetv1alpha1.FleetRollout) {
 	for k, v := range ro.Annotations {
-		if strings.HasPrefix(k, fleetrollout.WaveRequestAnnotationPrefix) {
+		if strings.HasPrefix(k, fleetv1alpha1.WaveRequestAnnotationPrefix) {
 			r.refreshPromotion(ctx, ro, v)
 		}
 	}

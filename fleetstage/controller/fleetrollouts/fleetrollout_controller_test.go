@@ -503,7 +503,7 @@ func TestPromoteWave(t *testing.T) {
 	require.NoError(t, ok.c.List(t.Context(), list))
 	require.Len(t, list.Items, 1)
 	require.Equal(t, "prod-canary", list.Items[0].Spec.Stage)
-	require.Equal(t, "prod-bad", list.Items[0].Labels[fleetrollout.WavePromotionLabel])
+	require.Equal(t, "prod-bad", list.Items[0].Labels[fleetv1alpha1.WavePromotionLabel])
 	require.Contains(t, ok.drained(), "Normal WavePromoted Promoted Freight "+badFreight+" into wave Stage prod-canary: the previous wave passed and soaked")
 }
 

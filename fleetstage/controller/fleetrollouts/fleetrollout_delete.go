@@ -19,19 +19,19 @@ import (
 // RolloutDeletedReason is the Event of a rollout deleted while it ran.
 const RolloutDeletedReason = "RolloutDeleted"
 
-// syncFinalizer keeps fleetrollout.Finalizer on the rollout exactly while
+// syncFinalizer keeps fleetv1alpha1.AbortOnDeleteFinalizer on the rollout exactly while
 // it is unfinished: deleting an unfinished rollout aborts it (see
 // finalizeDeleted); a finished one is only a record and goes at once.
 func (r *FleetRolloutReconciler) syncFinalizer(ctx context.Context, ro *fleetv1alpha1.FleetRollout) error {
 	want := !ro.Status.Phase.IsFinal()
-	if controllerutil.ContainsFinalizer(ro, fleetrollout.Finalizer) == want {
+	if controllerutil.ContainsFinalizer(ro, fleetv1alpha1.AbortOnDeleteFinalizer) == want {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(ro.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if want {
-		controllerutil.AddFinalizer(ro, fleetrollout.Finalizer)
+		controllerutil.AddFinalizer(ro, fleetv1alpha1.AbortOnDeleteFinalizer)
 	} else {
-		controllerutil.RemoveFinalizer(ro, fleetrollout.Finalizer)
+		controllerutil.RemoveFinalizer(ro, fleetv1alpha1.AbortOnDeleteFinalizer)
 	}
 	if err := r.client.Patch(ctx, ro, patch); err != nil {
 		return fmt.Errorf("error updating the finalizers of FleetRollout %q: %w", ro.Name, err)
@@ -47,7 +47,7 @@ func (r *FleetRolloutReconciler) syncFinalizer(ctx context.Context, ro *fleetv1a
 // wave Promotions waiting on it, and lets the deletion finish. Every step
 // is idempotent: a controller that dies half-way does it again.
 func (r *FleetRolloutReconciler) finalizeDeleted(ctx context.Context, ro *fleetv1alpha1.FleetRollout) error {
-	if !controllerutil.ContainsFinalizer(ro, fleetrollout.Finalizer) {
+	if !controllerutil.ContainsFinalizer(ro, fleetv1alpha1.AbortOnDeleteFinalizer) {
 		return nil
 	}
 	if !ro.Status.Phase.IsFinal() {
@@ -86,7 +86,7 @@ func (r *FleetRolloutReconciler) finalizeDeleted(ctx context.Context, ro *fleetv
 		r.refreshAll(ctx, ro)
 	}
 	patch := client.MergeFromWithOptions(ro.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(ro, fleetrollout.Finalizer)
+	controllerutil.RemoveFinalizer(ro, fleetv1alpha1.AbortOnDeleteFinalizer)
 	if err := r.client.Patch(ctx, ro, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("error removing the finalizer of FleetRollout %q: %w", ro.Name, err)
 	}

@@ -246,7 +246,7 @@ func intentActor(ro *fleetv1alpha1.FleetRollout) string {
 	if a := fleetrollout.IntentActor(ro); a != "" {
 		return a
 	}
-	return "an unrecorded actor (no " + fleetrollout.IntentActorAnnotation + " annotation)"
+	return "an unrecorded actor (no " + fleetv1alpha1.IntentActorAnnotation + " annotation)"
 }
 
 func maxConcurrentOf(obs *rollout.Observed, wave string) int {

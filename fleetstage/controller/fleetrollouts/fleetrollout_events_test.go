@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
@@ -148,7 +147,7 @@ func TestTransitionsOf(t *testing.T) {
 			before: fleetv1alpha1.FleetRolloutStatus{Phase: fleetv1alpha1.RolloutPaused, Snapshot: snap},
 			after:  fleetv1alpha1.FleetRolloutStatus{Phase: fleetv1alpha1.RolloutProgressing, Snapshot: snap},
 			mutate: func(ro *fleetv1alpha1.FleetRollout) {
-				ro.Annotations = map[string]string{fleetrollout.IntentActorAnnotation: "kubernetes:bob"}
+				ro.Annotations = map[string]string{fleetv1alpha1.IntentActorAnnotation: "kubernetes:bob"}
 			},
 			wantEvents: []string{"Normal RolloutResumed Resumed (spec.intent Run) by kubernetes:bob"},
 		},

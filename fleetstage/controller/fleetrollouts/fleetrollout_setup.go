@@ -75,7 +75,7 @@ func (r *FleetRolloutReconciler) rolloutsOfPromotion(ctx context.Context, o clie
 		others := r.openRollouts(ctx, p.Namespace, client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs})
 		return append(own, slices.DeleteFunc(others, func(req reconcile.Request) bool { return req.Name == name })...)
 	}
-	if name := p.Labels[fleetrollout.WavePromotionLabel]; name != "" {
+	if name := p.Labels[fleetv1alpha1.WavePromotionLabel]; name != "" {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: p.Namespace, Name: name}}}
 	}
 	st := &kargo.Stage{}
@@ -96,7 +96,7 @@ func (r *FleetRolloutReconciler) rolloutsOfStage(ctx context.Context, o client.O
 // that wait for an approval not known yet: a rollout reads nothing else of
 // a Freight, and most Freight changes are Kargo recording a Stage it is in.
 func (r *FleetRolloutReconciler) rolloutsOfFreight(ctx context.Context, o client.Object) []reconcile.Request {
-	out := r.openRollouts(ctx, o.GetNamespace(), client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(o.GetName())})
+	out := r.openRollouts(ctx, o.GetNamespace(), client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(o.GetName())})
 	return slices.DeleteFunc(out, func(req reconcile.Request) bool { return !r.awaitsApproval(ctx, req.NamespacedName) })
 }
 

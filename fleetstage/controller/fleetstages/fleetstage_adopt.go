@@ -14,12 +14,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 )
 
-// RepointedAnnotation records, on a Stage downstream of an adopted Stage,
-// "<fleetstage>/<adopted stage>": the FleetStage re-pointed the Stage's
-// Freight source from the adopted Stage to its last wave Stage, and restores
-// it when the FleetStage is deleted.
-const RepointedAnnotation = "fleet.kargo-fleet.io/repointed-from"
-
 // repointDownstream keeps Stages downstream of an adopted Stage fed. Once a
 // Stage is adopted, Freight goes to the fleet's waves instead of to the
 // adopted Stage, so a downstream Stage that took Freight from the adopted
@@ -41,7 +35,7 @@ func (r *FleetStageReconciler) repointDownstream(ctx context.Context, s *scope) 
 		if st.Labels[fleetv1alpha1.FleetStageLabel] != "" || st.Name == fs.Spec.Stage.FromStage {
 			continue
 		}
-		ours := st.Annotations[RepointedAnnotation] == mark
+		ours := st.Annotations[fleetv1alpha1.RepointedAnnotation] == mark
 		patch := client.MergeFrom(st.DeepCopy())
 		changed := false
 		for j := range st.Spec.RequestedFreight {
@@ -59,7 +53,7 @@ func (r *FleetStageReconciler) repointDownstream(ctx context.Context, s *scope) 
 		if st.Annotations == nil {
 			st.Annotations = map[string]string{}
 		}
-		st.Annotations[RepointedAnnotation] = mark
+		st.Annotations[fleetv1alpha1.RepointedAnnotation] = mark
 		if err := r.client.Patch(ctx, st, patch); err != nil {
 			return false, fmt.Errorf("error re-pointing downstream Stage %q to %q: %w", st.Name, last, err)
 		}
@@ -110,7 +104,7 @@ func isWaveStageOf(fleetStage, name string) bool {
 // finalize restores re-pointed downstream Stages and releases the
 // FleetStage. Generated Stages go with it through their owner references.
 func (r *FleetStageReconciler) finalize(ctx context.Context, fs *fleetv1alpha1.FleetStage) error {
-	if !controllerutil.ContainsFinalizer(fs, Finalizer) {
+	if !controllerutil.ContainsFinalizer(fs, fleetv1alpha1.FleetStageFinalizer) {
 		return nil
 	}
 	stages := &kargo.StageList{}
@@ -119,7 +113,7 @@ func (r *FleetStageReconciler) finalize(ctx context.Context, fs *fleetv1alpha1.F
 	}
 	for i := range stages.Items {
 		st := &stages.Items[i]
-		mark := st.Annotations[RepointedAnnotation]
+		mark := st.Annotations[fleetv1alpha1.RepointedAnnotation]
 		if !strings.HasPrefix(mark, fs.Name+"/") {
 			continue
 		}
@@ -132,13 +126,13 @@ func (r *FleetStageReconciler) finalize(ctx context.Context, fs *fleetv1alpha1.F
 				}
 			}
 		}
-		delete(st.Annotations, RepointedAnnotation)
+		delete(st.Annotations, fleetv1alpha1.RepointedAnnotation)
 		if err := r.client.Patch(ctx, st, patch); err != nil {
 			return fmt.Errorf("error restoring downstream Stage %q: %w", st.Name, err)
 		}
 	}
 	patch := client.MergeFrom(fs.DeepCopy())
-	controllerutil.RemoveFinalizer(fs, Finalizer)
+	controllerutil.RemoveFinalizer(fs, fleetv1alpha1.FleetStageFinalizer)
 	if err := r.client.Patch(ctx, fs, patch); err != nil {
 		return fmt.Errorf("error removing finalizer from FleetStage %q: %w", fs.Name, err)
 	}

@@ -28,10 +28,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
 
-// Finalizer lets the reconciler restore downstream Stages it re-pointed
-// before a FleetStage goes away.
-const Finalizer = "fleet.kargo-fleet.io/fleetstage"
-
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages/finalizers,verbs=update
@@ -122,9 +118,9 @@ func (r *FleetStageReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.desired.forget(req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, fs)
 	}
-	if !controllerutil.ContainsFinalizer(fs, Finalizer) {
+	if !controllerutil.ContainsFinalizer(fs, fleetv1alpha1.FleetStageFinalizer) {
 		patch := client.MergeFrom(fs.DeepCopy())
-		controllerutil.AddFinalizer(fs, Finalizer)
+		controllerutil.AddFinalizer(fs, fleetv1alpha1.FleetStageFinalizer)
 		if err := r.client.Patch(ctx, fs, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("error adding finalizer to FleetStage %q: %w", fs.Name, err)
 		}

@@ -8,7 +8,6 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
-	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
@@ -29,7 +28,7 @@ func BreakGlassDescription(p *kargo.Promotion) string {
 	return strutil.Ellipsis(fmt.Sprintf("%sFreight %s promoted by %s (Promotion %s, %s), outside the fleet's waves: %s",
 		breakGlassPrefix, p.Spec.Freight, p.Annotations[kargo.CreateActorAnnotation], p.Name,
 		p.CreationTimestamp.UTC().Format("2006-01-02 15:04:05 MST"),
-		strings.TrimSpace(p.Annotations[rollout.BreakGlassReasonAnnotation])), maxDescription)
+		strings.TrimSpace(p.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation])), maxDescription)
 }
 
 // describeBreakGlass writes the break-glass description on the target

@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
@@ -49,11 +48,6 @@ const (
 	// promoted one target Stage directly, giving a reason.
 	BreakGlassPromotionReason = "BreakGlassPromotion"
 )
-
-// UndoesLabel holds, on a Promotion the guard created to undo a refused one
-// that succeeded before it could be aborted, a hash of the refused
-// Promotion's name: it makes the undo happen once.
-const UndoesLabel = "fleet.kargo-fleet.io/undoes"
 
 // Reconciler guards the target Stages of every fleet.
 //
@@ -159,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	rollouts, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name,
-		client.MatchingLabels{fleetrollout.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)})
+		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -202,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) breakGlassAllowed(ctx context.Context, fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) (bool, error) {
 	user, ok := strings.CutPrefix(p.Annotations[kargo.CreateActorAnnotation], "kubernetes:")
 	if !ok || user == "" || kargo.ControlPlaneUsers.MatchString(user) ||
-		strings.TrimSpace(p.Annotations[rollout.BreakGlassReasonAnnotation]) == "" || r.access == nil {
+		strings.TrimSpace(p.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation]) == "" || r.access == nil {
 		return false, nil
 	}
 	return r.access.Allowed(ctx, authenticationv1.UserInfo{Username: user}, authorizationv1.ResourceAttributes{
@@ -251,10 +245,10 @@ func decisionOf(p *kargo.Promotion) string {
 	switch {
 	case p.Labels[fleetv1alpha1.RolloutLabel] != "":
 		return provenance.RolloutDecision(p.Labels[fleetv1alpha1.RolloutLabel])
-	case p.Labels[drift.RevertLabel] != "":
-		return provenance.RevertDecision(p.Labels[drift.RevertLabel])
-	case p.Labels[UndoesLabel] != "":
-		return provenance.UndoDecision(p.Labels[UndoesLabel])
+	case p.Labels[fleetv1alpha1.RevertLabel] != "":
+		return provenance.RevertDecision(p.Labels[fleetv1alpha1.RevertLabel])
+	case p.Labels[fleetv1alpha1.UndoesLabel] != "":
+		return provenance.UndoDecision(p.Labels[fleetv1alpha1.UndoesLabel])
 	}
 	return ""
 }
@@ -289,7 +283,7 @@ func (r *Reconciler) undo(ctx context.Context, refused *kargo.Promotion, st *kar
 		return false, nil
 	}
 	list := &kargo.PromotionList{}
-	if err := r.client.List(ctx, list, client.InNamespace(refused.Namespace), client.MatchingLabels{UndoesLabel: key}); err != nil {
+	if err := r.client.List(ctx, list, client.InNamespace(refused.Namespace), client.MatchingLabels{fleetv1alpha1.UndoesLabel: key}); err != nil {
 		return false, fmt.Errorf("error listing Promotions: %w", err)
 	}
 	if len(list.Items) > 0 {
@@ -303,7 +297,7 @@ func (r *Reconciler) undo(ctx context.Context, refused *kargo.Promotion, st *kar
 	undo := kargo.NewPromotion(st.Namespace, st.Name, freight, map[string]string{
 		fleetv1alpha1.FleetStageLabel: st.Labels[fleetv1alpha1.FleetStageLabel],
 		fleetv1alpha1.TargetLabel:     st.Labels[fleetv1alpha1.TargetLabel],
-		UndoesLabel:                   key,
+		fleetv1alpha1.UndoesLabel:     key,
 	}, annotations)
 	if err := r.client.Create(ctx, undo); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, fmt.Errorf("error promoting Freight %s back to target Stage %q: %w", freight, st.Name, err)
@@ -331,6 +325,6 @@ func (r *Reconciler) recordBreakGlass(ctx context.Context, fs *fleetv1alpha1.Fle
 		corev1.EventTypeWarning, BreakGlassPromotionReason, "BreakGlass", "%s",
 		strutil.Ellipsis(fmt.Sprintf("Break-glass Promotion %s by %s: Freight %s into target Stage %s, intended (not drift): %s",
 			p.Name, p.Annotations[kargo.CreateActorAnnotation], p.Spec.Freight, p.Spec.Stage,
-			p.Annotations[rollout.BreakGlassReasonAnnotation]), 1024))
+			p.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation]), 1024))
 	return err
 }

@@ -179,7 +179,7 @@ func (r *Reconciler) revert(ctx context.Context, fs *fleetv1alpha1.FleetStage, r
 		}
 		p := kargo.NewPromotion(fs.Namespace, dr.Stage, dr.Intended, map[string]string{
 			fleetv1alpha1.FleetStageLabel: fs.Name,
-			drift.RevertLabel:             dr.Key(),
+			fleetv1alpha1.RevertLabel:     dr.Key(),
 		}, annotations)
 		if err := r.client.Create(ctx, p); err != nil {
 			return 0, fmt.Errorf("error promoting Freight %s back to drifted target Stage %q: %w", dr.Intended, dr.Stage, err)
@@ -210,7 +210,7 @@ func (r *Reconciler) revert(ctx context.Context, fs *fleetv1alpha1.FleetStage, r
 func (r *Reconciler) revertAttempts(ctx context.Context, fs *fleetv1alpha1.FleetStage, known map[string]drift.Attempt) (
 	map[string]drift.Attempt, int, error) {
 	list := &kargo.PromotionList{}
-	if err := r.client.List(ctx, list, client.InNamespace(fs.Namespace), client.HasLabels{drift.RevertLabel},
+	if err := r.client.List(ctx, list, client.InNamespace(fs.Namespace), client.HasLabels{fleetv1alpha1.RevertLabel},
 		client.MatchingLabels{fleetv1alpha1.FleetStageLabel: fs.Name}); err != nil {
 		return nil, 0, fmt.Errorf("error listing the drift reverts of FleetStage %q: %w", fs.Name, err)
 	}
@@ -218,7 +218,7 @@ func (r *Reconciler) revertAttempts(ctx context.Context, fs *fleetv1alpha1.Fleet
 	inFlight := 0
 	for i := range list.Items {
 		p := &list.Items[i]
-		k := p.Labels[drift.RevertLabel]
+		k := p.Labels[fleetv1alpha1.RevertLabel]
 		if a, ok := attempts[k]; !ok || p.CreationTimestamp.After(a.Created) {
 			attempts[k] = drift.Attempt{Created: p.CreationTimestamp.Time}
 		}

@@ -73,7 +73,7 @@ func TestReconcile_drift(t *testing.T) {
 				{Target: "b", Stage: "prod-b", Freight: "manual", IntendedFreight: "good"}}}, got.Status.Drift)
 			require.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, fleetv1alpha1.DriftedCondition))
 			promotions := &kargo.PromotionList{}
-			require.NoError(t, c.List(ctx, promotions, client.HasLabels{drift.RevertLabel}))
+			require.NoError(t, c.List(ctx, promotions, client.HasLabels{fleetv1alpha1.RevertLabel}))
 			require.Len(t, promotions.Items, tt.wantReverts)
 			for _, p := range promotions.Items {
 				require.Equal(t, "prod-b", p.Spec.Stage)

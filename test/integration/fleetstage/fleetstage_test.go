@@ -332,7 +332,7 @@ func TestAdoptionRepointsDownstreamStages(t *testing.T) {
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(dr), dr))
 		return dr.Spec.RequestedFreight[0].Sources.Stages[0] == "fleet-general"
 	}, wait, tick, "a Stage downstream of the adopted Stage takes Freight once the last wave verified it")
-	require.Equal(t, "fleet/prod", dr.Annotations[fleetstages.RepointedAnnotation])
+	require.Equal(t, "fleet/prod", dr.Annotations[fleetv1alpha1.RepointedAnnotation])
 	prod := &kargo.Stage{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, prod))
 	require.Equal(t, []string{"staging"}, prod.Spec.RequestedFreight[0].Sources.Stages, "the adopted Stage itself is left as it is")
@@ -365,7 +365,7 @@ func TestAdoptionRepointsDownstreamStages(t *testing.T) {
 	require.NoError(t, env.Client.Delete(ctx, fs))
 	require.Eventually(t, func() bool {
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(dr), dr))
-		return dr.Spec.RequestedFreight[0].Sources.Stages[0] == "prod" && dr.Annotations[fleetstages.RepointedAnnotation] == ""
+		return dr.Spec.RequestedFreight[0].Sources.Stages[0] == "prod" && dr.Annotations[fleetv1alpha1.RepointedAnnotation] == ""
 	}, wait, tick, "deleting the FleetStage restores the downstream Stage")
 }
 

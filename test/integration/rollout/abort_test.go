@@ -85,7 +85,7 @@ func TestAbortedRolloutSettlesWhenPromotionsInsideARequestFinish(t *testing.T) {
 	// As kargo-fleet abort does it: the intent and who set it, in one write.
 	patch := client.MergeFrom(ro.DeepCopy())
 	ro.Spec.Intent = fleetv1alpha1.IntentAbort
-	ro.Annotations[fleetrollout.IntentActorAnnotation] = "kubernetes:alice"
+	ro.Annotations[fleetv1alpha1.IntentActorAnnotation] = "kubernetes:alice"
 	require.NoError(t, env.Client.Patch(context.Background(), ro, patch))
 	aborted := f.rollout(f.good, fleetv1alpha1.RolloutAborted)
 	require.EqualValues(t, 2, aborted.Status.Waves[0].InFlight, aborted.Status.Message)
@@ -141,7 +141,7 @@ func TestDeletingARunningRolloutAbortsIt(t *testing.T) {
 	ctx := context.Background()
 	f.ship(f.good)
 	ro := f.rollout(f.good, fleetv1alpha1.RolloutProgressing)
-	require.Contains(t, ro.Finalizers, fleetrollout.Finalizer, "an unfinished rollout carries the finalizer")
+	require.Contains(t, ro.Finalizers, fleetv1alpha1.AbortOnDeleteFinalizer, "an unfinished rollout carries the finalizer")
 	require.Eventually(t, func() bool { return srv.inRequest() == 2 }, wait, tick, "two target Promotions are inside their request")
 	wavePromotion := f.latestWavePromotion("all", f.good)
 	require.NotNil(t, wavePromotion)

@@ -23,7 +23,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
-	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -193,7 +192,7 @@ func TestHeldBackFreightIsRefusedAtAdmissionForEveryFleetStage(t *testing.T) {
 		kargo.NewPromotion(f.ns, "fleet-pilot", f.bad, nil, nil),
 		kargo.NewPromotion(f.ns, "fleet-general", f.bad, nil, nil),
 		kargo.NewPromotion(f.ns, pilotTarget, f.bad, map[string]string{fleetv1alpha1.BreakGlassLabel: "fleet"},
-			map[string]string{rollout.BreakGlassReasonAnnotation: "INC-1"}),
+			map[string]string{fleetv1alpha1.BreakGlassReasonAnnotation: "INC-1"}),
 	} {
 		err := c.Create(ctx, p)
 		require.Error(t, err, "Stage %s", p.Spec.Stage)
@@ -216,7 +215,7 @@ func TestBreakGlassNeedsTheRightAndIsNotDrift(t *testing.T) {
 	stage := targetStageOf(t, f, "pilot")
 	glass := func(c client.Client, reason string) (*kargo.Promotion, error) {
 		p := kargo.NewPromotion(f.ns, stage, f.bad, map[string]string{fleetv1alpha1.BreakGlassLabel: "fleet"},
-			map[string]string{rollout.BreakGlassReasonAnnotation: reason})
+			map[string]string{fleetv1alpha1.BreakGlassReasonAnnotation: reason})
 		return p, c.Create(ctx, p)
 	}
 
@@ -241,7 +240,7 @@ func TestBreakGlassNeedsTheRightAndIsNotDrift(t *testing.T) {
 	// `kargo-fleet break-glass --dry-run`: every webhook judges it, nothing
 	// is created.
 	dry := kargo.NewPromotion(f.ns, stage, f.bad, map[string]string{fleetv1alpha1.BreakGlassLabel: "fleet"},
-		map[string]string{rollout.BreakGlassReasonAnnotation: "INC-7"})
+		map[string]string{fleetv1alpha1.BreakGlassReasonAnnotation: "INC-7"})
 	require.ErrorContains(t, operator.Create(ctx, dry.DeepCopy(), client.DryRunAll), `may not break glass on fleet "fleet"`)
 	require.NoError(t, oncall.Create(ctx, dry, client.DryRunAll), "admitted in a dry run")
 	promos := &kargo.PromotionList{}
@@ -290,7 +289,7 @@ func TestBreakGlassNeedsTheRightAndIsNotDrift(t *testing.T) {
 
 	// Its marks never change afterwards.
 	patch := client.MergeFrom(p.DeepCopy())
-	p.Annotations[rollout.BreakGlassReasonAnnotation] = "something else"
+	p.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation] = "something else"
 	require.ErrorContains(t, env.Client.Patch(ctx, p, patch), "never change")
 
 	// Intended, not drift.

@@ -16,12 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/targetguard"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
-	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -83,7 +81,7 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 	}, wait, tick, "the automatic rollback never finished")
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rb.Status.Phase, rb.Status.Message)
 	require.Equal(t, fleetrollout.RollbackName(bad.Name), rb.Name)
-	require.Contains(t, rb.Annotations[fleetrollout.ReasonAnnotation], "threshold breached: wave canary",
+	require.Contains(t, rb.Annotations[fleetv1alpha1.RollbackReasonAnnotation], "threshold breached: wave canary",
 		"the rollback says which breach it answers, for the wave Stages that describe it")
 	require.EqualValues(t, 4, rb.Status.Snapshot.Targets, "exactly the targets the bad rollout moved: the pilot and the canary ring")
 	require.Equal(t, []string{"canary", "pilot"}, []string{rb.Status.Waves[0].Name, rb.Status.Waves[1].Name}, "in reverse wave order")
@@ -152,7 +150,7 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 			require.Equal(t, kargo.PromotionSucceeded, p.Status.Phase, "auto-Promotion %s into %s", p.Name, p.Spec.Stage)
 			undone := false
 			for _, u := range promos.Items {
-				undone = undone || (u.Spec.Stage == p.Spec.Stage && u.Spec.Freight == f.good && u.Labels[targetguard.UndoesLabel] != "")
+				undone = undone || (u.Spec.Stage == p.Spec.Stage && u.Spec.Freight == f.good && u.Labels[fleetv1alpha1.UndoesLabel] != "")
 			}
 			require.True(t, undone, "auto-Promotion %s succeeded before it could be aborted and was undone", p.Name)
 		}
@@ -176,7 +174,7 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 	// checked had it been on.
 	_, mallory := kargoPromoter(t, f.ns, "mallory-"+f.ns)
 	glass := kargo.NewPromotion(f.ns, pilot, f.bad, map[string]string{fleetv1alpha1.BreakGlassLabel: "fleet"},
-		map[string]string{rollout.BreakGlassReasonAnnotation: "INC-9"})
+		map[string]string{fleetv1alpha1.BreakGlassReasonAnnotation: "INC-9"})
 	require.NoError(t, mallory.Create(context.Background(), glass))
 	awaitRefusedOrUndone(t, f, glass, pilot)
 	require.Eventually(t, func() bool { return f.targetFreight()["pilot-00"] == f.good }, wait, tick,
@@ -204,7 +202,7 @@ func awaitRefusedOrUndone(t *testing.T, f *fleet, p *kargo.Promotion, stage stri
 		list := &kargo.PromotionList{}
 		require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
 		for _, u := range list.Items {
-			if u.Spec.Stage == stage && u.Spec.Freight == f.good && u.Labels[targetguard.UndoesLabel] != "" &&
+			if u.Spec.Stage == stage && u.Spec.Freight == f.good && u.Labels[fleetv1alpha1.UndoesLabel] != "" &&
 				!u.CreationTimestamp.Before(&got.CreationTimestamp) {
 				return true
 			}

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/drift"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
@@ -171,7 +170,7 @@ func TestManualPromotionIsReportedAsDrift(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	require.Equal(t, f.good, f.targetFreight()[ex.Target], "Report does not touch the target")
 	list := &kargo.PromotionList{}
-	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns), client.HasLabels{drift.RevertLabel}))
+	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns), client.HasLabels{fleetv1alpha1.RevertLabel}))
 	require.Empty(t, list.Items, "Report promotes nothing")
 }
 
@@ -187,7 +186,7 @@ func TestRevertRestoresDriftedTarget(t *testing.T) {
 	t.Log("the drifted target runs the intended Freight again")
 
 	list := &kargo.PromotionList{}
-	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns), client.HasLabels{drift.RevertLabel}))
+	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns), client.HasLabels{fleetv1alpha1.RevertLabel}))
 	require.Len(t, list.Items, 1, "one revert per drift")
 	p := list.Items[0]
 	require.Equal(t, stage, p.Spec.Stage)

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
@@ -43,7 +42,7 @@ func TestOnePromoteDrivesEveryWave(t *testing.T) {
 
 	list := &kargo.PromotionList{}
 	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns),
-		client.MatchingLabels{fleetrollout.WavePromotionLabel: ro.Name}))
+		client.MatchingLabels{fleetv1alpha1.WavePromotionLabel: ro.Name}))
 	stages := map[string]int{}
 	for _, p := range list.Items {
 		stages[p.Spec.Stage]++

@@ -126,7 +126,7 @@ func TestErroredWavePromotionIsRecovered(t *testing.T) {
 	require.Eventually(t, func() bool {
 		recovery = nil
 		for _, p := range f.promotionsOfStage("fleet-rest") {
-			if p.Annotations[fleetrollout.RecoversAnnotation] == errored.Name {
+			if p.Annotations[fleetv1alpha1.RecoversAnnotation] == errored.Name {
 				recovery = &p
 			}
 		}
@@ -134,7 +134,7 @@ func TestErroredWavePromotionIsRecovered(t *testing.T) {
 	}, wait, tick, "kargo-fleet promotes the wave Stage again")
 	require.Equal(t, f.good, recovery.Spec.Freight)
 	ro := f.rollout(f.good, fleetv1alpha1.RolloutWaitingForApproval)
-	require.Equal(t, ro.Name, recovery.Labels[fleetrollout.WavePromotionLabel])
+	require.Equal(t, ro.Name, recovery.Labels[fleetv1alpha1.WavePromotionLabel])
 	require.Eventually(t, func() bool {
 		ro := f.findRollout(f.good, fleetv1alpha1.DirectionForward)
 		return ro != nil && fleetrollout.WaveRequests(ro)["rest"] == recovery.Name
@@ -146,7 +146,7 @@ func TestErroredWavePromotionIsRecovered(t *testing.T) {
 	awaitPromotionPhase(t, recovery, kargo.PromotionSucceeded, "the recovery succeeds once the wave passed")
 	recoveries := 0
 	for _, p := range f.promotionsOfStage("fleet-rest") {
-		if p.Annotations[fleetrollout.RecoversAnnotation] != "" {
+		if p.Annotations[fleetv1alpha1.RecoversAnnotation] != "" {
 			recoveries++
 		}
 	}

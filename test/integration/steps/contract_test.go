@@ -63,7 +63,7 @@ func TestContract_wave(t *testing.T) {
 		"config": map[string]any{"mode": "start", "links": ""},
 	}, body, "the exact request the shipped task sends")
 	require.Equal(t, 200, first.Status)
-	require.Equal(t, p.Name+"/fleet::start", ro.Annotations[fleetrollout.StepKeyAnnotation])
+	require.Equal(t, p.Name+"/fleet::start", ro.Annotations[fleetv1alpha1.StepKeyAnnotation])
 	require.Equal(t, map[string]string{"pilot": p.Name}, fleetrollout.WaveRequests(ro))
 
 	// The controller plans the rollout and refreshes the Promotion.

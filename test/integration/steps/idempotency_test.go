@@ -25,7 +25,7 @@ func TestIdempotency(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, resp.Message)
 	require.Equal(t, steps.StateRunning, resp.State, "the controller has not planned the rollout yet")
 	ro := waitRollout(t, f.ns)
-	require.Equal(t, f.pilot.Name+"/fleet::start", ro.Annotations[fleetrollout.StepKeyAnnotation])
+	require.Equal(t, f.pilot.Name+"/fleet::start", ro.Annotations[fleetv1alpha1.StepKeyAnnotation])
 	require.Equal(t, map[string]string{"pilot": f.pilot.Name}, fleetrollout.WaveRequests(ro))
 
 	start := time.Now()

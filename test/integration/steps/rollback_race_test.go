@@ -103,7 +103,7 @@ func TestRollback_oneRollbackWhoeverAsks(t *testing.T) {
 			rollbacks = append(rollbacks, ro.Name)
 			require.Equal(t, forward.Name, ro.Spec.RollbackOf)
 			require.Equal(t, good.Name, ro.Spec.Freight.Name)
-			require.Equal(t, fleetrollout.FreightLabelValue(good.Name), ro.Labels[fleetrollout.FreightLabel])
+			require.Equal(t, fleetrollout.FreightLabelValue(good.Name), ro.Labels[fleetv1alpha1.FreightLabel])
 		}
 	}
 	require.Equal(t, []string{rollbackName}, rollbacks, "exactly one rollback")

@@ -172,6 +172,6 @@ func TestSecurity_rollbackConfigIsThePromotions(t *testing.T) {
 	var rollback fleetv1alpha1.FleetRollout
 	require.NoError(t, k8s.Get(ctx, keyOf(f.ns, fleetrollout.RollbackName(forward.Name)), &rollback))
 	require.Equal(t, "f0", rollback.Spec.Freight.Name)
-	require.Equal(t, "error rate", rollback.Annotations[fleetrollout.ReasonAnnotation])
-	require.NotContains(t, rollback.Annotations, fleetrollout.AnyFreightAnnotation)
+	require.Equal(t, "error rate", rollback.Annotations[fleetv1alpha1.RollbackReasonAnnotation])
+	require.NotContains(t, rollback.Annotations, fleetv1alpha1.AnyFreightAnnotation)
 }
