@@ -235,6 +235,24 @@ func (r *Reader) Controlled(ctx context.Context, fs *fleetv1alpha1.FleetStage, n
 	return cm, nil
 }
 
+// Collect deletes the record named name, which a newer one replaced: only
+// a ConfigMap fs controls, and only the object read (UID precondition), so
+// a record replaced by another of the same name is never deleted. A record
+// that is gone already is collected.
+func (r *Reader) Collect(ctx context.Context, w client.Writer, fs *fleetv1alpha1.FleetStage, name string) error {
+	if name == "" || name == fs.Status.StageRecord {
+		return nil
+	}
+	cm, err := r.Controlled(ctx, fs, name)
+	if err != nil || cm == nil {
+		return err
+	}
+	if err := w.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("error deleting the replaced Stage record %q: %w", name, err)
+	}
+	return nil
+}
+
 // Remember keeps a record the caller has just written under its name.
 func (r *Reader) Remember(fs *fleetv1alpha1.FleetStage, name string, rec Record) {
 	r.mu.Lock()

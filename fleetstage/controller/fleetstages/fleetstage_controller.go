@@ -56,6 +56,9 @@ type FleetStageReconciler struct {
 	// cache older than its own last status write must not take the Stage it
 	// just created for a forged one.
 	createdHere sync.Map
+	// replaced holds the Stage records newer ones replaced, deleted once
+	// the status names the newer one.
+	replaced replacedRecords
 	// desired is what the last sync rendered, for the per-Stage restore.
 	desired *desiredStages
 	// guard, when set, puts a FleetStage's Stages in the Promotion
@@ -116,6 +119,7 @@ func (r *FleetStageReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	if !fs.DeletionTimestamp.IsZero() {
 		r.desired.forget(req.NamespacedName)
+		r.replaced.forget(fs.UID)
 		return ctrl.Result{}, r.finalize(ctx, fs)
 	}
 	if !controllerutil.ContainsFinalizer(fs, fleetv1alpha1.FleetStageFinalizer) {
@@ -132,6 +136,9 @@ func (r *FleetStageReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if err := r.patchStatus(ctx, fs, before, retErr == nil); err != nil {
 			retErr = errors.Join(retErr, err)
 			return
+		}
+		if err := r.collectRecords(ctx, fs); err != nil {
+			log.Error(err, "Deleting replaced Stage records failed; trying again at the next reconcile", "FleetStage", klog.KObj(fs))
 		}
 	}()
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,7 @@ const (
 	StageRecordLostReason = "StageRecordLost"
 )
 
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;get
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;get;delete
 
 // generated returns, by name, the listed Stages that are the FleetStage's
 // own: controlled by it and recorded with their UID. A Stage that claims
@@ -121,8 +122,8 @@ func (r *FleetStageReconciler) recordedByName(ctx context.Context, fs *fleetv1al
 
 // recordStages writes the record of the generated Stages when it changed:
 // a new immutable ConfigMap, named in the status by the deferred status
-// write; the record it replaces is deleted once that write succeeded. Wave
-// Stage UIDs go into status.waves as well.
+// write; the record it replaces is deleted once that write succeeded
+// (collectRecords). Wave Stage UIDs go into status.waves as well.
 func (r *FleetStageReconciler) recordStages(ctx context.Context, s *scope) (bool, error) {
 	fs := s.fs
 	// Forget Stages that are neither desired nor listed: gone, and not
@@ -161,7 +162,75 @@ func (r *FleetStageReconciler) recordStages(ctx context.Context, s *scope) (bool
 		fs.Status.StageRecord = previous
 		return false, fmt.Errorf("error reading back Stage record %q: %w", cm.Name, err)
 	}
+	if previous != "" {
+		r.replaced.add(fs.UID, previous)
+	}
 	return true, nil
+}
+
+// collectRecords deletes the records newer ones replaced, once the status
+// names the newer one: a 10,000-target fleet's record is a few hundred KB,
+// written whenever its set of Stages changes. The newest replaced record
+// stays until the next replacement, for readers whose cached FleetStage is
+// one status write behind; so a FleetStage keeps two records. A failed
+// delete is tried at the next reconcile; a record replaced just before the
+// controller restarts stays (one per restart at most), controlled by the
+// FleetStage and deleted with it.
+func (r *FleetStageReconciler) collectRecords(ctx context.Context, fs *fleetv1alpha1.FleetStage) error {
+	var errs []error
+	for _, name := range r.replaced.of(fs.UID) {
+		if err := r.records.Collect(ctx, r.client, fs, name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.replaced.done(fs.UID, name)
+	}
+	return errors.Join(errs...)
+}
+
+// replacedRecords remembers, per FleetStage UID, the records replaced and
+// not yet deleted.
+type replacedRecords struct {
+	mu    sync.Mutex
+	byUID map[types.UID][]string
+}
+
+func (m *replacedRecords) add(uid types.UID, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byUID == nil {
+		m.byUID = map[types.UID][]string{}
+	}
+	if !slices.Contains(m.byUID[uid], name) {
+		m.byUID[uid] = append(m.byUID[uid], name)
+	}
+}
+
+// of returns a FleetStage's replaced records but the newest, oldest first.
+func (m *replacedRecords) of(uid types.UID) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := m.byUID[uid]
+	if len(names) < 2 {
+		return nil
+	}
+	return slices.Clone(names[:len(names)-1])
+}
+
+func (m *replacedRecords) done(uid types.UID, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.byUID[uid] = slices.DeleteFunc(m.byUID[uid], func(n string) bool { return n == name })
+	if len(m.byUID[uid]) == 0 {
+		delete(m.byUID, uid)
+	}
+}
+
+// forget drops a deleted FleetStage's entries: its records go with it.
+func (m *replacedRecords) forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byUID, uid)
 }
 
 // wasCreatedHere reports whether this process created the Stage with uid.
