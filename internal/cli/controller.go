@@ -44,6 +44,7 @@ type controllerOptions struct {
 	webhookCertDir   string
 	webhookCert      webhookCertOptions
 	stepCert         stepCertOptions
+	metricsCert      metricsCertOptions
 	concurrency      int
 	stepServerURL    string
 	dashboardURL     string
@@ -100,6 +101,7 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
 	o.webhookCert.addFlags(f)
 	o.stepCert.addFlags(f)
+	o.metricsCert.addFlags(f)
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "Parallel reconciles per controller.")
 	f.StringVar(&o.dashboardURL, "dashboard-url", "",
 		"Base URL of the fleet dashboard (kargo-fleet dashboard): wave Stage descriptions and step outputs link to "+
@@ -169,6 +171,9 @@ func (o *controllerOptions) validate() error {
 		return err
 	}
 	o.shardURLs = shardURLs
+	if err := o.metricsCert.validate(o.metricsSecure); err != nil {
+		return err
+	}
 	return o.webhookCert.validate(o.webhooks, o.webhookCertDir)
 }
 
@@ -189,6 +194,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		StepServerShardURLs:     o.shardURLs,
 		MetricsBindAddress:      o.metricsAddr,
 		MetricsSecure:           o.metricsSecure,
+		MetricsCertDir:          o.metricsCert.dir,
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElection,
@@ -210,6 +216,10 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 	}
 	// The step server reads its certificate's files when it starts.
 	if err := o.stepCert.setup(cmd.Context(), cfg, mgr); err != nil {
+		return err
+	}
+	// So does the metrics server.
+	if err := o.metricsCert.setup(cmd.Context(), cfg, mgr); err != nil {
 		return err
 	}
 	if err := o.addChecks(mgr); err != nil {

@@ -94,6 +94,41 @@ func (o *stepCertOptions) setup(ctx context.Context, cfg *rest.Config, mgr ctrl.
 		Service: o.service, CertDir: dir})
 }
 
+// metricsCertOptions configure the secure metrics endpoint's serving
+// certificate: mounted into dir, or generated there by the controller and
+// kept in a Secret whose CA Prometheus verifies the endpoint with.
+type metricsCertOptions struct {
+	dir     string
+	secret  string
+	service string
+}
+
+func (o *metricsCertOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.dir, "metrics-cert-dir", "", "Folder with tls.crt and tls.key of the secure metrics endpoint, "+
+		"reloaded when they change (default: none, a self-signed certificate nobody can verify).")
+	f.StringVar(&o.secret, "metrics-cert-secret", "", "Generate and renew the metrics endpoint's serving certificate, kept "+
+		"in this Secret of the Pod's namespace (its CA in ca.crt and ca-bundle.crt), into --metrics-cert-dir (default: off).")
+	f.StringVar(&o.service, "metrics-service", "kargo-fleet-metrics", "Service the generated metrics certificate is valid for.")
+}
+
+func (o *metricsCertOptions) validate(secure bool) error {
+	if o.secret != "" && (!secure || o.dir == "") {
+		return errors.New("--metrics-cert-secret needs --metrics-secure and a writable --metrics-cert-dir")
+	}
+	return nil
+}
+
+// setup writes a generated metrics certificate (when asked) before the
+// manager starts: the metrics server reads it when it starts listening,
+// and watches it for renewals.
+func (o *metricsCertOptions) setup(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager) error {
+	if o.secret == "" {
+		return nil
+	}
+	return generateCertificate(ctx, cfg, mgr, &webhookcert.Manager{Secret: types.NamespacedName{Name: o.secret},
+		Service: o.service, CertDir: o.dir})
+}
+
 // generateCertificate completes m (client, the Pod's namespace, clock),
 // writes its certificate before the manager starts and adds m to the
 // manager, which renews it.

@@ -192,7 +192,7 @@ func TestRender(t *testing.T) {
 				require.Contains(t, secrets,
 					`request.userInfo.username == "system:serviceaccount:kargo-fleet:kargo-fleet"`)
 				require.Contains(t, secrets, `["kargo-fleet-step-key"]`, "the signing key is Opaque")
-				require.Contains(t, secrets, `["kargo-fleet-webhook-tls","kargo-fleet-steps-tls"]`,
+				require.Contains(t, secrets, `["kargo-fleet-webhook-tls","kargo-fleet-steps-tls","kargo-fleet-metrics-tls"]`,
 					"the generated certificates are kubernetes.io/tls")
 				d, _ := r.deployment(t)
 				spread := d.Spec.Template.Spec.TopologySpreadConstraints
@@ -208,7 +208,7 @@ func TestRender(t *testing.T) {
 			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet", APIVersions: []string{"cert-manager.io/v1"}},
 			assertions: func(t *testing.T, r rendered) {
 				secrets := yamlOf(t, Find(r.objs, "ValidatingAdmissionPolicy", "-controller-secrets"))
-				require.Contains(t, secrets, `["kargo-fleet-steps-tls"]`, "cert-manager writes the webhook's Secret")
+				require.Contains(t, secrets, `["kargo-fleet-steps-tls","kargo-fleet-metrics-tls"]`, "cert-manager writes the webhook's Secret")
 				objs, err := Render(Release{Name: "kargo-fleet", Namespace: "kargo-fleet",
 					Values: map[string]any{"rbac": map[string]any{"admissionPolicies": false}}})
 				require.NoError(t, err)
@@ -269,6 +269,19 @@ func TestRender(t *testing.T) {
 				crb := Find(r.objs, "ClusterRoleBinding", "-metrics-scraper")
 				require.Contains(t, yamlOf(t, crb), "name: kargo-fleet-metrics-reader")
 				require.Contains(t, yamlOf(t, crb), "name: kargo-fleet-metrics-scraper\n  namespace: kargo-fleet")
+				// Prometheus sends the token only to the metrics Service's
+				// certificate, verified against the generated CA.
+				require.NotContains(t, sm, "insecureSkipVerify")
+				require.Equal(t, map[string]any{"serverName": "kargo-fleet-metrics.kargo-fleet.svc",
+					"ca": map[string]any{"secret": map[string]any{"name": "kargo-fleet-metrics-tls", "key": "ca-bundle.crt"}}},
+					ep["tlsConfig"])
+				_, c = r.deployment(t)
+				for _, a := range []string{"--metrics-cert-dir=/etc/kargo-fleet/metrics-tls",
+					"--metrics-cert-secret=kargo-fleet-metrics-tls", "--metrics-service=kargo-fleet-metrics"} {
+					require.Contains(t, c.Args, a, "the controller generates the certificate the ServiceMonitor verifies")
+				}
+				require.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "metrics-tls", MountPath: "/etc/kargo-fleet/metrics-tls"})
+				require.Contains(t, r.names("Service"), "kargo-fleet-metrics", "the certificate's name is the metrics Service's")
 				require.Contains(t, r.names("ClusterRole"), "kargo-fleet-webhook-certs",
 					"whatever the certificates, the controller keeps the Promotion guard's match condition")
 			},
@@ -301,7 +314,7 @@ func TestRender(t *testing.T) {
 				require.Equal(t, "/etc/kargo-fleet/steps-tls/tls.crt", env(c, "KARGO_FLEET_STEP_TLS_CERT_FILE"))
 				require.Equal(t, "/etc/kargo-fleet/steps-tls/tls.key", env(c, "KARGO_FLEET_STEP_TLS_KEY_FILE"))
 				require.Contains(t, yamlOf(t, Find(r.objs, "Deployment", "")), "secretName: steps-tls")
-				require.Len(t, d.Spec.Template.Spec.Volumes, 2)
+				require.Len(t, d.Spec.Template.Spec.Volumes, 3)
 			},
 		},
 		{
@@ -483,14 +496,56 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
+			name: "metrics certificate from the operator's Secret; verification skipped only when asked",
+			release: Release{Name: "fleet", Namespace: "ops", APIVersions: []string{"monitoring.coreos.com/v1"},
+				Values: map[string]any{"metrics": map[string]any{"tls": map[string]any{"certificates": "secret", "secretName": "metrics-cert"}}}},
+			assertions: func(t *testing.T, r rendered) {
+				require.Equal(t, map[string]any{"serverName": "fleet-kargo-fleet-metrics.ops.svc",
+					"ca": map[string]any{"secret": map[string]any{"name": "metrics-cert", "key": "ca.crt"}}},
+					serviceMonitorEndpoint(t, r)["tlsConfig"], "cert-manager's Secrets carry the CA in ca.crt")
+				d, c := r.deployment(t)
+				require.Contains(t, c.Args, "--metrics-cert-dir=/etc/kargo-fleet/metrics-tls")
+				require.False(t, hasArg(c, "--metrics-cert-secret"), "the operator's Secret is mounted, not generated")
+				require.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "metrics-tls", MountPath: "/etc/kargo-fleet/metrics-tls", ReadOnly: true})
+				var vol *corev1.Volume
+				for i := range d.Spec.Template.Spec.Volumes {
+					if d.Spec.Template.Spec.Volumes[i].Name == "metrics-tls" {
+						vol = &d.Spec.Template.Spec.Volumes[i]
+					}
+				}
+				require.NotNil(t, vol)
+				require.Equal(t, "metrics-cert", vol.Secret.SecretName)
+				require.NotContains(t, yamlOf(t, Find(r.objs, "ValidatingAdmissionPolicy", "-controller-secrets")), "metrics-cert",
+					"the controller writes no Secret of the operator's")
+
+				_, err := Render(Release{Name: "fleet", Namespace: "ops",
+					Values: map[string]any{"metrics": map[string]any{"tls": map[string]any{"certificates": "secret"}}}})
+				require.ErrorContains(t, err, "metrics.tls.secretName is required")
+				_, err = Render(Release{Name: "fleet", Namespace: "ops",
+					Values: map[string]any{"metrics": map[string]any{"tls": map[string]any{"certificates": "self-signed"}}}})
+				require.Error(t, err, "the schema knows generated and secret only")
+
+				objs, err := Render(Release{Name: "fleet", Namespace: "ops", APIVersions: []string{"monitoring.coreos.com/v1"},
+					Values: map[string]any{"serviceMonitor": map[string]any{"tlsConfig": map[string]any{"insecureSkipVerify": true}}}})
+				require.NoError(t, err)
+				require.Equal(t, map[string]any{"insecureSkipVerify": true}, serviceMonitorEndpoint(t, rendered{objs: objs})["tlsConfig"])
+
+				objs, err = Render(Release{Name: "fleet", Namespace: "ops", Values: map[string]any{"metrics": map[string]any{"secure": false}}})
+				require.NoError(t, err)
+				_, plain := rendered{objs: objs}.deployment(t)
+				require.False(t, hasArg(plain, "--metrics-cert"), "plain metrics need no certificate")
+			},
+		},
+		{
 			name: "webhook off",
 			release: Release{Name: "kargo-fleet", Namespace: "kargo-fleet",
 				Values: map[string]any{"webhook": map[string]any{"enabled": false}, "crds": map[string]any{"keep": false}}},
 			assertions: func(t *testing.T, r rendered) {
 				d, c := r.deployment(t)
 				require.Contains(t, c.Args, "--webhooks=false")
-				require.Len(t, d.Spec.Template.Spec.Volumes, 1)
-				require.Equal(t, "steps-tls", d.Spec.Template.Spec.Volumes[0].Name, "only the step server's certificate")
+				require.Len(t, d.Spec.Template.Spec.Volumes, 2)
+				require.Equal(t, "steps-tls", d.Spec.Template.Spec.Volumes[0].Name, "only the step server's and metrics certificates")
+				require.Equal(t, "metrics-tls", d.Spec.Template.Spec.Volumes[1].Name)
 				require.Empty(t, r.names("ValidatingWebhookConfiguration"))
 				require.Empty(t, Find(r.objs, "CustomResourceDefinition", "fleetstages.fleet.kargo-fleet.io").GetAnnotations()["helm.sh/resource-policy"])
 			},

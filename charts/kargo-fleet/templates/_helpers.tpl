@@ -99,6 +99,15 @@ the cluster serves cert-manager.io/v1, else generated.
 {{- end -}}
 {{- end -}}
 
+{{/* metricsSecretName is the Secret holding the metrics endpoint's serving certificate and its CA. */}}
+{{- define "kargo-fleet.metricsSecretName" -}}
+{{- if eq .Values.metrics.tls.certificates "secret" -}}
+{{- required "metrics.tls.secretName is required when metrics.tls.certificates is secret" .Values.metrics.tls.secretName -}}
+{{- else -}}
+{{- printf "%s-metrics-tls" (include "kargo-fleet.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* stepsSecretName is the Secret of the step server's generated certificate. */}}
 {{- define "kargo-fleet.stepsSecretName" -}}
 {{- printf "%s-steps-tls" (include "kargo-fleet.fullname" .) -}}

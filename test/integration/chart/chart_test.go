@@ -113,6 +113,7 @@ func TestReleaseRunsAsRendered(t *testing.T) {
 	code, body = getWithToken(metricsURL, serviceMonitorToken(t))
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "controller_runtime_")
+	requireServiceMonitorVerifies(t, ports["metrics"])
 
 	// Webhook: the generated CA is in the rendered webhook configuration and
 	// the webhook server presents a certificate it signed for the Service.
@@ -330,6 +331,31 @@ func serviceMonitorToken(t *testing.T) string {
 	return tr.Status.Token
 }
 
+// requireServiceMonitorVerifies checks the metrics server's certificate as
+// the rendered ServiceMonitor makes Prometheus check it: against the CA in
+// the Secret its tlsConfig names, for its serverName, without skipping
+// verification.
+func requireServiceMonitorVerifies(t *testing.T, port int) {
+	t.Helper()
+	sm := helmchart.Find(objs, "ServiceMonitor", "")
+	require.NotNil(t, sm)
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	tlsConfig := eps[0].(map[string]any)["tlsConfig"].(map[string]any)
+	require.NotContains(t, tlsConfig, "insecureSkipVerify")
+	serverName, _, _ := unstructured.NestedString(tlsConfig, "serverName")
+	secretName, _, _ := unstructured.NestedString(tlsConfig, "ca", "secret", "name")
+	key, _, _ := unstructured.NestedString(tlsConfig, "ca", "secret", "key")
+	secret := &corev1.Secret{}
+	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: releaseNamespace, Name: secretName}, secret),
+		"the controller keeps the metrics certificate's CA in the Secret the ServiceMonitor names")
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(secret.Data[key]), "%s of Secret %s holds the CA", key, secretName)
+	conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port),
+		&tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12})
+	require.NoError(t, err, "the metrics server's certificate must verify against the ServiceMonitor's CA for %s", serverName)
+	require.NoError(t, conn.Close())
+}
+
 // installServiceMonitorCRD serves the Prometheus Operator's ServiceMonitor
 // kind, schema-less, so the rendered ServiceMonitor applies; envtest runs no
 // Prometheus Operator.
@@ -353,10 +379,10 @@ func installServiceMonitorCRD(t *testing.T) {
 }
 
 // getWithToken GETs an HTTPS URL with a bearer token, not verifying the
-// self-signed certificate of the metrics server.
+// metrics server's certificate (requireServiceMonitorVerifies does).
 func getWithToken(url, token string) (int, string) {
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // self-signed
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // checked apart
 	}}
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {

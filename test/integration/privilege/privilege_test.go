@@ -400,7 +400,7 @@ func TestWritesOfItsPurposeSucceed(t *testing.T) {
 	})
 
 	t.Run("its generated certificates in its own namespace: create, renew", func(t *testing.T) {
-		for _, name := range []string{own.webhookTLS, own.stepsTLS} {
+		for _, name := range []string{own.webhookTLS, own.stepsTLS, own.metricsTLS} {
 			m := &webhookcert.Manager{Client: controller, Secret: types.NamespacedName{Namespace: releaseNamespace, Name: name},
 				Service: "svc", CertDir: t.TempDir(), Clock: clock.RealClock{}}
 			require.NoError(t, m.Ensure(ctx), name)

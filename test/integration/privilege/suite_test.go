@@ -48,6 +48,7 @@ type ownNames struct {
 	signingKey string
 	webhookTLS string
 	stepsTLS   string
+	metricsTLS string
 }
 
 // applied are the kinds of the release that bound the controller's writes:
@@ -137,6 +138,9 @@ func ownNamesOf(objs []*unstructured.Unstructured) (ownNames, error) {
 		if v, ok := strings.CutPrefix(a, "--step-cert-secret="); ok {
 			n.stepsTLS = v
 		}
+		if v, ok := strings.CutPrefix(a, "--metrics-cert-secret="); ok {
+			n.metricsTLS = v
+		}
 	}
 	envs, _, _ := unstructured.NestedSlice(ctr, "env")
 	for _, e := range envs {
@@ -144,7 +148,7 @@ func ownNamesOf(objs []*unstructured.Unstructured) (ownNames, error) {
 			n.signingKey, _ = em["value"].(string)
 		}
 	}
-	if sa == "" || n.webhookTLS == "" || n.stepsTLS == "" || n.signingKey == "" {
+	if sa == "" || n.webhookTLS == "" || n.stepsTLS == "" || n.metricsTLS == "" || n.signingKey == "" {
 		return ownNames{}, fmt.Errorf("the rendered Deployment does not name the controller's ServiceAccount and Secrets: %+v", n)
 	}
 	return n, nil
