@@ -3,7 +3,7 @@ package v1alpha1
 // Every label, annotation and finalizer kargo-fleet reads or writes on an
 // object is declared in this file, as Kargo keeps its own in one place: a
 // package that needs one imports the API, never a controller
-// (TestLabelsLiveInOneFile).
+// (`make verify` checks it: hack/keycheck).
 
 // Labels and annotations kargo-fleet puts on the Kargo objects it generates,
 // so every part of the system selects them by label and never by name (Kargo
