@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/analysis/fleetspec"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
@@ -216,6 +217,10 @@ func validateSpec(fs *fleetv1alpha1.FleetStage, kinds inventory.Kinds) field.Err
 		}
 	}
 	errs = append(errs, validateInlineSecrets(fs.Spec.Stage.Inline)...)
+	// PromQL is checked by Prometheus at the first measurement: no parser
+	// is linked in (docs/analysis.md); templates, conditions and bounds are
+	// checked here.
+	errs = append(errs, fleetspec.Validate(&fs.Spec, nil)...)
 	for i := range fs.Spec.Targets.Sources {
 		errs = append(errs, validateInlineTargets(&fs.Spec.Targets.Sources[i],
 			field.NewPath("spec", "targets", "sources").Index(i))...)
