@@ -82,6 +82,9 @@ const (
 	// WithinLimitReason: the Project's Stages leave a Freight's status well
 	// under the object size limit.
 	WithinLimitReason = "WithinLimit"
+	// AnalysisFailedReason: a wave's analysis failed on a metric; the
+	// message names the metric and its value.
+	AnalysisFailedReason = "AnalysisFailed"
 	// NearObjectLimitReason: a Freight's status would come close to the
 	// object size limit.
 	NearObjectLimitReason = "NearObjectLimit"

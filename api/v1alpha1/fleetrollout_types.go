@@ -279,6 +279,10 @@ type WaveProgress struct {
 	// finishedAt is when the wave reached a final phase.
 	// +optional
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// analysis is the wave's analysis, once every target of the wave is
+	// done: each metric's last value, verdict and reason.
+	// +optional
+	Analysis *WaveAnalysisStatus `json:"analysis,omitempty"`
 }
 
 // FailureGroup counts failed targets sharing a reason.

@@ -56,6 +56,7 @@ type FleetStage struct {
 // FleetStageSpec is the desired fleet.
 // +kubebuilder:validation:XValidation:rule="self.waves.all(w, self.waves.exists_one(x, x.name == w.name))",message="spec.waves: wave names must be unique"
 // +kubebuilder:validation:XValidation:rule="self.waves.all(i, w, i == size(self.waves) - 1 || has(w.selector) || has(w.expression) || has(w.count))",message="spec.waves: only the last wave may be a catch-all (no selector, expression or count)"
+// +kubebuilder:validation:XValidation:rule="has(self.analysis) || self.waves.all(w, !has(w.analysis) || !has(w.analysis.metrics) || size(w.analysis.metrics) == 0)",message="spec.waves[].analysis: a wave's metrics need spec.analysis.prometheus"
 type FleetStageSpec struct {
 	// stage is the Kargo Stage being expanded: the name of an existing Stage to
 	// adopt, or an inline Stage spec.
@@ -83,6 +84,13 @@ type FleetStageSpec struct {
 	// kargo-fleet leaves spec.shard of its Stages alone (docs/shards.md).
 	// +optional
 	Shards *ShardsSpec `json:"shards,omitempty"`
+
+	// analysis gates every wave on metrics read from Prometheus
+	// (docs/analysis.md): a wave passes only when each metric passed. Its
+	// metrics are the default of every wave; spec.waves[].analysis
+	// overrides them. Unset: waves pass on their targets alone.
+	// +optional
+	Analysis *FleetAnalysis `json:"analysis,omitempty"`
 }
 
 // FleetStageStatus reports what the controller resolved and generated. Every

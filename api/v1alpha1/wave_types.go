@@ -109,4 +109,10 @@ type Wave struct {
 	// promoted from outside the fleet (`kargo promote`). Default Auto.
 	// +optional
 	Promotion WavePromotionPolicy `json:"promotion,omitempty"`
+
+	// analysis overrides spec.analysis for this wave: its metrics replace
+	// the fleet's, and empty metrics turn the analysis off for the wave.
+	// Unset: the wave runs spec.analysis.metrics.
+	// +optional
+	Analysis *WaveAnalysis `json:"analysis,omitempty"`
 }

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/analysis/fleetspec"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
@@ -103,6 +104,13 @@ func (v *FleetStageValidator) validate(ctx context.Context, old, fs *fleetv1alph
 		}
 		errs = append(errs, adoptErrs...)
 	}
+	if ref := prometheusSecret(fs); ref != "" && (old == nil || prometheusSecret(old) != ref) {
+		secretErrs, err := v.checkPrometheusSecret(ctx, fs, ref)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, secretErrs...)
+	}
 	// Every change of the spec changes what the controller writes into
 	// Stages: its author must be allowed to write them.
 	rightsErrs, err := v.checkStageRights(ctx, fs)
@@ -146,6 +154,34 @@ func (v *FleetStageValidator) checkSources(ctx context.Context, fs *fleetv1alpha
 		}
 	}
 	return errs, nil
+}
+
+// prometheusSecret names the Secret spec.analysis.prometheus.secretRef
+// refers to, or "".
+func prometheusSecret(fs *fleetv1alpha1.FleetStage) string {
+	if a := fs.Spec.Analysis; a != nil && a.Prometheus.SecretRef != nil {
+		return a.Prometheus.SecretRef.Name
+	}
+	return ""
+}
+
+// checkPrometheusSecret refuses a Prometheus Secret the requesting user may
+// not get: the controller reads it and sends its credentials to
+// spec.analysis.prometheus.address, which the author chooses.
+func (v *FleetStageValidator) checkPrometheusSecret(ctx context.Context, fs *fleetv1alpha1.FleetStage, name string) (field.ErrorList, error) {
+	user, err := requestUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := v.access.Allowed(ctx, user, authorizationv1.ResourceAttributes{
+		Namespace: fs.Namespace, Verb: "get", Resource: "secrets", Name: name,
+	})
+	if err != nil || ok {
+		return nil, err
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "analysis", "prometheus", "secretRef", "name"), fmt.Sprintf(
+		"user %q may not get Secret %q in namespace %q, so a FleetStage of theirs may not send its credentials to Prometheus",
+		user.Username, name, fs.Namespace))}, nil
 }
 
 // mayRead reports whether user may list, or else get, the resource in ns.
@@ -216,6 +252,10 @@ func validateSpec(fs *fleetv1alpha1.FleetStage, kinds inventory.Kinds) field.Err
 		}
 	}
 	errs = append(errs, validateInlineSecrets(fs.Spec.Stage.Inline)...)
+	// PromQL is checked by Prometheus at the first measurement: no parser
+	// is linked in (docs/analysis.md); templates, conditions and bounds are
+	// checked here.
+	errs = append(errs, fleetspec.Validate(&fs.Spec, nil)...)
 	for i := range fs.Spec.Targets.Sources {
 		errs = append(errs, validateInlineTargets(&fs.Spec.Targets.Sources[i],
 			field.NewPath("spec", "targets", "sources").Index(i))...)

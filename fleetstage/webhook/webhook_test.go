@@ -229,3 +229,72 @@ func TestDefaultControllerUsername(t *testing.T) {
 	t.Setenv(EnvServiceAccountName, "fleet")
 	require.Equal(t, "system:serviceaccount:fleet-system:fleet", DefaultControllerUsername())
 }
+
+func TestValidate_analysis(t *testing.T) {
+	t.Parallel()
+	metric := func(name, query, cond string) fleetv1alpha1.AnalysisMetric {
+		return fleetv1alpha1.AnalysisMetric{Name: name, Query: query, SuccessCondition: cond}
+	}
+	tests := []struct {
+		name    string
+		mutate  func(fs *fleetv1alpha1.FleetStage)
+		wantErr []string
+	}{
+		{
+			name: "valid fleet analysis and wave override",
+			mutate: func(fs *fleetv1alpha1.FleetStage) {
+				fs.Spec.Analysis = &fleetv1alpha1.FleetAnalysis{
+					Prometheus: fleetv1alpha1.PrometheusSource{Address: "http://prometheus:9090"},
+					Metrics:    []fleetv1alpha1.AnalysisMetric{metric("errors", `sum(up{cluster=~"{{targets.regex}}"})`, "result < 0.01")},
+				}
+				fs.Spec.Waves[1].Analysis = &fleetv1alpha1.WaveAnalysis{}
+			},
+		},
+		{
+			name: "bad condition in the fleet's analysis",
+			mutate: func(fs *fleetv1alpha1.FleetStage) {
+				fs.Spec.Analysis = &fleetv1alpha1.FleetAnalysis{
+					Prometheus: fleetv1alpha1.PrometheusSource{Address: "http://prometheus:9090"},
+					Metrics:    []fleetv1alpha1.AnalysisMetric{metric("errors", `sum(up{cluster=~"{{targets.regex}}"})`, "result <")},
+				}
+			},
+			wantErr: []string{`spec.analysis.metrics[0].successCondition: Invalid value: "result <"`},
+		},
+		{
+			name: "placeholder outside a string in a wave override",
+			mutate: func(fs *fleetv1alpha1.FleetStage) {
+				fs.Spec.Analysis = &fleetv1alpha1.FleetAnalysis{
+					Prometheus: fleetv1alpha1.PrometheusSource{Address: "http://prometheus:9090"},
+				}
+				fs.Spec.Waves[1].Analysis = &fleetv1alpha1.WaveAnalysis{Metrics: []fleetv1alpha1.AnalysisMetric{
+					metric("errors", `sum(up) > {{targets.regex}}`, "result < 1"),
+				}}
+			},
+			wantErr: []string{`spec.waves[1].analysis.metrics[0].query`},
+		},
+		{
+			name: "wave metrics without spec.analysis",
+			mutate: func(fs *fleetv1alpha1.FleetStage) {
+				fs.Spec.Waves[0].Analysis = &fleetv1alpha1.WaveAnalysis{Metrics: []fleetv1alpha1.AnalysisMetric{
+					metric("errors", `sum(up{cluster=~"{{targets.regex}}"})`, "result < 1"),
+				}}
+			},
+			wantErr: []string{`spec.analysis.prometheus: Required value`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fs := prodFleet()
+			tt.mutate(fs)
+			err := Validate(fs)
+			if len(tt.wantErr) == 0 {
+				require.NoError(t, err)
+				return
+			}
+			for _, want := range tt.wantErr {
+				require.ErrorContains(t, err, want)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/analysis"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil/promtest"
 )
 
 // weirdCluster is a cluster id that tries to leave its string and widen
@@ -22,11 +23,11 @@ func TestRealPrometheus(t *testing.T) {
 	clusters := []string{"prod-eu-1", "prod-us-2", "canary-1", "a.b", "axb", weirdCluster}
 	exporter, exporterAddress := startExporter(t, clusters...)
 	exporter.promote("canary-1", badFreight)
-	prom := startPrometheus(t, exporterAddress)
+	prom := promtest.Start(t, exporterAddress)
 	client, err := New(Config{URL: prom.URL(), Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	// Enough samples for a range of three seconds on every cluster.
-	prom.waitFor(client, `count_over_time(kargo_fleet_test_error_ratio[1m])`, func(series int, values []float64) bool {
+	waitFor(t, prom, client, `count_over_time(kargo_fleet_test_error_ratio[1m])`, func(series int, values []float64) bool {
 		return series == len(clusters) && slices.Min(values) >= 5
 	})
 	ctx := context.Background()
@@ -130,15 +131,15 @@ func TestRealPrometheus(t *testing.T) {
 		SuccessCondition: "result < 0.01",
 	})
 	t.Run("Prometheus stopped makes the measurement an error", func(t *testing.T) {
-		prom.stop()
+		prom.Stop()
 		out := measure(t, client, m, analysis.TargetSets{Targets: waveOf("prod-eu-1")}, nil)
 		require.Equal(t, analysis.PhaseError, out.Phase, out.Reason)
 		require.Contains(t, out.Reason, "Prometheus is unavailable: the query of the wave's targets: Prometheus is unreachable")
 	})
 
 	t.Run("Prometheus restarted answers again", func(t *testing.T) {
-		prom.start()
-		prom.waitFor(client, `kargo_fleet_test_error_ratio{cluster="prod-eu-1"}`, func(series int, _ []float64) bool { return series == 1 })
+		prom.Start()
+		waitFor(t, prom, client, `kargo_fleet_test_error_ratio{cluster="prod-eu-1"}`, func(series int, _ []float64) bool { return series == 1 })
 		out := measure(t, client, m, analysis.TargetSets{Targets: waveOf("prod-eu-1")}, nil)
 		require.Equal(t, analysis.PhaseSuccessful, out.Phase, out.Reason)
 	})

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/analysis"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
@@ -85,7 +86,8 @@ func decide(o Observation) Decision {
 	if d.Phase == "" {
 		d.Phase = fleetv1alpha1.RolloutPending
 	}
-	states, fails := judgeAll(o, &d)
+	wds := analysisDecisions(o)
+	states, fails := judgeAll(o, &d, wds)
 	d.Failures = groupFailures(fails)
 	fleetFailed := len(fails)
 
@@ -93,6 +95,7 @@ func decide(o Observation) Decision {
 	breached := previousBreach(r)
 	current := -1
 	cumulative := 0
+	var gate *analysisGate
 	for i, ws := range states {
 		cumulative += ws.failed
 		wp := progress(ws, r.Status.Waves, o.Now)
@@ -109,6 +112,22 @@ func decide(o Observation) Decision {
 			}
 		}
 		finished := ws.pending == 0 && ws.inFlight == 0
+		if finished && !rollback && breached == nil && current < 0 && ws.failed <= ws.pw.MaxFailures &&
+			wp.Phase != fleetv1alpha1.WaveSucceeded {
+			// The wave's targets are done: it passes when its analysis does.
+			g := gateAnalysis(o, &wp, wds)
+			switch {
+			case g.breach != nil:
+				breached, current = g.breach, i
+				wp.Phase = fleetv1alpha1.WaveHalted
+				d.Waves = append(d.Waves, wp)
+				continue
+			case !g.passed:
+				current, gate = i, &g
+				d.Waves = append(d.Waves, wp)
+				continue
+			}
+		}
 		switch {
 		case finished && (rollback || ws.failed <= ws.pw.MaxFailures):
 			wp.Phase = fleetv1alpha1.WaveSucceeded
@@ -133,6 +152,8 @@ func decide(o Observation) Decision {
 		return d
 	case breached != nil:
 		return halt(o, d, states, breached)
+	case gate != nil:
+		return analysing(o, d, current, *gate)
 	case current < 0:
 		if rollback {
 			d.Phase = fleetv1alpha1.RolloutSucceeded
@@ -206,19 +227,25 @@ func handOff(o Observation, d Decision, current int) Decision {
 }
 
 // judgeAll judges every member and returns per-wave states and the failures.
-func judgeAll(o Observation, d *Decision) ([]*waveState, []failure) {
+func judgeAll(o Observation, d *Decision, wds map[string]analysis.WaveDecision) ([]*waveState, []failure) {
 	var fails []failure
 	states := make([]*waveState, len(o.Plan.Waves))
 	for i := range o.Plan.Waves {
 		pw := &o.Plan.Waves[i]
 		ws := &waveState{pw: pw}
 		states[i] = ws
+		analysisFailed := analysisFailedTargets(wds, pw.Name)
 		for j := range pw.Members {
 			t := &pw.Members[j]
 			obs := o.Targets[t.ID]
 			j := Judge(obs, Limits{ProgressDeadline: pw.ProgressDeadline, UnhealthyGrace: pw.UnhealthyGrace}, o.Now)
 			if j.State == TargetPending && o.Expected[t.ID] {
 				j.State = TargetInFlight
+			}
+			if reason, ok := analysisFailed[t.ID]; ok && j.State == TargetSucceeded {
+				// Its own metric of the wave's analysis failed: it counts
+				// toward the wave's threshold like any failed target.
+				j.State, j.Reason, j.Message = TargetFailed, ReasonAnalysisFailed, reason
 			}
 			switch j.State {
 			case TargetPending:
@@ -492,7 +519,7 @@ func progress(ws *waveState, prev []fleetv1alpha1.WaveProgress, _ time.Time) fle
 	}
 	for i := range prev {
 		if prev[i].Name == ws.pw.Name {
-			wp.StartedAt, wp.FinishedAt = prev[i].StartedAt, prev[i].FinishedAt
+			wp.StartedAt, wp.FinishedAt, wp.Analysis = prev[i].StartedAt, prev[i].FinishedAt, prev[i].Analysis
 			if prev[i].Phase == fleetv1alpha1.WaveSucceeded || prev[i].Phase == fleetv1alpha1.WaveFailed ||
 				prev[i].Phase == fleetv1alpha1.WaveHalted {
 				wp.Phase = prev[i].Phase

@@ -81,6 +81,9 @@ func describeWave(v WaveView, counts bool) string {
 		if w := waiting(ro, wp); w != "" {
 			b.WriteString(" " + w)
 		}
+		if a := wp.Analysis; a != nil {
+			b.WriteString(" " + describeAnalysis(a))
+		}
 	}
 	breached := false
 	if c := meta.FindStatusCondition(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition); c != nil &&
@@ -118,6 +121,23 @@ func waiting(ro *fleetv1alpha1.FleetRollout, wp *fleetv1alpha1.WaveProgress) str
 		return ""
 	}
 	return "Waiting: " + strings.TrimSuffix(wp.Waiting, ".") + "."
+}
+
+// describeAnalysis says a wave analysis's verdict and each metric's last
+// value.
+func describeAnalysis(a *fleetv1alpha1.WaveAnalysisStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Analysis: %s", a.Phase)
+	for _, m := range a.Metrics {
+		fmt.Fprintf(&b, "; %s %s", m.Name, m.Phase)
+		if m.Last != nil && m.Last.Value != "" {
+			fmt.Fprintf(&b, " (last value %s)", m.Last.Value)
+		}
+	}
+	if a.Phase == fleetv1alpha1.AnalysisFailed || a.Phase == fleetv1alpha1.AnalysisAskApproval {
+		fmt.Fprintf(&b, ": %s", strings.TrimSuffix(a.Message, "."))
+	}
+	return b.String() + "."
 }
 
 // waveOf returns the progress of the named wave, or nil.

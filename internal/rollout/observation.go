@@ -39,6 +39,13 @@ type Observation struct {
 	RequestedWaves map[string]bool
 	// ApprovedWaves are the waves whose wave Stage the Freight is approved for.
 	ApprovedWaves map[string]bool
+	// ApprovedAt is when the rollout's Freight was approved for each
+	// wave's Stage, by wave name, when Kargo recorded the time: an analysis
+	// that asks for approval passes on an approval given after it started.
+	ApprovedAt map[string]time.Time
+	// Analyses are the waves' analyses, by wave name; a wave without one is
+	// absent.
+	Analyses map[string]*WaveAnalysis
 	// RequestPhases are the phases of the wave Stage Promotions that asked
 	// for each requested wave, by wave name.
 	RequestPhases map[string]kargo.PromotionPhase

@@ -134,6 +134,7 @@ func Observe(s Snapshot, now time.Time) (*Observed, error) {
 			OnHalt:         fs.Spec.Policy.OnHalt,
 			RequestedWaves: map[string]bool{},
 			ApprovedWaves:  map[string]bool{},
+			ApprovedAt:     map[string]time.Time{},
 			RequestPhases:  map[string]kargo.PromotionPhase{},
 			WavePromoted:   map[string]bool{},
 			WaveGaveUp:     map[string]kargo.PromotionPhase{},
@@ -441,8 +442,14 @@ func (o *Observed) observeApprovals(s Snapshot) {
 		return
 	}
 	for _, w := range s.Plan.Waves {
-		if s.Approved[w.Name] || s.Freight != nil && s.Freight.IsApprovedFor(render.WaveStageName(s.FleetStage.Name, w.Name)) {
+		stage := render.WaveStageName(s.FleetStage.Name, w.Name)
+		if s.Approved[w.Name] || s.Freight != nil && s.Freight.IsApprovedFor(stage) {
 			o.ApprovedWaves[w.Name] = true
+		}
+		if s.Freight != nil {
+			if a, ok := s.Freight.Status.ApprovedFor[stage]; ok && a.ApprovedAt != nil {
+				o.ApprovedAt[w.Name] = a.ApprovedAt.Time
+			}
 		}
 	}
 }

@@ -407,7 +407,10 @@ func phasesChanged(a, b *fleetv1alpha1.FleetRolloutStatus) bool {
 		return true
 	}
 	for i := range a.Waves {
-		if a.Waves[i].Phase != b.Waves[i].Phase || a.Waves[i].Waiting != b.Waves[i].Waiting {
+		// A measurement of a wave's analysis is written at once: the next
+		// one is due from it.
+		if a.Waves[i].Phase != b.Waves[i].Phase || a.Waves[i].Waiting != b.Waves[i].Waiting ||
+			!reflect.DeepEqual(a.Waves[i].Analysis, b.Waves[i].Analysis) {
 			return true
 		}
 	}

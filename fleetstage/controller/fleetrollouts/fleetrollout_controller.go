@@ -81,6 +81,8 @@ type FleetRolloutReconciler struct {
 	lastDecided map[types.UID]decided
 	uids        map[types.NamespacedName]types.UID
 	described   map[types.NamespacedName]described
+	// analyses caches compiled wave analyses and Prometheus clients.
+	analyses analyses
 
 	// ownPromotions and targetStages read a rollout's Promotions and a
 	// fleet's target Stages from the cache without copying them.
@@ -224,6 +226,9 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	}
 	obs, err := r.observe(ctx, ro, fs, snap)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.analyse(ctx, ro, fs, obs); err != nil {
 		return ctrl.Result{}, err
 	}
 	obs.MaxStarts = maxStartsPerReconcile

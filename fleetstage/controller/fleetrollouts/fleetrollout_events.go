@@ -40,6 +40,9 @@ const (
 	// WavePromotionRecoveredReason: a wave Stage Promotion ended Errored
 	// and kargo-fleet promoted the Freight into the wave Stage again.
 	WavePromotionRecoveredReason = "WavePromotionRecovered"
+	// AnalysisMetricFailedReason: a metric of a wave's analysis failed; the
+	// Event is on the FleetStage and names the metric and its value.
+	AnalysisMetricFailedReason = "AnalysisMetricFailed"
 )
 
 // recordTransitions emits an Event for every change of phase of the rollout
@@ -52,7 +55,14 @@ func (r *FleetRolloutReconciler) recordTransitions(ctx context.Context, s *scope
 	ro.Status = *s.status
 	t := transitionsOf(before, ro, s.obs, s.decision)
 	for _, e := range t.events {
-		r.eventAbout(ro, e.related, e.eventType, e.reason, "%s", e.message)
+		var obj runtime.Object = ro
+		if e.onFleetStage {
+			if s.fs == nil {
+				continue
+			}
+			obj = s.fs
+		}
+		r.eventAbout(obj, e.related, e.eventType, e.reason, "%s", e.message)
 	}
 	if t.breach != "" {
 		r.metrics.breaches.WithLabelValues(ro.Namespace, ro.Spec.FleetStage, t.breach).Inc()
@@ -82,6 +92,8 @@ type transitions struct {
 type notice struct {
 	eventType, reason, message string
 	related                    *corev1.ObjectReference
+	// onFleetStage puts the Event on the FleetStage instead of the rollout.
+	onFleetStage bool
 }
 
 func (t *transitions) add(related *corev1.ObjectReference, eventType, reason, format string, args ...any) {
@@ -153,6 +165,7 @@ func (t *transitions) waves(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv
 	for _, w := range before.Waves {
 		prevWave[w.Name] = w.Phase
 	}
+	t.analysisMetrics(before, ro)
 	for _, w := range ro.Status.Waves {
 		prev := prevWave[w.Name]
 		if prev == w.Phase {
@@ -175,6 +188,33 @@ func (t *transitions) waves(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv
 			continue
 		}
 		t.refreshWaves = append(t.refreshWaves, w.Name)
+	}
+}
+
+// analysisMetrics notes every metric of a wave's analysis that failed
+// since before, on the FleetStage.
+func (t *transitions) analysisMetrics(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv1alpha1.FleetRollout) {
+	failed := map[string]bool{}
+	for _, w := range before.Waves {
+		if w.Analysis == nil {
+			continue
+		}
+		for _, m := range w.Analysis.Metrics {
+			failed[w.Name+"/"+m.Name] = m.Phase == fleetv1alpha1.AnalysisFailed
+		}
+	}
+	for _, w := range ro.Status.Waves {
+		if w.Analysis == nil {
+			continue
+		}
+		for _, m := range w.Analysis.Metrics {
+			if m.Phase != fleetv1alpha1.AnalysisFailed || failed[w.Name+"/"+m.Name] {
+				continue
+			}
+			t.events = append(t.events, notice{eventType: corev1.EventTypeWarning, reason: AnalysisMetricFailedReason,
+				message: fmt.Sprintf("Wave %s of FleetRollout %s: metric %s failed: %s", w.Name, ro.Name, m.Name, m.Reason),
+				related: waveStage(ro, w.Name), onFleetStage: true})
+		}
 	}
 }
 

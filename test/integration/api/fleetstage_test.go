@@ -195,6 +195,41 @@ func TestFleetStageRejected(t *testing.T) {
 			},
 			wantErr: []string{"spec.stage.inline.vars[0].name"},
 		},
+		{
+			name: "wave analysis metrics without spec.analysis",
+			mutate: func(fs *fleetv1alpha1.FleetStage) {
+				fs.Spec.Waves[0].Analysis = &fleetv1alpha1.WaveAnalysis{Metrics: []fleetv1alpha1.AnalysisMetric{errorRatio()}}
+			},
+			wantErr: []string{"spec.waves[].analysis: a wave's metrics need spec.analysis.prometheus"},
+		},
+		{
+			name: "analysis metric with perTarget and baseline",
+			mutate: func(fs *fleetv1alpha1.FleetStage) {
+				m := errorRatio()
+				m.PerTarget = &fleetv1alpha1.PerTargetAnalysis{SeriesLabel: "cluster"}
+				m.Baseline = &fleetv1alpha1.BaselineAnalysis{}
+				fs.Spec.Analysis = &fleetv1alpha1.FleetAnalysis{Prometheus: fleetv1alpha1.PrometheusSource{Address: "http://prometheus:9090"},
+					Metrics: []fleetv1alpha1.AnalysisMetric{m}}
+			},
+			wantErr: []string{"spec.analysis.metrics[0]: Invalid value", "a metric has either perTarget or baseline, not both"},
+		},
+		{
+			name: "Prometheus address not a URL",
+			mutate: func(fs *fleetv1alpha1.FleetStage) {
+				fs.Spec.Analysis = &fleetv1alpha1.FleetAnalysis{Prometheus: fleetv1alpha1.PrometheusSource{Address: "prometheus:9090"}}
+			},
+			wantErr: []string{"spec.analysis.prometheus.address", "must be an http:// or https:// URL"},
+		},
+		{
+			name: "analysis success condition that does not compile",
+			mutate: func(fs *fleetv1alpha1.FleetStage) {
+				m := errorRatio()
+				m.SuccessCondition = "result <"
+				fs.Spec.Analysis = &fleetv1alpha1.FleetAnalysis{Prometheus: fleetv1alpha1.PrometheusSource{Address: "http://prometheus:9090"},
+					Metrics: []fleetv1alpha1.AnalysisMetric{m}}
+			},
+			wantErr: []string{`spec.analysis.metrics[0].successCondition: Invalid value: "result <"`},
+		},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,4 +285,10 @@ func TestFleetRolloutRollbackOfImmutable(t *testing.T) {
 	patch := client.MergeFrom(rb.DeepCopy())
 	rb.Spec.RollbackOf = "other-fleet-def"
 	require.ErrorContains(t, env.Client.Patch(ctx, rb, patch), "only spec.intent may change after creation")
+}
+
+// errorRatio is a valid analysis metric.
+func errorRatio() fleetv1alpha1.AnalysisMetric {
+	return fleetv1alpha1.AnalysisMetric{Name: "error-ratio", SuccessCondition: "result < 0.01",
+		Query: `max(error_ratio{cluster=~"{{targets.regex}}"})`}
 }

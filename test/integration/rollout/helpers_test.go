@@ -55,6 +55,8 @@ type fleetSpec struct {
 	// holds before the FleetStage exists: the FleetStage is then not
 	// Ready, and newFleet waits for it to have reconciled instead.
 	squat []string
+	// analysis is the FleetStage's spec.analysis.
+	analysis *fleetv1alpha1.FleetAnalysis
 }
 
 // newFleet creates the Project and waits until the FleetStage is Ready.
@@ -86,6 +88,7 @@ func newFleet(t *testing.T, ns string, spec fleetSpec) *fleet {
 	f := &fleet{t: t, ns: ns, good: "f1-good", bad: "f2-bad", fleetKey: client.ObjectKey{Namespace: ns, Name: "fleet"},
 		autoPromote: spec.autoPromote, firstWave: spec.waves[0].Name}
 	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").InlineTargets(spec.targets...).Waves(spec.waves...).Policy(spec.policy).Obj()
+	fs.Spec.Analysis = spec.analysis
 	for _, id := range spec.squat {
 		testutil.Create(t, c, testutil.MakeStage(ns, render.TargetStageName("fleet", id)).Steps(steps...).Obj())
 	}
