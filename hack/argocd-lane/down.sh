@@ -10,10 +10,14 @@ stop() {
   local f=run/$1.pid p
   [ -f "$f" ] || return 0
   p=$(cat "$f")
-  # Only the process up.sh started (its HOME is run/NAME.home): a PID file
-  # left by a lane that died may name another process since.
-  if ! tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "HOME=$L/run/$1.home"; then
-    rm -f "$f"
+  # Only the process up.sh started (its HOME is run/NAME.home, or it
+  # started when run/NAME.start says: Redis overwrites its environment with
+  # its process title): a PID file left by a lane that died may name another
+  # process since.
+  local s; s=$(cat "run/$1.start" 2>/dev/null)
+  if ! tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "HOME=$L/run/$1.home" &&
+    ! { [ -n "$s" ] && [ "$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f20)" = "$s" ]; }; then
+    rm -f "$f" "run/$1.start"
     return 0
   fi
   if kill "$p" 2>/dev/null; then
@@ -21,7 +25,7 @@ stop() {
     kill -0 "$p" 2>/dev/null && kill -9 "$p" 2>/dev/null
     echo "stopped $1 ($p)"
   fi
-  rm -f "$f"
+  rm -f "$f" "run/$1.start"
 }
 order=(kargo-fleet argocd-applicationset-controller argocd-application-controller argocd-repo-server
   kargo-controller kargo-api kargo-management-controller kargo-webhooks-server)

@@ -82,16 +82,24 @@ cp -f "$REPO/hack/argocd-lane/down.sh" "$L/down.sh"
 t "lane in $L (ports $B-$((B+699)))"
 
 # --- processes -----------------------------------------------------------------
+# proc_start PID: when the process started (field 22 of /proc/PID/stat,
+# clock ticks since boot); with its PID, it names one process for good.
+proc_start() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
 # alive NAME: the process run/NAME.pid names runs and is the one start()
-# started (its HOME is run/NAME.home): a PID file left by a lane that died
-# may name another process since.
+# started (its HOME is run/NAME.home, or it started when run/NAME.start
+# says: Redis overwrites its environment with its process title): a PID
+# file left by a lane that died may name another process since.
 alive() {
   [ -f "run/$1.pid" ] || return 1
-  local p; p=$(cat "run/$1.pid")
-  kill -0 "$p" 2>/dev/null && tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "HOME=$L/run/$1.home"
+  local p s; p=$(cat "run/$1.pid")
+  kill -0 "$p" 2>/dev/null || return 1
+  tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "HOME=$L/run/$1.home" && return 0
+  s=$(cat "run/$1.start" 2>/dev/null)
+  [ -n "$s" ] && [ "$(proc_start "$p")" = "$s" ]
 }
 # start NAME ENVFILE CMD...: runs CMD with only PATH, HOME and the NAME=VALUE
-# lines of ENVFILE ("-" for none) in its environment; PID in run/NAME.pid.
+# lines of ENVFILE ("-" for none) in its environment; PID in run/NAME.pid,
+# start time in run/NAME.start.
 start() {
   local n=$1 envf=$2; shift 2
   if alive "$n"; then return 0; fi
@@ -101,6 +109,7 @@ start() {
   echo "[$(date -u +%T.%3N)] starting $n" >> "logs/$n.log"
   nohup env -i PATH="$L/bin:/usr/local/bin:/usr/bin:/bin" HOME="$L/run/$n.home" "${E[@]}" "$@" >> "logs/$n.log" 2>&1 &
   echo $! > "run/$n.pid"
+  proc_start $! > "run/$n.start"
 }
 wait_for() { # description seconds command...
   local what=$1 secs=$2; shift 2
