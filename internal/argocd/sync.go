@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 // PromotionInfoKey names the operation info in which Kargo's argocd-update
@@ -14,6 +16,16 @@ const PromotionInfoKey = "kargo.akuity.io/promotion"
 // KargoInitiator is the initiator Kargo's argocd-update step writes when
 // the Promotion names no create-actor (Kargo's own Promotions).
 const KargoInitiator = "kargo-controller"
+
+// SyncInitiator is the initiator Kargo's argocd-update step writes for a
+// Promotion with create-actor createActor: the actor Kargo hands the step
+// (kargo.PromotionActor), else KargoInitiator.
+func SyncInitiator(createActor string) string {
+	if actor := kargo.PromotionActor(createActor); actor != "" {
+		return actor
+	}
+	return KargoInitiator
+}
 
 // FromUnstructured decodes an Application read as an unstructured object,
 // keeping only the fields Application holds.

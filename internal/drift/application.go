@@ -79,30 +79,33 @@ type ObservedApplication struct {
 
 // kargoStarted reports whether Kargo's argocd-update started the sync:
 // the operation names a Promotion and its initiator is the one Kargo
-// writes for that Promotion (its create-actor, else Kargo's controller).
-// Argo CD keeps the previous operation's info when a user syncs, so a
-// Promotion in the info alone does not make the sync Kargo's.
+// writes for that Promotion (kargo.PromotionActor of its create-actor,
+// else Kargo's controller). Argo CD keeps the previous operation's info
+// when a user syncs, so a Promotion in the info alone does not make the
+// sync Kargo's.
 func (o ObservedApplication) kargoStarted(sync argocd.LastSync) bool {
 	if sync.Promotion == "" {
 		return false
 	}
 	if o.ActorOf != nil {
 		if actor, found := o.ActorOf(sync.Promotion); found {
-			if actor == "" {
-				return sync.By == argocd.KargoInitiator
-			}
-			return sync.By == actor
+			return sync.By == argocd.SyncInitiator(actor)
 		}
 	}
-	// The Promotion is gone: the initiators Kargo writes.
+	// The Promotion is gone: the initiators only Kargo writes. A one-colon
+	// create-actor ("kubernetes:alice") reaches Argo CD as "alice", which
+	// an Argo CD user of that name could be too: without the Promotion it
+	// counts as a user's.
 	return sync.By == argocd.KargoInitiator || kargoActor(sync.By)
 }
 
-// kargoActor reports whether name has the form of a Kargo create-actor
-// ("kubernetes:<user>", "email:<address>", "subject:<id>", "admin").
+// kargoActor reports whether name is a Kargo actor no Argo CD user name
+// looks like: a create-actor Kargo hands on whole because it holds more
+// than one colon ("kubernetes:system:serviceaccount:<ns>:<name>"), or
+// Kargo's own admin.
 func kargoActor(name string) bool {
 	for _, prefix := range []string{"kubernetes:", "email:", "subject:", "controller:"} {
-		if strings.HasPrefix(name, prefix) {
+		if strings.HasPrefix(name, prefix) && strings.Count(name, ":") > 1 {
 			return true
 		}
 	}

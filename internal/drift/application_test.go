@@ -15,6 +15,11 @@ func TestClassifyApplication(t *testing.T) {
 	const stage = "prod.eu-1"
 	fleetPromo := stage + ".01jdx3k0a1b2c3d4e5f6g7h8j9.9f8e7d6"
 	glassPromo := stage + ".01jdx4k0a1b2c3d4e5f6g7h8j9.1a2b3c4"
+	botPromo := stage + ".01jdx4k0a1b2c3d4e5f6g7h8j9.2b3c4d5"
+	otherPromo := "hotfix.01jdx5k0a1b2c3d4e5f6g7h8j9.5d6e7f8"
+	// The create-actors Kargo's webhook wrote on the Promotions that exist.
+	actors := map[string]string{fleetPromo: "", glassPromo: "kubernetes:oncall",
+		botPromo: "kubernetes:system:serviceaccount:ops:oncall-bot", otherPromo: "kubernetes:bob"}
 	kargoSynced := func(promotion, by string) *argocd.OperationState {
 		return &argocd.OperationState{Phase: argocd.OperationSucceeded, SyncResult: &argocd.SyncOperationResult{Revision: "abc123"},
 			Operation: argocd.Operation{InitiatedBy: argocd.OperationInitiator{Username: by},
@@ -55,12 +60,29 @@ func TestClassifyApplication(t *testing.T) {
 				Operation:  argocd.Operation{InitiatedBy: argocd.OperationInitiator{Automated: true}},
 				SyncResult: &argocd.SyncOperationResult{Revisions: []string{"r1", "r2"}}}
 		}), wantClass: ClassForeign, wantReason: ReasonAutomatedSync, wantIn: "revision r1,r2"},
+		// Kargo starts a sync as its Promotion's create-actor without the
+		// "<kind>:" prefix when the value holds one colon.
 		{name: "another Kargo Stage's argocd-update", status: with(func(st *argocd.ApplicationStatus) {
-			st.OperationState = kargoSynced("hotfix.01jdx5k0a1b2c3d4e5f6g7h8j9.5d6e7f8", "kubernetes:bob")
+			st.OperationState = kargoSynced(otherPromo, "bob")
 		}), wantClass: ClassForeign, wantReason: ReasonOtherStage, wantIn: "of Stage hotfix"},
 		{name: "a break-glass Promotion of the target's Stage", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState = kargoSynced(glassPromo, "oncall")
+		}), wantClass: ClassIntended, wantReason: ReasonBreakGlass, wantIn: "by oncall"},
+		{name: "a break-glass Promotion by a ServiceAccount, whose actor Kargo keeps whole", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState = kargoSynced(botPromo, "kubernetes:system:serviceaccount:ops:oncall-bot")
+		}), wantClass: ClassIntended, wantReason: ReasonBreakGlass, wantIn: "by kubernetes:system:serviceaccount:ops:oncall-bot"},
+		{name: "a user's sync that kept a break-glass Promotion's info", status: with(func(st *argocd.ApplicationStatus) {
 			st.OperationState = kargoSynced(glassPromo, "kubernetes:oncall")
-		}), wantClass: ClassIntended, wantReason: ReasonBreakGlass, wantIn: "by kubernetes:oncall"},
+		}), wantClass: ClassForeign, wantReason: ReasonManualSync, wantIn: "kubernetes:oncall synced"},
+		{name: "a user named like the Promotion's actor's kind", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState = kargoSynced(otherPromo, "kubernetes")
+		}), wantClass: ClassForeign, wantReason: ReasonManualSync},
+		{name: "a sync of a Promotion that is gone, by a one-colon actor", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState = kargoSynced("hotfix.01jdx6k0a1b2c3d4e5f6g7h8j9.0a0b0c0", "carol")
+		}), wantClass: ClassForeign, wantReason: ReasonManualSync, wantIn: "carol synced"},
+		{name: "a sync of a Promotion that is gone, by a ServiceAccount", status: with(func(st *argocd.ApplicationStatus) {
+			st.OperationState = kargoSynced("hotfix.01jdx6k0a1b2c3d4e5f6g7h8j9.0a0b0c0", "kubernetes:system:serviceaccount:ci:deployer")
+		}), wantClass: ClassForeign, wantReason: ReasonOtherStage},
 		{name: "a live resource edited: OutOfSync", status: with(func(st *argocd.ApplicationStatus) {
 			st.Sync.Status = argocd.SyncStatusOutOfSync
 		}), wantClass: ClassForeign, wantReason: ReasonOutOfSync, wantIn: "differ from revision abc123"},
@@ -86,7 +108,8 @@ func TestClassifyApplication(t *testing.T) {
 			app := &argocd.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "guestbook-eu-1"},
 				Operation: tt.operation, Status: tt.status}
 			d, ok := ClassifyApplication(ObservedApplication{Target: "eu-1", Stage: stage, App: app,
-				Origins: map[string]Origin{fleetPromo: OriginFleet, glassPromo: OriginBreakGlass}})
+				Origins: map[string]Origin{fleetPromo: OriginFleet, glassPromo: OriginBreakGlass, botPromo: OriginBreakGlass},
+				ActorOf: func(p string) (string, bool) { a, ok := actors[p]; return a, ok }})
 			require.Equal(t, tt.wantClass != "", ok, "%+v", d)
 			if !ok {
 				return

@@ -218,7 +218,7 @@ func (s *Simulator) promote(ctx context.Context, promo *kargo.Promotion, stage *
 		project:      promo.Namespace,
 		stage:        stage.Name,
 		promotion:    promo.Name,
-		actor:        promo.Annotations[kargo.CreateActorAnnotation],
+		actor:        kargo.PromotionActor(promo.Annotations[kargo.CreateActorAnnotation]),
 		rollback:     promo.Annotations[kargo.RollbackAnnotation] == "true",
 		freight:      ref,
 		freightAlias: freight.Alias,

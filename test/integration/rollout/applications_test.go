@@ -102,7 +102,9 @@ func TestApplicationChangesAreReported(t *testing.T) {
 		"syncResult": map[string]any{"revision": "0ld"}}})
 	argoCDDoes(t, apps["a-01"], map[string]any{"sync": map[string]any{"status": "OutOfSync"}})
 	argoCDDoes(t, apps["a-02"], map[string]any{"operationState": map[string]any{"phase": "Succeeded",
-		"operation": map[string]any{"initiatedBy": map[string]any{"username": "kubernetes:bob"},
+		// Another Stage's Promotion, gone since, created by a ServiceAccount:
+		// Kargo starts the sync as its whole create-actor.
+		"operation": map[string]any{"initiatedBy": map[string]any{"username": "kubernetes:system:serviceaccount:ci:deployer"},
 			"info": []any{map[string]any{"name": argocd.PromotionInfoKey, "value": "hotfix.01jdx5k0a1b2c3d4e5f6g7h8j9.5d6e7f8"}}}}})
 	argoCDDoes(t, apps["a-03"], map[string]any{"health": map[string]any{"status": "Degraded", "message": "Deployment exceeded its progress deadline"}})
 
