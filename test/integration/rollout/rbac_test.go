@@ -12,11 +12,12 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 )
 
-// TestControllerMayNotDeleteConfigMaps asks the API server, with real
+// TestControllerConfigMapRights asks the API server, with real
 // SubjectAccessReviews against the RBAC the chart renders for the
 // controller, what it may do with ConfigMaps: read and create them (plan
-// snapshots), never delete one, anywhere.
-func TestControllerMayNotDeleteConfigMaps(t *testing.T) {
+// snapshots, Stage records), delete one at a time (replaced Stage
+// records), never update or delete many.
+func TestControllerConfigMapRights(t *testing.T) {
 	allowed := func(verb, ns, name string) bool {
 		t.Helper()
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
@@ -28,9 +29,12 @@ func TestControllerMayNotDeleteConfigMaps(t *testing.T) {
 		require.NoError(t, env.Client.Create(context.Background(), sar))
 		return sar.Status.Allowed
 	}
-	require.False(t, allowed("delete", "kube-system", "coredns"), "the controller may not delete a cluster's ConfigMaps")
-	require.False(t, allowed("delete", "shop", "prod-1a2b3c4d5e-plan"), "not even its own plan snapshots: the garbage collector does")
-	require.False(t, allowed("deletecollection", "shop", ""))
+	// RBAC cannot narrow a delete by name or shape: the controller's
+	// admission policy holds its deletes to replaced Stage records in fleet
+	// Projects (test/integration/privilege,
+	// TestConfigMapDeletesAreStageRecordsOnly).
+	require.True(t, allowed("delete", "shop", "prod-stages-0123456789abcdef"), "it deletes the Stage records newer ones replaced")
+	require.False(t, allowed("deletecollection", "shop", ""), "never many at once")
 	require.False(t, allowed("update", "shop", "prod-1a2b3c4d5e-plan"), "plan snapshots are immutable")
 	require.True(t, allowed("create", "shop", ""), "it writes plan snapshots")
 	require.True(t, allowed("get", "shop", "prod-1a2b3c4d5e-plan"), "and reads them back")
