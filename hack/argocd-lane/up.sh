@@ -32,7 +32,9 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 L=${LANE_DIR:-/tmp/kargo-fleet-argocd-lane}
-B=${LANE_PORT_BASE:-33000}
+# Below Linux's ephemeral range (32768-60999 by default), so no outgoing
+# connection of another program (an envtest run beside) takes a lane port.
+B=${LANE_PORT_BASE:-23000}
 SECONDS=0
 t() { echo "[$(date -u +%T)] +${SECONDS}s $*"; }
 die() { echo "up.sh: $*" >&2; exit 1; }
