@@ -523,6 +523,23 @@ func CABundleFix(rel Release, injectFrom string) string {
 // the server URLs and names of its cluster Secrets.
 type Clusters struct {
 	Servers, Names map[string]bool
+	// ServerOf maps a cluster Secret's name to its server URL.
+	ServerOf map[string]string
+}
+
+// Server returns the server URL of a destination a cluster Secret
+// registers; "" for Argo CD's own cluster or one it does not know.
+func (c Clusters) Server(d argocd.Destination) string {
+	switch {
+	case d.Server == argocd.InClusterServer || (d.Server == "" && d.Name == argocd.InClusterName):
+		return ""
+	case d.Server != "":
+		if c.Servers[d.Server] {
+			return d.Server
+		}
+		return ""
+	}
+	return c.ServerOf[d.Name]
 }
 
 // Knows reports whether d names a cluster Argo CD knows: its own

@@ -1,10 +1,15 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
+	"net/url"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +34,8 @@ func (d *Doctor) checkArgoCDDestinations(ctx context.Context, fs *fleetv1alpha1.
 	projects := map[string]*argocd.AppProject{}
 	projectsServed := true
 	clusters := map[string]Clusters{}
+	// servers maps each registered destination server to its Applications.
+	servers := map[string][]string{}
 	var problems []string
 	checked := 0
 	for i := range targets {
@@ -71,6 +78,11 @@ func (d *Doctor) checkArgoCDDestinations(ctx context.Context, fs *fleetv1alpha1.
 				projects[key] = p
 			}
 			checked += len(mine)
+			for _, m := range mine {
+				if server := clusters[ns].Server(m.App.Spec.Destination); server != "" {
+					servers[server] = append(servers[server], ns+"/"+m.Name)
+				}
+			}
 			known := projects
 			if !projectsServed {
 				known = nil
@@ -87,6 +99,12 @@ func (d *Doctor) checkArgoCDDestinations(ctx context.Context, fs *fleetv1alpha1.
 			len(problems), examples(problems))
 	case checked == 0:
 		return ok(CheckArgoCDDest, "no target Application to check")
+	}
+	if silent := unreachable(ctx, servers); len(silent) > 0 {
+		return warn(CheckArgoCDDest, "bring the cluster back, or check that Argo CD reaches it (doctor connects from where it runs, "+
+			"which may not be Argo CD's network); Argo CD marks its Applications only at their next refresh",
+			"%d destination cluster(s) of target Applications did not answer a connection from here: %s",
+			len(silent), examples(silent))
 	}
 	return ok(CheckArgoCDDest, "the %d target Application(s) have their AppProject's permission and a registered, reachable destination", checked)
 }
@@ -117,11 +135,44 @@ func (d *Doctor) clusters(ctx context.Context, namespace string) (Clusters, erro
 		client.MatchingLabels{inventory.ArgoCDSecretTypeLabel: inventory.ArgoCDSecretTypeCluster}); err != nil {
 		return Clusters{}, err
 	}
-	c := Clusters{Servers: map[string]bool{}, Names: map[string]bool{}}
+	c := Clusters{Servers: map[string]bool{}, Names: map[string]bool{}, ServerOf: map[string]string{}}
 	for i := range list.Items {
 		s := &list.Items[i]
 		c.Servers[string(s.Data["server"])] = true
 		c.Names[string(s.Data["name"])] = true
+		c.ServerOf[string(s.Data["name"])] = string(s.Data["server"])
 	}
 	return c, nil
+}
+
+// dialTimeout bounds the connection to one destination cluster.
+const dialTimeout = 3 * time.Second
+
+// unreachable connects to each destination server (TCP, its URL's host
+// and port) and returns those that do not answer, with their
+// Applications: Argo CD reports a stopped cluster on its Applications only
+// after its next refresh, minutes later, with what it cached shown as
+// Synced and Healthy meanwhile.
+func unreachable(ctx context.Context, servers map[string][]string) []string {
+	var out []string
+	for _, server := range slices.Sorted(maps.Keys(servers)) {
+		apps := servers[server]
+		u, err := url.Parse(server)
+		if err != nil || u.Hostname() == "" {
+			continue
+		}
+		port := u.Port()
+		if port == "" {
+			port = cmp.Or(map[string]string{"http": "80"}[u.Scheme], "443")
+		}
+		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+		cancel()
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s (%d Application(s), e.g. %s): %v", server, len(apps), apps[0], err))
+			continue
+		}
+		_ = conn.Close()
+	}
+	return out
 }

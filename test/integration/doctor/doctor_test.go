@@ -5,6 +5,7 @@ package doctor_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -136,6 +137,39 @@ func TestDoctor(t *testing.T) {
 		results, err = runDoctor(t, args...)
 		require.NoError(t, err)
 		expect(t, results, doctor.CheckArgoCDDest, doctor.StatusOK, "the 3 target Application(s) have their AppProject's permission")
+	})
+
+	t.Run("a registered destination cluster that does not answer", func(t *testing.T) {
+		// A port nothing listens on (a listener opened and closed), and one
+		// a live listener answers.
+		closed, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		gone := "https://" + closed.Addr().String()
+		require.NoError(t, closed.Close())
+		live, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer live.Close()
+		running := "https://" + live.Addr().String()
+		for name, server := range map[string]string{"stopped": gone, "running": running} {
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: argoNamespace, Name: "cluster-" + name,
+				Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
+				StringData: map[string]string{"name": name, "server": server}}
+			require.NoError(t, env.Client.Create(ctx(), secret))
+			defer func() { require.NoError(t, env.Client.Delete(ctx(), secret)) }()
+		}
+		setApplicationSpec(t, "guestbook-eu-1", map[string]any{"destination": map[string]any{"server": gone, "namespace": "x"}}, nil)
+		setApplicationSpec(t, "guestbook-eu-2", map[string]any{"destination": map[string]any{"server": running, "namespace": "x"}}, nil)
+		results, err := runDoctor(t, args...)
+		require.NoError(t, err, "an unreachable cluster is a warning: doctor may run outside Argo CD's network: %+v", results[doctor.CheckArgoCDDest])
+		expect(t, results, doctor.CheckArgoCDDest, doctor.StatusWarn,
+			"1 destination cluster(s) of target Applications did not answer a connection from here: "+gone+
+				" (1 Application(s), e.g. argocd/guestbook-eu-1)")
+		setApplicationSpec(t, "guestbook-eu-1", map[string]any{"destination": map[string]any{"server": running, "namespace": "x"}}, nil)
+		results, err = runDoctor(t, args...)
+		require.NoError(t, err)
+		expect(t, results, doctor.CheckArgoCDDest, doctor.StatusOK, "the 3 target Application(s) have their AppProject's permission")
+		setApplicationSpec(t, "guestbook-eu-1", map[string]any{}, nil)
+		setApplicationSpec(t, "guestbook-eu-2", map[string]any{}, nil)
 	})
 
 	t.Run("auto-promotion of target Stages and later waves", func(t *testing.T) {
