@@ -146,11 +146,7 @@ func TestWaveAnalysisGatesCanary(t *testing.T) {
 	require.Empty(t, f.promotionsOf(f.bad, "general"), "no general target was asked to take the bad Freight")
 	requireFleetStageEvent(t, ns, "AnalysisMetricFailed", "metric error-ratio failed")
 
-	var rb *fleetv1alpha1.FleetRollout
-	require.Eventually(t, func() bool {
-		rb = f.findRollout(f.good, fleetv1alpha1.DirectionRollback)
-		return rb != nil && rb.Status.Phase.IsFinal()
-	}, wait, tick, "the automatic rollback never finished")
+	rb := f.awaitRollback(f.good)
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rb.Status.Phase, rb.Status.Message)
 	require.Contains(t, rb.Annotations[fleetv1alpha1.RollbackReasonAnnotation], "analysis failed")
 	for id, freight := range f.targetFreight() {

@@ -74,11 +74,7 @@ func TestThresholdBreachHaltsAndRollsBackAutomatically(t *testing.T) {
 	require.Equal(t, fleetv1alpha1.WavePending, bad.Status.Waves[2].Phase)
 	require.Empty(t, f.promotionsOf(f.bad, "general"), "no general target was ever asked to take the bad Freight")
 
-	var rb *fleetv1alpha1.FleetRollout
-	require.Eventually(t, func() bool {
-		rb = f.findRollout(f.good, fleetv1alpha1.DirectionRollback)
-		return rb != nil && rb.Status.Phase.IsFinal()
-	}, wait, tick, "the automatic rollback never finished")
+	rb := f.awaitRollback(f.good)
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rb.Status.Phase, rb.Status.Message)
 	require.Equal(t, fleetrollout.RollbackName(bad.Name), rb.Name)
 	require.Contains(t, rb.Annotations[fleetv1alpha1.RollbackReasonAnnotation], "threshold breached: wave canary",

@@ -273,10 +273,7 @@ func TestOverlappingLeaders(t *testing.T) {
 		f.ship(f.bad)
 		bad = f.rollout(f.bad, fleetv1alpha1.RolloutFailed, fleetv1alpha1.RolloutSucceeded)
 		require.Equal(t, fleetv1alpha1.RolloutFailed, bad.Status.Phase, bad.Status.Message)
-		require.Eventually(t, func() bool {
-			rb = f.findRollout(f.good, fleetv1alpha1.DirectionRollback)
-			return rb != nil && rb.Status.Phase.IsFinal()
-		}, wait, tick)
+		rb = f.awaitRollback(f.good)
 	})
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, rb.Status.Phase, rb.Status.Message)
 	require.Equal(t, f.good, f.lastGood())

@@ -83,11 +83,7 @@ func TestCrashesNeverPromoteATargetTwice(t *testing.T) {
 	bad := f.rollout(f.bad, fleetv1alpha1.RolloutFailed, fleetv1alpha1.RolloutSucceeded)
 	require.Equal(t, fleetv1alpha1.RolloutFailed, bad.Status.Phase, bad.Status.Message)
 	require.Equal(t, f.good, f.lastGood(), "a breached rollout never becomes the last good one, through crashes")
-	var rb *fleetv1alpha1.FleetRollout
-	require.Eventually(t, func() bool {
-		rb = f.findRollout(f.good, fleetv1alpha1.DirectionRollback)
-		return rb != nil && rb.Status.Phase.IsFinal()
-	}, wait, tick)
+	rb := f.awaitRollback(f.good)
 	select {
 	case <-stop:
 	default:

@@ -167,6 +167,18 @@ func describe(ro **fleetv1alpha1.FleetRollout) string {
 	return fmt.Sprintf("%s %s", (*ro).Status.Phase, (*ro).Status.Message)
 }
 
+// awaitRollback waits until the automatic rollback to freight has
+// finished, and returns it.
+func (f *fleet) awaitRollback(freight string) *fleetv1alpha1.FleetRollout {
+	f.t.Helper()
+	var rb *fleetv1alpha1.FleetRollout
+	require.Eventually(f.t, func() bool {
+		rb = f.findRollout(freight, fleetv1alpha1.DirectionRollback)
+		return rb != nil && rb.Status.Phase.IsFinal()
+	}, wait, tick, "the automatic rollback never finished")
+	return rb
+}
+
 func (f *fleet) findRollout(freight string, dir fleetv1alpha1.RolloutDirection) *fleetv1alpha1.FleetRollout {
 	list := &fleetv1alpha1.FleetRolloutList{}
 	require.NoError(f.t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
