@@ -4,13 +4,10 @@ package rollout_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,44 +27,21 @@ const (
 	badErrorRatio  = 0.05
 )
 
-// fleetExporter is the test fixture a real Prometheus scrapes: one
-// error-ratio gauge per target of a Project, labelled cluster=<target id>,
-// following the Freight the target's Stage runs at scrape time. A target
-// whose Promotion of the bad Freight succeeded starts failing requests.
-type fleetExporter struct {
-	ns, bad string
-	desc    *prometheus.Desc
-}
-
-// Describe implements prometheus.Collector.
-func (e *fleetExporter) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
-
-// Collect implements prometheus.Collector.
-func (e *fleetExporter) Collect(ch chan<- prometheus.Metric) {
-	list := &kargo.StageList{}
-	if err := env.Client.List(context.Background(), list, client.InNamespace(e.ns),
-		client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}); err != nil {
-		return
-	}
-	for _, st := range list.Items {
-		ratio := goodErrorRatio
-		if names := st.CurrentFreightNames(); len(names) > 0 && names[0] == e.bad {
-			ratio = badErrorRatio
-		}
-		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.GaugeValue, ratio, st.Labels[fleetv1alpha1.TargetLabel])
-	}
-}
-
 // startFleetPrometheus serves the Project's target metrics and starts a
-// real Prometheus scraping them every second.
+// real Prometheus scraping them every second: one error-ratio gauge per
+// target, labelled cluster=<target id>, following the Freight the
+// target's Stage runs at scrape time. A target whose Promotion of the bad
+// Freight succeeded starts failing requests.
 func startFleetPrometheus(t *testing.T, ns, bad string) *promtest.Server {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(&fleetExporter{ns: ns, bad: bad, desc: prometheus.NewDesc("kargo_fleet_test_error_ratio",
-		"Ratio of failed requests of a target in the test fleet.", []string{"cluster"}, nil)})
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	t.Cleanup(srv.Close)
-	return promtest.Start(t, strings.TrimPrefix(srv.URL, "http://"))
+	exporter := promtest.ServeTargetGauges(t, env.Client, ns, "kargo_fleet_test_error_ratio",
+		"Ratio of failed requests of a target in the test fleet.", func(st *kargo.Stage) float64 {
+			if names := st.CurrentFreightNames(); len(names) > 0 && names[0] == bad {
+				return badErrorRatio
+			}
+			return goodErrorRatio
+		})
+	return promtest.Start(t, exporter)
 }
 
 // TestWaveAnalysisGatesCanary runs a fleet whose canary wave passes only
