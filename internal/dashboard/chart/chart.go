@@ -13,15 +13,15 @@ import (
 
 // Default size of a chart, in SVG user units.
 const (
-	DefaultWidth  = 640
-	DefaultHeight = 220
+	DefaultWidth  = 960
+	DefaultHeight = 280
 )
 
 // Margins leave room for the axes' labels.
 const (
 	marginLeft   = 64
 	marginRight  = 12
-	marginTop    = 12
+	marginTop    = 26
 	marginBottom = 28
 )
 
@@ -208,7 +208,7 @@ func runs(f frame, points []Point) []string {
 	return out
 }
 
-// legend names each series once, top right.
+// legend names each series once, above the plot on the right.
 func legend(b *strings.Builder, f frame, series []Series) {
 	seen := map[string]bool{}
 	x := f.right - 8
@@ -221,13 +221,13 @@ func legend(b *strings.Builder, f frame, series []Series) {
 		w := float64(7*len(s.Name) + 22)
 		x -= w
 		fmt.Fprintf(b, `<g class="legend %s"><line class="series %s" x1="%s" y1="%s" x2="%s" y2="%s"/>`+
-			`<text x="%s" y="%s">%s</text></g>`, html.EscapeString(s.Class), html.EscapeString(s.Class), num(x), num(f.top+10),
-			num(x+14), num(f.top+10), num(x+18), num(f.top+14), html.EscapeString(s.Name))
+			`<text x="%s" y="%s">%s</text></g>`, html.EscapeString(s.Class), html.EscapeString(s.Class), num(x), num(f.top-12),
+			num(x+14), num(f.top-12), num(x+18), num(f.top-8), html.EscapeString(s.Name))
 	}
 }
 
-// ticks returns round values between lo and hi: 1, 2 or 5 times a power of
-// ten apart, the closest spacing that gives at most seven of them.
+// ticks returns round values between lo and hi: 1, 2, 2.5 or 5 times a
+// power of ten apart, the closest spacing that gives at most seven of them.
 func ticks(lo, hi float64) []float64 {
 	span := hi - lo
 	if !(span > 0) || !finite(span) {
@@ -236,7 +236,7 @@ func ticks(lo, hi float64) []float64 {
 	raw := span / 6
 	pow := math.Pow(10, math.Floor(math.Log10(raw)))
 	step := pow
-	for _, m := range []float64{1, 2, 5, 10} {
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
 		if m*pow >= raw {
 			step = m * pow
 			break

@@ -45,7 +45,7 @@ func TestSVG(t *testing.T) {
 				wave := strings.Fields(lines[0][3])
 				require.Len(t, wave, 5)
 				require.True(t, strings.HasPrefix(wave[0], "64.0,"), "starts at the left margin: %s", wave[0])
-				require.True(t, strings.HasPrefix(wave[4], "628.0,"), "ends at the right margin: %s", wave[4])
+				require.True(t, strings.HasPrefix(wave[4], "948.0,"), "ends at the right margin: %s", wave[4])
 				// The highest value is the highest point (the smallest y).
 				require.Less(t, y(t, wave[2]), y(t, wave[1]))
 				require.Less(t, y(t, wave[1]), y(t, wave[0]))
@@ -85,10 +85,10 @@ func TestSVG(t *testing.T) {
 					{T: t0.Add(time.Hour), V: 1, Class: "Successful", Label: "later"},
 					{T: t0.Add(2 * time.Minute), V: math.NaN(), Class: "Inconclusive", Label: "no data"}}},
 			assertions: func(t *testing.T, svg string) {
-				require.Contains(t, svg, `<circle class="marker Failed" cx="346.0"`)
+				require.Contains(t, svg, `<circle class="marker Failed" cx="506.0"`)
 				require.Contains(t, svg, `<title>Failed: result = 1</title>`)
 				require.NotContains(t, svg, "later")
-				require.Contains(t, svg, `<circle class="marker Inconclusive" cx="628.0" cy="192.0"`,
+				require.Contains(t, svg, `<circle class="marker Inconclusive" cx="948.0" cy="252.0"`,
 					"a marker without a value sits on the time axis")
 			},
 		},
@@ -131,6 +131,7 @@ func TestTicks(t *testing.T) {
 	}{
 		{name: "ratio", lo: 0, hi: 0.011, want: []float64{0, 0.002, 0.004, 0.006, 0.008, 0.01}},
 		{name: "across zero", lo: -1, hi: 1, want: []float64{-1, -0.5, 0, 0.5, 1}},
+		{name: "quarter steps", lo: 0, hi: 0.0132, want: []float64{0, 0.0025, 0.005, 0.0075, 0.01, 0.0125}},
 		{name: "large", lo: 0, hi: 1200, want: []float64{0, 200, 400, 600, 800, 1000, 1200}},
 		{name: "empty span", lo: 1, hi: 1, want: nil},
 	}

@@ -72,9 +72,9 @@ func TestDashboard_waveAnalysis(t *testing.T) {
 			ro.Status.Waves[i].Analysis = &fleetv1alpha1.WaveAnalysisStatus{Phase: fleetv1alpha1.AnalysisMeasuring,
 				StartedAt: metav1.NewTime(started), NextMeasurementAt: &next,
 				Metrics: []fleetv1alpha1.MetricRun{{Name: "error-ratio", Phase: fleetv1alpha1.AnalysisFailed, Successful: 1, Failed: 1,
-					Reason: "result = 0.02 fails result <= 1.5 * baseline (baseline = 0.004, p = 0.001)",
-					Last: &fleetv1alpha1.MeasurementRecord{At: last, Phase: "Failed", Value: "0.02",
-						Reason: "result = 0.02 fails result <= 1.5 * baseline"}}}}
+					Reason: "result = 0.012 fails result <= 1.5 * baseline (baseline = 0.004, p = 0.001)",
+					Last: &fleetv1alpha1.MeasurementRecord{At: last, Phase: "Failed", Value: "0.012",
+						Reason: "result = 0.012 fails result <= 1.5 * baseline"}}}}
 		}
 	}
 	require.NoError(t, env.Client.Status().Update(bg, ro))
@@ -96,8 +96,9 @@ func TestDashboard_waveAnalysis(t *testing.T) {
 	require.Equal(t, 1, count(t, ctx, metric+" svg polyline.series.baseline"))
 	require.Equal(t, 1, count(t, ctx, metric+" svg circle.marker.Failed"))
 
-	// Both lines hold several of Prometheus's samples, and the wave's, at
-	// 0.02, is drawn above the baseline's, at 0.004 (a smaller y is higher).
+	// Both lines hold several of Prometheus's samples, and the wave's (the
+	// mean of two canary targets at 0.02 and two failed ones still at
+	// 0.004) is drawn above the baseline's, at 0.004 (a smaller y is higher).
 	heights, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`['wave', 'baseline'].map(c => {
 	  const pts = document.querySelector('section.metric[data-metric="error-ratio"] polyline.series.' + c).points;
 	  if (pts.length < 3) return -1;
