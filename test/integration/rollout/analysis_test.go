@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
@@ -127,6 +128,49 @@ func TestWaveAnalysisGatesCanary(t *testing.T) {
 		require.Equal(t, f.good, freight, "target %s is back on (or never left) the good Freight", id)
 	}
 	t.Logf("bad Freight failed and rolled back in %s", time.Since(start).Round(time.Millisecond))
+
+	// The controller's metrics counted the measurements and the two runs
+	// by verdict, and timed the queries.
+	canaryMetric := map[string]string{"namespace": ns, "wave": "canary", "metric": "error-ratio"}
+	require.GreaterOrEqual(t, analysisMetric(t, "kargo_fleet_analysis_measurements_total", canaryMetric, "Successful"), 3.0)
+	require.GreaterOrEqual(t, analysisMetric(t, "kargo_fleet_analysis_measurements_total", canaryMetric, "Failed"), 1.0)
+	require.InDelta(t, 1, analysisMetric(t, "kargo_fleet_analysis_runs_total", canaryMetric, "Passed"), 0)
+	require.InDelta(t, 1, analysisMetric(t, "kargo_fleet_analysis_runs_total", canaryMetric, "Failed"), 0)
+	queries := analysisMetric(t, "kargo_fleet_analysis_query_duration_seconds", map[string]string{"namespace": ns, "kind": "instant"}, "")
+	require.GreaterOrEqual(t, queries, 4.0, "every measurement's query is timed")
+}
+
+// analysisMetric sums, in the controller's registry, the counters (or the
+// histograms' sample counts) of name whose labels include want and, when
+// phase is set, phase=<phase>.
+func analysisMetric(t *testing.T, name string, want map[string]string, phase string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			match := phase == "" || labels["phase"] == phase
+			for k, v := range want {
+				match = match && labels[k] == v
+			}
+			switch {
+			case !match:
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
 }
 
 // requireFleetStageEvent waits for an Event about the FleetStage of the
