@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -109,6 +110,41 @@ func TestStatusCommand(t *testing.T) {
 			assertions: func(t *testing.T, out string, err error) {
 				require.NoError(t, err)
 				require.Contains(t, out, "\x1b[32mReady\x1b[0m")
+			},
+		},
+		{
+			name: "text: a wave's analysis, each metric with its verdict, counts, last value, condition and why it waits",
+			objs: analysedFleet(),
+			args: []string{"prod", "-n", "shop", "--ascii"},
+			assertions: func(t *testing.T, out string, err error) {
+				require.NoError(t, err)
+				require.Contains(t, out, "\n  canary [##############################] 20/20 Progressing\n"+
+					"         analysis Inconclusive, started 2m00s ago\n"+
+					"           error-ratio  Measuring     last 0.0012 (Successful)\n"+
+					"             2/5 successful, 1 failed, 0 inconclusive\n"+
+					"             condition: result < 0.01\n"+
+					"           latency      Inconclusive  last no value (Inconclusive)\n"+
+					"             0/3 successful, 0 failed, 4 inconclusive\n"+
+					"             condition: result <= 1.2 * baseline\n"+
+					"             waiting: no data: the query returned an empty result\n")
+				require.Contains(t, out, "  pilot  [##############################]  2/2  Succeeded\n  canary [",
+					"no analysis lines under a wave that ran none")
+			},
+		},
+		{
+			name: "json: the analyses with their conditions",
+			objs: analysedFleet(),
+			args: []string{"prod", "-n", "shop", "-o", "json"},
+			assertions: func(t *testing.T, out string, err error) {
+				require.NoError(t, err)
+				var r report.Report
+				require.NoError(t, json.Unmarshal([]byte(out), &r))
+				require.Len(t, r.Rollouts[0].Analyses, 1)
+				a := r.Rollouts[0].Analyses[0]
+				require.Equal(t, "canary", a.Wave)
+				require.Equal(t, "result <= 1.2 * baseline", a.Metrics[1].Condition)
+				require.Equal(t, int32(4), a.Metrics[1].Inconclusive)
+				require.Equal(t, "no data: the query returned an empty result", a.Metrics[1].Reason)
 			},
 		},
 		{
@@ -304,4 +340,36 @@ func TestAsKubectlPlugin(t *testing.T) {
 	require.Contains(t, help, "status")
 	require.NotContains(t, help, "controller ", "the controller runs in the cluster")
 	require.NotContains(t, help, "  step ", "the step runner runs in Kargo")
+}
+
+// analysedFleet is shop/prod running a rollout whose canary wave measures
+// two metrics, one of them without data.
+func analysedFleet() []client.Object {
+	fs := fleetStage("prod-good", "", goodFreight)
+	count := int32(3)
+	fs.Spec.Analysis = &fleetv1alpha1.FleetAnalysis{
+		Prometheus: fleetv1alpha1.PrometheusSource{Address: "http://prometheus:9090"},
+		Metrics: []fleetv1alpha1.AnalysisMetric{
+			{Name: "error-ratio", Query: `sum(errors{cluster=~"{{targets.regex}}"})`, SuccessCondition: "result < 0.01"},
+			{Name: "latency", Query: `avg(latency{cluster=~"{{targets.regex}}"})`, Count: &count,
+				SuccessCondition: "result <= 1.2 * baseline", Baseline: &fleetv1alpha1.BaselineAnalysis{}},
+		},
+	}
+	ro := rollout("prod-good", fleetv1alpha1.DirectionForward, goodFreight, fleetv1alpha1.RolloutProgressing,
+		fleetv1alpha1.IntentRun, time.Minute)
+	ro.Status.Waves = []fleetv1alpha1.WaveProgress{
+		{Name: "pilot", Phase: fleetv1alpha1.WaveSucceeded, Total: 2, Succeeded: 2},
+		{Name: "canary", Phase: fleetv1alpha1.WaveProgressing, Total: 20, Succeeded: 20,
+			Analysis: &fleetv1alpha1.WaveAnalysisStatus{Phase: fleetv1alpha1.AnalysisInconclusive,
+				StartedAt: metav1.NewTime(t0.Add(time.Minute)),
+				Metrics: []fleetv1alpha1.MetricRun{
+					{Name: "error-ratio", Phase: fleetv1alpha1.AnalysisMeasuring, Successful: 2, Failed: 1,
+						Last: &fleetv1alpha1.MeasurementRecord{At: metav1.NewTime(t0.Add(2 * time.Minute)), Phase: "Successful",
+							Value: "0.0012"}},
+					{Name: "latency", Phase: fleetv1alpha1.AnalysisInconclusive, Inconclusive: 4,
+						Reason: "no data: the query returned an empty result",
+						Last:   &fleetv1alpha1.MeasurementRecord{At: metav1.NewTime(t0.Add(2 * time.Minute)), Phase: "Inconclusive"}},
+				}}},
+	}
+	return []client.Object{fs, ro, freight(goodFreight, "v1.4.0")}
 }

@@ -28,6 +28,8 @@ type pageData struct {
 	Namespace, Name string
 	// API is the FleetStage's API path.
 	API string
+	// Analysis is set on a wave's analysis page.
+	Analysis *AnalysisView
 }
 
 func (s *Server) handleProjects(w http.ResponseWriter, r *http.Request) {

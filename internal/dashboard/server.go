@@ -411,6 +411,7 @@ func (s *Server) Handler(listen net.Addr) http.Handler {
 	mux.HandleFunc("GET /projects", s.handleProjects)
 	mux.HandleFunc("GET /projects/{ns}", s.handleProjects)
 	mux.HandleFunc("GET /projects/{ns}/fleetstages/{name}", s.handleFleetStage)
+	mux.HandleFunc("GET /projects/{ns}/fleetstages/{name}/waves/{wave}/analysis", s.handleWaveAnalysis)
 	mux.HandleFunc("GET /api/projects/{ns}/fleetstages/{name}/grid", s.handleGrid)
 	mux.HandleFunc("GET /api/projects/{ns}/fleetstages/{name}/targets/{id}", s.handleTarget)
 	mux.HandleFunc("GET /api/projects/{ns}/fleetstages/{name}/events", s.handleEvents)

@@ -272,15 +272,23 @@ func TestHandler_noCluster(t *testing.T) {
 			return &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
 		},
 	}).Build()
-	s, err := New(context.Background(), Options{Reader: unreachable, Scheme: testScheme(), Namespaces: []string{dashtest.Namespace},
+	ts := serveReader(t, unreachable)
+	code, body := get(t, ts.URL+fleetPage)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "cannot reach the Kubernetes API server")
+	require.Contains(t, body, "connection refused")
+}
+
+// serveReader serves the dashboard of Project shop from r, at now, until
+// the test ends.
+func serveReader(t *testing.T, r client.Reader) *httptest.Server {
+	t.Helper()
+	s, err := New(context.Background(), Options{Reader: r, Scheme: testScheme(), Namespaces: []string{dashtest.Namespace},
 		Clock: clocktesting.NewFakeClock(now), Log: logr.Discard()})
 	require.NoError(t, err)
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config.Handler = s.Handler(ts.Listener.Addr())
 	ts.Start()
 	t.Cleanup(ts.Close)
-	code, body := get(t, ts.URL+fleetPage)
-	require.Equal(t, http.StatusServiceUnavailable, code)
-	require.Contains(t, body, "cannot reach the Kubernetes API server")
-	require.Contains(t, body, "connection refused")
+	return ts
 }

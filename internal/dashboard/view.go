@@ -141,6 +141,9 @@ type WaveView struct {
 	Threshold *Threshold
 	// Note says why the wave waits, unless the gate box already says it.
 	Note string
+	// AnalysisPath is the dashboard path of the wave's analysis page, set
+	// once its analysis started.
+	AnalysisPath string
 }
 
 // Threshold is a failure allowance and how much of it is used.
@@ -287,6 +290,9 @@ func buildRollout(fs *fleetv1alpha1.FleetStage, r report.Rollout, p *plan.WavePl
 		wv := WaveView{WaveProgress: w, Stage: render.WaveStageName(fs.Name, w.Name),
 			Bar: report.Segments{Succeeded: int(w.Succeeded), Failed: int(w.Failed), InFlight: int(w.InFlight),
 				Total: int(w.Total)}.Cells(100)}
+		if w.Analysis != nil {
+			wv.AnalysisPath = link.WaveAnalysisPath(fs.Namespace, fs.Name, w.Name)
+		}
 		if p != nil {
 			if pw, i := p.Wave(w.Name); i >= 0 {
 				wv.Threshold = newThreshold(int(w.Failed), pw.MaxFailures)

@@ -15,6 +15,7 @@ import (
 type Client struct {
 	api     v1.API
 	timeout time.Duration
+	observe func(kind string, took time.Duration, outcome string)
 }
 
 // New returns a client for the Prometheus cfg names. It does not connect:
@@ -35,16 +36,17 @@ func New(cfg Config) (*Client, error) {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{api: v1.NewAPI(c), timeout: timeout}, nil
+	return &Client{api: v1.NewAPI(c), timeout: timeout, observe: cfg.Observe}, nil
 }
 
 // Instant evaluates query at `at`. A failure is an *analysis.QueryError.
 func (c *Client) Instant(ctx context.Context, query string, at time.Time) (analysis.Value, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	start := time.Now()
 	v, warnings, _, err := c.api.Query(ctx, query, at, v1.WithTimeout(c.timeout))
-	if err != nil {
-		return analysis.Value{}, classify(ctx, err, c.timeout)
+	if qerr := c.done(ctx, QueryInstant, start, err); qerr != nil {
+		return analysis.Value{}, qerr
 	}
 	return toValue(v, warnings)
 }
@@ -54,11 +56,28 @@ func (c *Client) Instant(ctx context.Context, query string, at time.Time) (analy
 func (c *Client) Range(ctx context.Context, query string, start, end time.Time, step time.Duration) (analysis.Value, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	began := time.Now()
 	v, warnings, _, err := c.api.QueryRange(ctx, query, v1.Range{Start: start, End: end, Step: step}, v1.WithTimeout(c.timeout))
-	if err != nil {
-		return analysis.Value{}, classify(ctx, err, c.timeout)
+	if qerr := c.done(ctx, QueryRange, began, err); qerr != nil {
+		return analysis.Value{}, qerr
 	}
 	return toValue(v, warnings)
+}
+
+// done tells the observer how long a query took and how it ended, and
+// returns its failure classified, or nil.
+func (c *Client) done(ctx context.Context, kind string, start time.Time, err error) *analysis.QueryError {
+	took := time.Since(start)
+	var qerr *analysis.QueryError
+	outcome := "ok"
+	if err != nil {
+		qerr = classify(ctx, err, c.timeout)
+		outcome = string(qerr.Kind)
+	}
+	if c.observe != nil {
+		c.observe(kind, took, outcome)
+	}
+	return qerr
 }
 
 // Measure takes one measurement of m at `at`: the rendered queries over the

@@ -33,7 +33,17 @@ type Config struct {
 	// Timeout bounds one query, sent to Prometheus as its query timeout
 	// too. Default DefaultTimeout.
 	Timeout time.Duration
+	// Observe, when set, is told of every query: its kind (QueryInstant or
+	// QueryRange), how long it took, and its outcome ("ok", or the
+	// analysis.QueryErrorKind of its failure).
+	Observe func(kind string, took time.Duration, outcome string)
 }
+
+// Kinds of query Config.Observe is told of.
+const (
+	QueryInstant = "instant"
+	QueryRange   = "range"
+)
 
 // validate checks the configuration and returns the parsed URL.
 func (c Config) validate() (*url.URL, error) {

@@ -148,6 +148,9 @@ type Rollout struct {
 	Waves []fleetv1alpha1.WaveProgress `json:"waves"`
 	// Failures groups failed targets by reason.
 	Failures []fleetv1alpha1.FailureGroup `json:"failures,omitempty"`
+	// Analyses are the waves' analyses that started, in wave order, with
+	// each metric's success condition.
+	Analyses []WaveAnalysis `json:"analyses,omitempty"`
 }
 
 // Totals counts a rollout's targets by state across its waves.
@@ -225,7 +228,7 @@ func Build(in Input) Report {
 		case ro.Name == st.LastRollout:
 			role = RoleLast
 		}
-		r.Rollouts = append(r.Rollouts, buildRollout(ro, role, in.Aliases))
+		r.Rollouts = append(r.Rollouts, buildRollout(&fs.Spec, ro, role, in.Aliases))
 	}
 	slices.SortStableFunc(r.Rollouts, func(a, b Rollout) int {
 		return cmp.Or(cmp.Compare(roleRank(a.Role), roleRank(b.Role)),
@@ -249,7 +252,7 @@ func roleRank(role string) int {
 	return 4
 }
 
-func buildRollout(ro *fleetv1alpha1.FleetRollout, role string, aliases map[string]string) Rollout {
+func buildRollout(spec *fleetv1alpha1.FleetStageSpec, ro *fleetv1alpha1.FleetRollout, role string, aliases map[string]string) Rollout {
 	out := Rollout{
 		Name:       ro.Name,
 		Role:       role,
@@ -265,6 +268,7 @@ func buildRollout(ro *fleetv1alpha1.FleetRollout, role string, aliases map[strin
 		FinishedAt: ro.Status.FinishedAt,
 		Waves:      slices.Clone(ro.Status.Waves),
 		Failures:   slices.Clone(ro.Status.Failures),
+		Analyses:   buildAnalyses(spec, ro.Status.Waves),
 	}
 	if out.Waves == nil {
 		out.Waves = []fleetv1alpha1.WaveProgress{}

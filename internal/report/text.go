@@ -292,11 +292,11 @@ func (t *textWriter) rollout(r *Rollout) {
 	if r.Message != "" {
 		t.printf("  %s\n", r.Message)
 	}
-	t.waves(r.Waves)
+	t.waves(r.Waves, r.Analyses)
 	t.failures(r.Failures)
 }
 
-func (t *textWriter) waves(ws []fleetv1alpha1.WaveProgress) {
+func (t *textWriter) waves(ws []fleetv1alpha1.WaveProgress, analyses []WaveAnalysis) {
 	nameWidth, totalWidth := 0, 1
 	for _, w := range ws {
 		nameWidth = max(nameWidth, utf8.RuneCountInString(w.Name))
@@ -339,6 +339,11 @@ func (t *textWriter) waves(ws []fleetv1alpha1.WaveProgress) {
 				waiting = "waiting: " + waiting
 			}
 			t.printf("  %s %s\n", strings.Repeat(" ", nameWidth), t.paint(colorCyan, waiting))
+		}
+		for j := range analyses {
+			if analyses[j].Wave == w.Name {
+				t.analysis(&analyses[j], "   "+strings.Repeat(" ", nameWidth))
+			}
 		}
 	}
 }

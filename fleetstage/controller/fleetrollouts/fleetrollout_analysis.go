@@ -22,17 +22,6 @@ import (
 // in Project namespaces: the operator grants `get` on that Secret
 // (docs/analysis.md); the FleetStage webhook requires its author may get it.
 
-// Keys of the Prometheus Secret.
-const (
-	prometheusTokenKey      = "token"
-	prometheusUsernameKey   = "username"
-	prometheusPasswordKey   = "password"
-	prometheusCAKey         = "ca.crt"
-	prometheusCertKey       = "tls.crt"
-	prometheusKeyKey        = "tls.key"
-	prometheusServerNameKey = "serverName"
-)
-
 // analyses holds what the wave analyses of every rollout share: compiled
 // programs and Prometheus clients, each rebuilt when what it was built from
 // changes.
@@ -85,25 +74,25 @@ func (a *analyses) program(fs *fleetv1alpha1.FleetStage, wave string) (*analysis
 }
 
 // prometheus returns the client of the FleetStage's Prometheus, reading its
-// Secret uncached.
-func (a *analyses) prometheus(ctx context.Context, reader client.Reader, fs *fleetv1alpha1.FleetStage) (*promquery.Client, error) {
+// Secret uncached; m times its queries.
+func (a *analyses) prometheus(ctx context.Context, reader client.Reader, fs *fleetv1alpha1.FleetStage,
+	m *rolloutMetrics) (*promquery.Client, error) {
 	src := fs.Spec.Analysis.Prometheus
-	cfg := promquery.Config{URL: src.Address}
+	var data map[string][]byte
+	from := src.Address
 	if src.Timeout != nil {
-		cfg.Timeout = src.Timeout.Duration
+		from += "\x00" + src.Timeout.Duration.String()
 	}
-	from := src.Address + "\x00" + cfg.Timeout.String()
 	if ref := src.SecretRef; ref != nil {
 		sec := &corev1.Secret{}
 		if err := reader.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: ref.Name}, sec); err != nil {
 			return nil, fmt.Errorf("error reading Secret %q of spec.analysis.prometheus.secretRef: %w", ref.Name, err)
 		}
-		d := sec.Data
-		cfg.BearerToken, cfg.Username, cfg.Password = string(d[prometheusTokenKey]), string(d[prometheusUsernameKey]), string(d[prometheusPasswordKey])
-		cfg.CAPEM, cfg.ClientCertPEM, cfg.ClientKeyPEM = d[prometheusCAKey], d[prometheusCertKey], d[prometheusKeyKey]
-		cfg.ServerName = string(d[prometheusServerNameKey])
+		data = sec.Data
 		from += "\x00" + string(sec.UID) + "/" + sec.ResourceVersion
 	}
+	cfg := promquery.ConfigFor(&src, data)
+	cfg.Observe = m.queryObserver(fs.Namespace, fs.Name)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c, ok := a.clients[fs.UID]; ok && c.from == from {
@@ -156,7 +145,7 @@ func (r *FleetRolloutReconciler) analyse(ctx context.Context, ro *fleetv1alpha1.
 			continue
 		}
 		if prom == nil && promErr == nil {
-			prom, promErr = r.analyses.prometheus(ctx, r.reader, fs)
+			prom, promErr = r.analyses.prometheus(ctx, r.reader, fs, r.metrics)
 		}
 		sets := rollout.AnalysisTargets(&obs.Observation, wave)
 		for _, m := range due {

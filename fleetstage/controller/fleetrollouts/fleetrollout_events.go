@@ -64,6 +64,7 @@ func (r *FleetRolloutReconciler) recordTransitions(ctx context.Context, s *scope
 		}
 		r.eventAbout(obj, e.related, e.eventType, e.reason, "%s", e.message)
 	}
+	r.metrics.observeAnalysis(before, ro)
 	if t.breach != "" {
 		r.metrics.breaches.WithLabelValues(ro.Namespace, ro.Spec.FleetStage, t.breach).Inc()
 	}

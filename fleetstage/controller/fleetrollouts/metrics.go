@@ -19,6 +19,7 @@ type rolloutMetrics struct {
 	claimsLost        prometheus.Counter
 	waveRecoveries    prometheus.Counter
 	reconcileSeconds  prometheus.Histogram
+	analysisMetrics
 }
 
 var defaultRolloutMetrics = newRolloutMetrics(metrics.Registry)
@@ -62,8 +63,10 @@ func newRolloutMetrics(reg prometheus.Registerer) *rolloutMetrics {
 			Help:    "Time to reconcile one FleetRollout.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
+		analysisMetrics: newAnalysisMetrics(),
 	}
 	reg.MustRegister(m.phase, m.targets, m.breaches, m.rollbacks, m.promotionsCreated, m.claimsHeldBack, m.claimsLost, m.waveRecoveries, m.reconcileSeconds)
+	reg.MustRegister(m.collectors()...)
 	return m
 }
 

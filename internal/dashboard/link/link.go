@@ -35,6 +35,12 @@ func FleetStagePath(namespace, name string) string {
 	return ProjectPath(namespace) + "/fleetstages/" + url.PathEscape(name)
 }
 
+// WaveAnalysisPath is the dashboard path of a wave's analysis:
+// "/projects/<ns>/fleetstages/<name>/waves/<wave>/analysis".
+func WaveAnalysisPath(namespace, name, wave string) string {
+	return FleetStagePath(namespace, name) + "/waves/" + url.PathEscape(wave) + "/analysis"
+}
+
 // FleetStageURL is the dashboard URL of one FleetStage (and of its current
 // rollout): "<base>/projects/<ns>/fleetstages/<name>". It returns "" when
 // base is not an http(s) URL.

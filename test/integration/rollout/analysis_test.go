@@ -4,19 +4,17 @@ package rollout_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
@@ -30,44 +28,21 @@ const (
 	badErrorRatio  = 0.05
 )
 
-// fleetExporter is the test fixture a real Prometheus scrapes: one
-// error-ratio gauge per target of a Project, labelled cluster=<target id>,
-// following the Freight the target's Stage runs at scrape time. A target
-// whose Promotion of the bad Freight succeeded starts failing requests.
-type fleetExporter struct {
-	ns, bad string
-	desc    *prometheus.Desc
-}
-
-// Describe implements prometheus.Collector.
-func (e *fleetExporter) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
-
-// Collect implements prometheus.Collector.
-func (e *fleetExporter) Collect(ch chan<- prometheus.Metric) {
-	list := &kargo.StageList{}
-	if err := env.Client.List(context.Background(), list, client.InNamespace(e.ns),
-		client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}); err != nil {
-		return
-	}
-	for _, st := range list.Items {
-		ratio := goodErrorRatio
-		if names := st.CurrentFreightNames(); len(names) > 0 && names[0] == e.bad {
-			ratio = badErrorRatio
-		}
-		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.GaugeValue, ratio, st.Labels[fleetv1alpha1.TargetLabel])
-	}
-}
-
 // startFleetPrometheus serves the Project's target metrics and starts a
-// real Prometheus scraping them every second.
+// real Prometheus scraping them every second: one error-ratio gauge per
+// target, labelled cluster=<target id>, following the Freight the
+// target's Stage runs at scrape time. A target whose Promotion of the bad
+// Freight succeeded starts failing requests.
 func startFleetPrometheus(t *testing.T, ns, bad string) *promtest.Server {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(&fleetExporter{ns: ns, bad: bad, desc: prometheus.NewDesc("kargo_fleet_test_error_ratio",
-		"Ratio of failed requests of a target in the test fleet.", []string{"cluster"}, nil)})
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	t.Cleanup(srv.Close)
-	return promtest.Start(t, strings.TrimPrefix(srv.URL, "http://"))
+	exporter := promtest.ServeTargetGauges(t, env.Client, ns, "kargo_fleet_test_error_ratio",
+		"Ratio of failed requests of a target in the test fleet.", func(st *kargo.Stage) float64 {
+			if names := st.CurrentFreightNames(); len(names) > 0 && names[0] == bad {
+				return badErrorRatio
+			}
+			return goodErrorRatio
+		})
+	return promtest.Start(t, exporter)
 }
 
 // TestWaveAnalysisGatesCanary runs a fleet whose canary wave passes only
@@ -153,6 +128,49 @@ func TestWaveAnalysisGatesCanary(t *testing.T) {
 		require.Equal(t, f.good, freight, "target %s is back on (or never left) the good Freight", id)
 	}
 	t.Logf("bad Freight failed and rolled back in %s", time.Since(start).Round(time.Millisecond))
+
+	// The controller's metrics counted the measurements and the two runs
+	// by verdict, and timed the queries.
+	canaryMetric := map[string]string{"namespace": ns, "wave": "canary", "metric": "error-ratio"}
+	require.GreaterOrEqual(t, analysisMetric(t, "kargo_fleet_analysis_measurements_total", canaryMetric, "Successful"), 3.0)
+	require.GreaterOrEqual(t, analysisMetric(t, "kargo_fleet_analysis_measurements_total", canaryMetric, "Failed"), 1.0)
+	require.InDelta(t, 1, analysisMetric(t, "kargo_fleet_analysis_runs_total", canaryMetric, "Passed"), 0)
+	require.InDelta(t, 1, analysisMetric(t, "kargo_fleet_analysis_runs_total", canaryMetric, "Failed"), 0)
+	queries := analysisMetric(t, "kargo_fleet_analysis_query_duration_seconds", map[string]string{"namespace": ns, "kind": "instant"}, "")
+	require.GreaterOrEqual(t, queries, 4.0, "every measurement's query is timed")
+}
+
+// analysisMetric sums, in the controller's registry, the counters (or the
+// histograms' sample counts) of name whose labels include want and, when
+// phase is set, phase=<phase>.
+func analysisMetric(t *testing.T, name string, want map[string]string, phase string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			match := phase == "" || labels["phase"] == phase
+			for k, v := range want {
+				match = match && labels[k] == v
+			}
+			switch {
+			case !match:
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
 }
 
 // requireFleetStageEvent waits for an Event about the FleetStage of the
