@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,9 @@ const (
 type fleetExporter struct {
 	ns, bad string
 	desc    *prometheus.Desc
+	// incident, while set, raises every target's error ratio to
+	// badErrorRatio, whatever Freight it runs: a fleet-wide incident.
+	incident atomic.Bool
 }
 
 // Describe implements prometheus.Collector.
@@ -51,7 +55,7 @@ func (e *fleetExporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, st := range list.Items {
 		ratio := goodErrorRatio
-		if names := st.CurrentFreightNames(); len(names) > 0 && names[0] == e.bad {
+		if names := st.CurrentFreightNames(); e.incident.Load() || len(names) > 0 && names[0] == e.bad {
 			ratio = badErrorRatio
 		}
 		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.GaugeValue, ratio, st.Labels[fleetv1alpha1.TargetLabel])
@@ -62,12 +66,20 @@ func (e *fleetExporter) Collect(ch chan<- prometheus.Metric) {
 // real Prometheus scraping them every second.
 func startFleetPrometheus(t *testing.T, ns, bad string) *promtest.Server {
 	t.Helper()
+	_, prom := startFleetExporter(t, ns, bad)
+	return prom
+}
+
+// startFleetExporter is startFleetPrometheus returning the exporter too.
+func startFleetExporter(t *testing.T, ns, bad string) (*fleetExporter, *promtest.Server) {
+	t.Helper()
+	exp := &fleetExporter{ns: ns, bad: bad, desc: prometheus.NewDesc("kargo_fleet_test_error_ratio",
+		"Ratio of failed requests of a target in the test fleet.", []string{"cluster"}, nil)}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&fleetExporter{ns: ns, bad: bad, desc: prometheus.NewDesc("kargo_fleet_test_error_ratio",
-		"Ratio of failed requests of a target in the test fleet.", []string{"cluster"}, nil)})
+	reg.MustRegister(exp)
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	t.Cleanup(srv.Close)
-	return promtest.Start(t, strings.TrimPrefix(srv.URL, "http://"))
+	return exp, promtest.Start(t, strings.TrimPrefix(srv.URL, "http://"))
 }
 
 // TestWaveAnalysisGatesCanary runs a fleet whose canary wave passes only
