@@ -28,6 +28,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/analysis/fleetspec"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/promqlcheck"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 )
 
@@ -252,10 +253,9 @@ func validateSpec(fs *fleetv1alpha1.FleetStage, kinds inventory.Kinds) field.Err
 		}
 	}
 	errs = append(errs, validateInlineSecrets(fs.Spec.Stage.Inline)...)
-	// PromQL is checked by Prometheus at the first measurement: no parser
-	// is linked in (docs/analysis.md); templates, conditions and bounds are
-	// checked here.
-	errs = append(errs, fleetspec.Validate(&fs.Spec, nil)...)
+	// Templates, conditions and bounds, and the PromQL of every query
+	// rendered with sample values, parsed by Prometheus's parser.
+	errs = append(errs, fleetspec.Validate(&fs.Spec, promqlcheck.Check)...)
 	for i := range fs.Spec.Targets.Sources {
 		errs = append(errs, validateInlineTargets(&fs.Spec.Targets.Sources[i],
 			field.NewPath("spec", "targets", "sources").Index(i))...)

@@ -230,16 +230,20 @@ func TestDefaultControllerUsername(t *testing.T) {
 	require.Equal(t, "system:serviceaccount:fleet-system:fleet", DefaultControllerUsername())
 }
 
+// analysisCase is a case of TestValidate_analysis: a change to a valid
+// FleetStage and the errors Validate must report, none when empty.
+type analysisCase struct {
+	name    string
+	mutate  func(fs *fleetv1alpha1.FleetStage)
+	wantErr []string
+}
+
 func TestValidate_analysis(t *testing.T) {
 	t.Parallel()
 	metric := func(name, query, cond string) fleetv1alpha1.AnalysisMetric {
 		return fleetv1alpha1.AnalysisMetric{Name: name, Query: query, SuccessCondition: cond}
 	}
-	tests := []struct {
-		name    string
-		mutate  func(fs *fleetv1alpha1.FleetStage)
-		wantErr []string
-	}{
+	tests := []analysisCase{
 		{
 			name: "valid fleet analysis and wave override",
 			mutate: func(fs *fleetv1alpha1.FleetStage) {
@@ -282,6 +286,7 @@ func TestValidate_analysis(t *testing.T) {
 			wantErr: []string{`spec.analysis.prometheus: Required value`},
 		},
 	}
+	tests = append(tests, promQLCases()...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

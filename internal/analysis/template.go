@@ -34,7 +34,9 @@ const (
 	MaxRenderedQueryLength = 1 << 20
 )
 
-// sampleValue is what Sample substitutes for every placeholder.
+// sampleValue is what Sample substitutes for a placeholder, padded with
+// '_' before its closing parenthesis to the placeholder's length (a
+// placeholder is at least 17 bytes long).
 const sampleValue = "(?:sample)"
 
 // TargetSet names a set of targets a placeholder refers to.
@@ -211,15 +213,24 @@ func (t *Template) Render(sets TargetSets) (string, error) {
 var errTooLong = fmt.Errorf("the rendered query is longer than %d bytes: select the complement (!~) or fewer labels", MaxRenderedQueryLength)
 
 // Sample renders every placeholder as one sample value, for a syntax check
-// of the query without targets.
+// of the query without targets. The value is a regular expression without
+// quotes or backslashes, so it is valid wherever a placeholder may stand:
+// in a double- or single-quoted string, as a plain or regex match. It is as
+// long as the placeholder it replaces, so a parser's byte offsets (and
+// line:column, unless a placeholder spans lines) point into the template
+// as written.
 func (t *Template) Sample() string {
 	var b strings.Builder
+	b.Grow(len(t.source))
 	for _, p := range t.parts {
 		if p.placeholder == nil {
 			b.WriteString(p.literal)
-		} else {
-			b.WriteString(sampleValue)
+			continue
 		}
+		pad := max(len(p.placeholder.text)-len(sampleValue), 0)
+		b.WriteString(sampleValue[:len(sampleValue)-1])
+		b.WriteString(strings.Repeat("_", pad))
+		b.WriteByte(')')
 	}
 	return b.String()
 }

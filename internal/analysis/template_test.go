@@ -160,7 +160,10 @@ func TestTemplate_SampleAndUses(t *testing.T) {
 	t.Parallel()
 	tmpl, err := ParseTemplate(`up{c=~"{{targets.regex}}", r=~"{{baseline.label "region" | regex}}"}`)
 	require.NoError(t, err)
-	require.Equal(t, `up{c=~"(?:sample)", r=~"(?:sample)"}`, tmpl.Sample())
+	// Each sample value is as long as its placeholder: offsets in the
+	// sample are offsets in the template.
+	require.Equal(t, `up{c=~"(?:sample_______)", r=~"(?:sample_________________________)"}`, tmpl.Sample())
+	require.Len(t, tmpl.Sample(), len(tmpl.Source()))
 	require.True(t, tmpl.Uses(SetTargets))
 	require.True(t, tmpl.Uses(SetBaseline))
 	plain, err := ParseTemplate(`up`)

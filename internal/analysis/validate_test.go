@@ -166,8 +166,8 @@ func TestAnalysis_Validate_checkerSeesASampleQuery(t *testing.T) {
 	})
 	require.Empty(t, errs)
 	require.Equal(t, []string{
-		`sum by (cluster) (rate(errors{cluster=~"(?:sample)"}[1m]))`,
-		`sum(rate(errors{cluster=~'(?:sample)'}[1m]))`,
+		`sum by (cluster) (rate(errors{cluster=~"(?:sample_______)"}[1m]))`,
+		`sum(rate(errors{cluster=~'(?:sample_________________________)'}[1m]))`,
 	}, seen)
 }
 

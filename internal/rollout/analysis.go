@@ -12,6 +12,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/analysis/fleetspec"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
 // ReasonAnalysisFailed is the failure reason of a target whose own metric
@@ -108,13 +109,30 @@ func gateAnalysis(o Observation, wp *fleetv1alpha1.WaveProgress, wds map[string]
 		if at, ok := o.ApprovedAt[wp.Name]; ok && !at.Before(started.Truncate(time.Second)) {
 			// Approved for the wave Stage after the analysis started: a
 			// person let the wave go on.
-			wp.Analysis.Message = "approved for wave Stage " + stage + " at " + at.UTC().Format(time.RFC3339) + ": " + wp.Analysis.Message
+			approved := "approved for wave Stage " + stage + " at " + at.UTC().Format(time.RFC3339) + ": "
+			wp.Analysis.Message = approved + strutil.Ellipsis(wp.Analysis.Message, maxAnalysisMessage-len(approved))
 			return analysisGate{passed: true}
 		}
-		return analysisGate{approval: true, waiting: "analysis asks for approval (" + strings.TrimSuffix(wd.Reason, ".") + "): " +
-			kargo.ApproveCommand(o.Rollout.Namespace, o.Rollout.Spec.Freight.Name, stage)}
+		return analysisGate{approval: true, waiting: waitingFor("analysis asks for approval (", strings.TrimSuffix(wd.Reason, "."),
+			"): "+kargo.ApproveCommand(o.Rollout.Namespace, o.Rollout.Spec.Freight.Name, stage))}
 	}
-	return analysisGate{waiting: "analysis " + strings.ToLower(string(wd.Phase)) + ": " + wd.Reason, requeue: wd.NextMeasurement}
+	return analysisGate{waiting: waitingFor("analysis "+strings.ToLower(string(wd.Phase))+": ", wd.Reason, ""), requeue: wd.NextMeasurement}
+}
+
+// Bounds of the CRD on the status fields an analysis writes.
+const (
+	// maxWaiting bounds status.waves[].waiting.
+	maxWaiting = 512
+	// maxAnalysisMessage bounds status.waves[].analysis.message.
+	maxAnalysisMessage = 1024
+)
+
+// waitingFor is a wave's waiting: prefix, reason, suffix, with the reason
+// (which names every metric's last measurement) shortened to fit
+// maxWaiting, so the suffix, a command to run, stays whole. A status the
+// CRD refuses would never be written, and the rollout would stand still.
+func waitingFor(prefix, reason, suffix string) string {
+	return prefix + strutil.Ellipsis(reason, max(maxWaiting-len(prefix)-len(suffix), 0)) + suffix
 }
 
 // analysing decides a rollout whose current wave's targets are done and

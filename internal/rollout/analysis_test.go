@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -125,6 +126,28 @@ func TestDecide_waveAnalysis(t *testing.T) {
 				require.Equal(t, fleetv1alpha1.RolloutWaitingForApproval, d.Phase)
 				require.Equal(t, fleetv1alpha1.WaveWaitingForApproval, d.Waves[1].Phase)
 				require.Contains(t, d.Message, "kargo approve --project shop --freight f2 --stage prod-canary")
+			},
+		},
+		{
+			name: "a long reason is shortened to fit status.waves[].waiting, which the CRD bounds",
+			opts: []obsOption{analysed(canaryAnalysis(t, "", false), started, []analysis.Outcome{
+				{At: started.Add(time.Minute), Phase: analysis.PhaseError, Reason: "Prometheus is unavailable: " + strings.Repeat("x", 2000)},
+			})},
+			assertions: func(t *testing.T, d Decision) {
+				require.LessOrEqual(t, len(d.Waves[1].Waiting), 512)
+				require.Contains(t, d.Waves[1].Waiting, "analysis inconclusive: ")
+				require.True(t, strings.HasSuffix(d.Waves[1].Waiting, "..."), d.Waves[1].Waiting)
+			},
+		},
+		{
+			name: "asking for approval with a long reason keeps the whole command",
+			opts: []obsOption{analysed(canaryAnalysis(t, analysis.InconclusiveAskApproval, false), now.Add(-20*time.Minute), []analysis.Outcome{
+				{At: now.Add(-19 * time.Minute), Phase: analysis.PhaseInconclusive, Reason: strings.Repeat("no data ", 300)},
+			})},
+			assertions: func(t *testing.T, d Decision) {
+				require.LessOrEqual(t, len(d.Waves[1].Waiting), 512)
+				require.True(t, strings.HasSuffix(d.Waves[1].Waiting, "kargo approve --project shop --freight f2 --stage prod-canary"),
+					d.Waves[1].Waiting)
 			},
 		},
 		{

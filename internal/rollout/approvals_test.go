@@ -22,6 +22,13 @@ func TestNeedsApprovals(t *testing.T) {
 	wave := func(name string, phase fleetv1alpha1.WavePhase, pending int32) fleetv1alpha1.WaveProgress {
 		return fleetv1alpha1.WaveProgress{Name: name, Phase: phase, Pending: pending}
 	}
+	withAnalysis := func(phase fleetv1alpha1.AnalysisPhase) func(fleetv1alpha1.WaveProgress) fleetv1alpha1.WaveProgress {
+		return func(wp fleetv1alpha1.WaveProgress) fleetv1alpha1.WaveProgress {
+			wp.Analysis = &fleetv1alpha1.WaveAnalysisStatus{Phase: phase}
+			return wp
+		}
+	}
+	askApproval, measuring := withAnalysis(fleetv1alpha1.AnalysisAskApproval), withAnalysis(fleetv1alpha1.AnalysisMeasuring)
 	rollout := func(dir fleetv1alpha1.RolloutDirection, phase fleetv1alpha1.RolloutPhase, waves ...fleetv1alpha1.WaveProgress) *fleetv1alpha1.FleetRollout {
 		return &fleetv1alpha1.FleetRollout{Spec: fleetv1alpha1.FleetRolloutSpec{Direction: dir},
 			Status: fleetv1alpha1.FleetRolloutStatus{Phase: phase, Waves: waves}}
@@ -51,6 +58,13 @@ func TestNeedsApprovals(t *testing.T) {
 		{name: "general's tail: critical is next", ro: fwd(wave("pilot", fleetv1alpha1.WaveSucceeded, 0),
 			wave("canary", fleetv1alpha1.WaveSucceeded, 0), wave("general", fleetv1alpha1.WaveProgressing, 0)), plan: gated,
 			approved: map[string]bool{"canary": true}, want: true},
+		{name: "canary's analysis asks for approval, in a fleet without approval gates", ro: fwd(wave("pilot", fleetv1alpha1.WaveSucceeded, 0),
+			askApproval(wave("canary", fleetv1alpha1.WaveWaitingForApproval, 0))), plan: open, want: true},
+		{name: "canary's analysis asks for approval, an approval for its gate known", ro: fwd(wave("pilot", fleetv1alpha1.WaveSucceeded, 0),
+			askApproval(wave("canary", fleetv1alpha1.WaveWaitingForApproval, 0))), plan: gated,
+			approved: map[string]bool{"canary": true}, want: true},
+		{name: "canary's analysis measures", ro: fwd(wave("pilot", fleetv1alpha1.WaveSucceeded, 0),
+			measuring(wave("canary", fleetv1alpha1.WaveProgressing, 0))), plan: open},
 		{name: "a rollback needs none", ro: rollout(fleetv1alpha1.DirectionRollback, fleetv1alpha1.RolloutRollingBack), plan: gated},
 		{name: "a final rollout needs none", ro: rollout(fleetv1alpha1.DirectionForward, fleetv1alpha1.RolloutSucceeded), plan: gated},
 	}

@@ -174,7 +174,8 @@ func NewIndex(ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage, p *p
 // approval of the wave the rollout is at only (before the wave starts), so
 // only that wave counts, and the next one once every target of the current
 // wave has started (it may finish before the next decision): as the
-// rollout's status last recorded them. approved are the waves an earlier
+// rollout's status last recorded them; and the wave whose analysis asks
+// for approval. approved are the waves an earlier
 // read found approved (Kargo never takes an approval back). Otherwise the
 // Freight, which holds one entry per Stage of the Project, need not be
 // read: a fleet whose last wave waits for approval does not read it on
@@ -192,6 +193,12 @@ func NeedsApprovals(ro *fleetv1alpha1.FleetRollout, p *plan.WavePlan, approved m
 		wp := progress[w.Name]
 		if wp != nil && (wp.Phase == fleetv1alpha1.WaveSucceeded || wp.Phase == fleetv1alpha1.WaveFailed) {
 			continue
+		}
+		if wp != nil && wp.Analysis != nil && wp.Analysis.Phase == fleetv1alpha1.AnalysisAskApproval {
+			// The wave's analysis asks for approval: only one given after
+			// the analysis started counts, so its time must be read, even
+			// when an earlier read found the Freight approved.
+			return true
 		}
 		if w.Approval == fleetv1alpha1.ApprovalRequired && !approved[w.Name] {
 			return true

@@ -5,6 +5,7 @@ package rollout_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,13 @@ const (
 	badErrorRatio  = 0.05
 )
 
+// fleetExporter switches the test fleet's metrics: while incident is set,
+// every target's error ratio is badErrorRatio, whatever Freight it runs (a
+// fleet-wide incident).
+type fleetExporter struct {
+	incident atomic.Bool
+}
+
 // startFleetPrometheus serves the Project's target metrics and starts a
 // real Prometheus scraping them every second: one error-ratio gauge per
 // target, labelled cluster=<target id>, following the Freight the
@@ -35,14 +43,22 @@ const (
 // Freight succeeded starts failing requests.
 func startFleetPrometheus(t *testing.T, ns, bad string) *promtest.Server {
 	t.Helper()
-	exporter := promtest.ServeTargetGauges(t, env.Client, ns, "kargo_fleet_test_error_ratio",
+	_, prom := startFleetExporter(t, ns, bad)
+	return prom
+}
+
+// startFleetExporter is startFleetPrometheus returning the exporter too.
+func startFleetExporter(t *testing.T, ns, bad string) (*fleetExporter, *promtest.Server) {
+	t.Helper()
+	exp := &fleetExporter{}
+	address := promtest.ServeTargetGauges(t, env.Client, ns, "kargo_fleet_test_error_ratio",
 		"Ratio of failed requests of a target in the test fleet.", func(st *kargo.Stage) float64 {
-			if names := st.CurrentFreightNames(); len(names) > 0 && names[0] == bad {
+			if names := st.CurrentFreightNames(); exp.incident.Load() || len(names) > 0 && names[0] == bad {
 				return badErrorRatio
 			}
 			return goodErrorRatio
 		})
-	return promtest.Start(t, exporter)
+	return exp, promtest.Start(t, address)
 }
 
 // TestWaveAnalysisGatesCanary runs a fleet whose canary wave passes only

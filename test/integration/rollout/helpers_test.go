@@ -160,11 +160,19 @@ func (f *fleet) rollout(freight string, phases ...fleetv1alpha1.RolloutPhase) *f
 	return found
 }
 
-func describe(ro **fleetv1alpha1.FleetRollout) string {
-	if *ro == nil {
+// describe says what *ro is when a failure message is written, not when
+// require.Eventually is called (its arguments are evaluated then, before
+// the first poll).
+func describe(ro **fleetv1alpha1.FleetRollout) fmt.Stringer { return rolloutDescription{ro} }
+
+// rolloutDescription is the phase and message of the rollout it points to.
+type rolloutDescription struct{ ro **fleetv1alpha1.FleetRollout }
+
+func (d rolloutDescription) String() string {
+	if *d.ro == nil {
 		return "none"
 	}
-	return fmt.Sprintf("%s %s", (*ro).Status.Phase, (*ro).Status.Message)
+	return fmt.Sprintf("%s %s", (*d.ro).Status.Phase, (*d.ro).Status.Message)
 }
 
 // awaitRollback waits until the automatic rollback to freight has
