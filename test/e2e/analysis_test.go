@@ -166,16 +166,24 @@ func (f *analysisFleet) setWaveAnalysis(wave string, metrics ...fleetv1alpha1.An
 	}, "the FleetStage never became Ready with the analysis of wave %s", wave)
 }
 
+// findWave returns the progress of wave in ro, if its status has it yet.
+func findWave(ro *fleetv1alpha1.FleetRollout, wave string) (fleetv1alpha1.WaveProgress, bool) {
+	if ro != nil {
+		for _, w := range ro.Status.Waves {
+			if w.Name == wave {
+				return w, true
+			}
+		}
+	}
+	return fleetv1alpha1.WaveProgress{}, false
+}
+
 // waveOf returns the progress of wave in ro.
 func waveOf(t *testing.T, ro *fleetv1alpha1.FleetRollout, wave string) fleetv1alpha1.WaveProgress {
 	t.Helper()
-	for _, w := range ro.Status.Waves {
-		if w.Name == wave {
-			return w
-		}
-	}
-	require.FailNow(t, "no wave "+wave+" in rollout "+ro.Name)
-	return fleetv1alpha1.WaveProgress{}
+	w, ok := findWave(ro, wave)
+	require.True(t, ok, "no wave %s in rollout %s", wave, describe(ro))
+	return w
 }
 
 // metricRun returns the only metric run of a wave's analysis.
@@ -233,8 +241,8 @@ func TestWaveAnalysisPassesGoodFreightThroughEveryWave(t *testing.T) {
 		require.InDelta(t, okErrorRatio, v, 0.002, "the analysis read the good Freight's error ratio: %s", m.Last.Reason)
 		took := analysisTook(t, w)
 		require.GreaterOrEqual(t, took, analysisInterval*count-time.Second, "wave %s passed before interval × count", w.Name)
-		report(t, "wave=%s analysis passed %s after it started (interval×count = %s); measurements=%d last=%q",
-			w.Name, took, analysisInterval*count, m.Successful+m.Failed+m.Inconclusive+m.Errors, m.Last.Reason)
+		report(t, "wave=%s analysis passed %s after it started (interval×count = %s); successful=%d inconclusive=%d errors=%d last=%q",
+			w.Name, took, analysisInterval*count, m.Successful, m.Inconclusive, m.Errors, m.Last.Reason)
 	}
 	f.eventually(func() bool { return strings.Contains(f.waveStageDescription("general"), "Analysis: Passed") },
 		"the general wave Stage's description shows the analysis passed: %q", f.waveStageDescription("general"))
@@ -314,7 +322,8 @@ func TestWaveAnalysisBaselineIgnoresGlobalIncident(t *testing.T) {
 	var ro *fleetv1alpha1.FleetRollout
 	f.eventually(func() bool {
 		ro = f.find(good, forward)
-		return ro != nil && (ro.Status.Phase.IsFinal() || waveOf(t, ro, "canary").Phase == fleetv1alpha1.WaveSucceeded)
+		w, ok := findWave(ro, "canary")
+		return ok && (ro.Status.Phase.IsFinal() || w.Phase == fleetv1alpha1.WaveSucceeded)
 	}, "the canary wave of the good Freight never finished: %s", describe(ro))
 	// The incident lasted through every measurement of the canary wave.
 	setErrors(t, targetserver.Errors{Freight: ratios})
@@ -366,12 +375,8 @@ func TestWaveAnalysisWaitsWhilePrometheusIsDown(t *testing.T) {
 	setErrors(t, targetserver.Errors{Freight: map[string]float64{good: okErrorRatio}})
 	f.promote(good, "canary")
 	f.eventually(func() bool {
-		ro := f.find(good, forward)
-		if ro == nil {
-			return false
-		}
-		a := waveOf(t, ro, "canary").Analysis
-		return a != nil && len(a.Metrics) == 1 && a.Metrics[0].Successful >= 1
+		w, ok := findWave(f.find(good, forward), "canary")
+		return ok && w.Analysis != nil && len(w.Analysis.Metrics) == 1 && w.Analysis.Metrics[0].Successful >= 1
 	}, "the canary wave's analysis never took a successful measurement")
 
 	f.prom.Stop()
@@ -379,8 +384,9 @@ func TestWaveAnalysisWaitsWhilePrometheusIsDown(t *testing.T) {
 	var ro *fleetv1alpha1.FleetRollout
 	f.eventually(func() bool {
 		ro = f.find(good, forward)
-		a := waveOf(t, ro, "canary").Analysis
-		return a.Phase == fleetv1alpha1.AnalysisInconclusive && strings.Contains(a.Message, "Prometheus is unavailable")
+		w, ok := findWave(ro, "canary")
+		return ok && w.Analysis != nil && w.Analysis.Phase == fleetv1alpha1.AnalysisInconclusive &&
+			strings.Contains(w.Analysis.Message, "Prometheus is unavailable")
 	}, "the canary analysis never said Prometheus is unavailable: %s", describe(ro))
 	inconclusiveAfter := time.Since(stopped)
 	require.Contains(t, ro.Status.Message, "wave canary: analysis inconclusive")
