@@ -101,6 +101,8 @@ func TestDecide_waveAnalysis(t *testing.T) {
 				require.Contains(t, d.Breach.Message, "result = 0.05")
 				require.Equal(t, fleetv1alpha1.RolloutFailed, d.Phase)
 				require.Equal(t, fleetv1alpha1.WaveFailed, d.Waves[1].Phase)
+				require.NotNil(t, d.Waves[1].FinishedAt, "the failed wave records when it finished")
+				require.Equal(t, now, d.Waves[1].FinishedAt.Time)
 				require.Equal(t, fleetv1alpha1.AnalysisFailed, d.Waves[1].Analysis.Phase)
 			},
 		},

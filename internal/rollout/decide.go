@@ -451,6 +451,10 @@ func halt(o Observation, d Decision, states []*waveState, v *plan.ThresholdVerdi
 		inFlight += ws.inFlight
 		if d.Waves[i].Phase == fleetv1alpha1.WaveHalted && ws.inFlight == 0 {
 			d.Waves[i].Phase = fleetv1alpha1.WaveFailed
+			if d.Waves[i].FinishedAt == nil {
+				t := metav1.NewTime(o.Now)
+				d.Waves[i].FinishedAt = &t
+			}
 		}
 	}
 	if o.OnHalt == fleetv1alpha1.InFlightAbort {

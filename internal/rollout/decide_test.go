@@ -148,15 +148,20 @@ func TestDecide(t *testing.T) {
 			assertions: func(t *testing.T, d Decision) {
 				require.Equal(t, plan.HaltWaveThreshold, d.Breach.Reason)
 				require.Len(t, d.Failures, 2)
+				require.Nil(t, d.Waves[1].FinishedAt, "a halted wave with Promotions in flight has not finished")
 			},
 		},
 		{
 			name: "a halted rollout with nothing in flight fails with its breach",
 			obs: observe(fleet(), requested("pilot", "canary"), succeeded("pilot-00", "canary-03"),
 				target("canary-00", kargo.PromotionFailed), target("canary-01", kargo.PromotionFailed)),
-			wantPhase:  fleetv1alpha1.RolloutFailed,
-			wantWaves:  []fleetv1alpha1.WavePhase{fleetv1alpha1.WaveSucceeded, fleetv1alpha1.WaveFailed, fleetv1alpha1.WavePending},
-			assertions: func(t *testing.T, d Decision) { require.Equal(t, plan.HaltWaveThreshold, d.Breach.Reason) },
+			wantPhase: fleetv1alpha1.RolloutFailed,
+			wantWaves: []fleetv1alpha1.WavePhase{fleetv1alpha1.WaveSucceeded, fleetv1alpha1.WaveFailed, fleetv1alpha1.WavePending},
+			assertions: func(t *testing.T, d Decision) {
+				require.Equal(t, plan.HaltWaveThreshold, d.Breach.Reason)
+				require.NotNil(t, d.Waves[1].FinishedAt, "the failed wave records when it finished")
+				require.Equal(t, now, d.Waves[1].FinishedAt.Time)
+			},
 		},
 		{
 			name: "onHalt Abort aborts the in-flight Promotions",

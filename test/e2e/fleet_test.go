@@ -61,6 +61,8 @@ type fleetSpec struct {
 	downstream bool
 	// shards, when set, puts the fleet's Stages on Kargo shards.
 	shards *fleetv1alpha1.ShardsSpec
+	// analysis is the FleetStage's wave analysis.
+	analysis *fleetv1alpha1.FleetAnalysis
 }
 
 // newFleet creates a Project named <prefix>-<random> and waits until its
@@ -94,9 +96,10 @@ func newFleet(t *testing.T, prefix string, spec fleetSpec) *fleet {
 			Targets: fleetv1alpha1.TargetsSpec{Sources: []fleetv1alpha1.TargetSource{{
 				Kind: fleetv1alpha1.InlineSource, Inline: spec.targets,
 			}}},
-			Waves:  spec.waves,
-			Policy: spec.policy,
-			Shards: spec.shards,
+			Waves:    spec.waves,
+			Policy:   spec.policy,
+			Shards:   spec.shards,
+			Analysis: spec.analysis,
 		},
 	}))
 	start := time.Now()

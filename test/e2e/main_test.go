@@ -49,6 +49,11 @@ type settings struct {
 	guardTolerance time.Duration
 	// timeout bounds every wait for a rollout.
 	timeout time.Duration
+	// prometheusListen is where the Prometheus of each analysis scenario
+	// listens; prometheusURL is that Prometheus as the kargo-fleet
+	// controller reaches it (empty: its listen address).
+	prometheusListen string
+	prometheusURL    string
 }
 
 var (
@@ -69,6 +74,8 @@ func init() {
 	flag.DurationVar(&cfg.autoWindow, "e2e.auto-window", 2*time.Minute, "How long target auto-promotion stays enabled in the breach scenario.")
 	flag.DurationVar(&cfg.guardTolerance, "e2e.guard-tolerance", 15*time.Second, "How long held-back Freight may sit on a target before the target guard undid it.")
 	flag.DurationVar(&cfg.timeout, "e2e.timeout", 5*time.Minute, "Bound of every wait for a rollout.")
+	flag.StringVar(&cfg.prometheusListen, "e2e.prometheus-listen", envOr("E2E_PROMETHEUS_LISTEN", "127.0.0.1:0"), "Where the analysis scenarios' Prometheus listens (E2E_PROMETHEUS_LISTEN); port 0: a free port.")
+	flag.StringVar(&cfg.prometheusURL, "e2e.prometheus-url", os.Getenv("E2E_PROMETHEUS_URL"), "That Prometheus as the kargo-fleet controller reaches it (E2E_PROMETHEUS_URL); empty: its listen address.")
 }
 
 func envOr(key, def string) string {

@@ -26,9 +26,27 @@ type Server struct {
 	logs    *lockedBuffer
 }
 
+// Options says where a Prometheus started by StartWith listens and how it
+// scrapes.
+type Options struct {
+	// Listen is the host:port Prometheus listens on; empty, or port 0: a
+	// port free right now on that host (default 127.0.0.1).
+	Listen string
+	// Scheme is the scrape targets' scheme; empty: http.
+	Scheme string
+	// MetricsPath is the scrape targets' metrics path; empty: /metrics.
+	MetricsPath string
+}
+
 // Start starts Prometheus scraping scrapeTargets (host:port) and returns
 // once it is ready. It stops when the test ends.
 func Start(t *testing.T, scrapeTargets ...string) *Server {
+	t.Helper()
+	return StartWith(t, Options{}, scrapeTargets...)
+}
+
+// StartWith is Start with Options.
+func StartWith(t *testing.T, opts Options, scrapeTargets ...string) *Server {
 	t.Helper()
 	binary, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -39,12 +57,19 @@ func Start(t *testing.T, scrapeTargets ...string) *Server {
 	for _, target := range scrapeTargets {
 		targets += fmt.Sprintf("          - %q\n", target)
 	}
+	job := "  - job_name: fleet\n"
+	if opts.Scheme != "" {
+		job += fmt.Sprintf("    scheme: %q\n", opts.Scheme)
+	}
+	if opts.MetricsPath != "" {
+		job += fmt.Sprintf("    metrics_path: %q\n", opts.MetricsPath)
+	}
 	config := "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n" +
-		"  - job_name: fleet\n    static_configs:\n      - targets:\n" + targets
+		job + "    static_configs:\n      - targets:\n" + targets
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &Server{t: t, binary: binary, dir: dir, address: freeAddress(t), logs: &lockedBuffer{}}
+	p := &Server{t: t, binary: binary, dir: dir, address: listenAddress(t, opts.Listen), logs: &lockedBuffer{}}
 	p.Start()
 	t.Cleanup(p.Stop)
 	return p
@@ -107,10 +132,21 @@ func (p *Server) Stop() {
 // Logs returns what Prometheus logged, for failure messages.
 func (p *Server) Logs() string { return p.logs.String() }
 
-// freeAddress returns a 127.0.0.1 address with a port free right now.
-func freeAddress(t *testing.T) string {
+// listenAddress returns listen, with a port free right now in place of an
+// empty or zero port.
+func listenAddress(t *testing.T, listen string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	host, port := "127.0.0.1", "0"
+	if listen != "" {
+		var err error
+		if host, port, err = net.SplitHostPort(listen); err != nil {
+			t.Fatalf("Prometheus listen address %q: %v", listen, err)
+		}
+	}
+	if port != "0" && port != "" {
+		return listen
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,23 +18,33 @@ type Client struct {
 
 // SetRules replaces the server's rules.
 func (c *Client) SetRules(ctx context.Context, rules []Rule) error {
-	body, err := json.Marshal(rules)
+	return c.put(ctx, "/rules", "rules", rules)
+}
+
+// SetErrors replaces the error ratios of the server's traffic.
+func (c *Client) SetErrors(ctx context.Context, e Errors) error {
+	return c.put(ctx, "/errors", "error ratios", e)
+}
+
+// put sends v as JSON to path, which answers 204 No Content.
+func (c *Client) put(ctx context.Context, path, what string, v any) error {
+	body, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.URL+"/rules", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.URL+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http().Do(req)
 	if err != nil {
-		return fmt.Errorf("error setting the target server's rules: %w", err)
+		return fmt.Errorf("error setting the target server's %s: %w", what, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusNoContent {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("error setting the target server's rules: %s: %s", resp.Status, msg)
+		return fmt.Errorf("error setting the target server's %s: %s: %s", what, resp.Status, msg)
 	}
 	return nil
 }

@@ -5,11 +5,30 @@
 // the answers and read the log over HTTP, so the server may run in the test
 // process or anywhere the Kargo controller can reach.
 //
+// It also serves each target's traffic as Prometheus metrics, for wave
+// analysis: a target that a Freight reached (a /promote answered "done")
+// serves RequestsPerSecond from then on, counted in
+//
+//	targetserver_requests_total{target="<id>",code="200"|"500"}
+//
+// and the share of them that fail is the error ratio of the Freight it runs
+// now, plus a fleet-wide incident ratio (Errors), at most 1. The counters
+// integrate the ratio over time, so
+//
+//	sum(rate(targetserver_requests_total{code="500"}[w])) / sum(rate(targetserver_requests_total[w]))
+//
+// is the ratio in force over the window. A target no Freight reached runs
+// nothing and has no series. Unset ratios are 0.
+//
 // Endpoints:
 //
 //	GET  /promote?target=T&freight=F  {"state":"done"} or {"state":"failed"}
 //	PUT  /rules                        replace the rules (JSON list of Rule)
 //	GET  /calls                        every call so far (JSON list of Call)
+//	PUT  /errors                       replace the error ratios (JSON Errors):
+//	                                   {"freight":{"<name>":0.2},"incident":0.1}
+//	GET  /errors                       the error ratios in force
+//	GET  /metrics                      the traffic, Prometheus text format
 //	GET  /healthz                      "ok"
 package targetserver
 
@@ -22,6 +41,10 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/utils/clock"
 )
 
 // Outcomes a Rule can give.
@@ -52,22 +75,33 @@ type Call struct {
 	Outcome string    `json:"outcome"`
 }
 
-// Server answers promotion calls by its rules and logs them.
+// Server answers promotion calls by its rules, logs them and serves each
+// target's traffic as metrics.
 type Server struct {
 	mu    sync.Mutex
 	rules []Rule
 	calls []Call
 	// Log, when set, receives one line per call.
 	Log *log.Logger
+	// Clock times the traffic; nil: the real clock.
+	Clock clock.PassiveClock
+
+	trafficOnce sync.Once
+	traffic     *traffic
 }
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.fleetTraffic())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /promote", s.promote)
 	mux.HandleFunc("POST /promote", s.promote)
-	mux.HandleFunc("PUT /rules", s.putRules)
+	mux.HandleFunc("PUT /rules", putJSON("rules", s.SetRules))
 	mux.HandleFunc("GET /calls", s.getCalls)
+	mux.HandleFunc("PUT /errors", putJSON("error ratios", s.SetErrors))
+	mux.HandleFunc("GET /errors", s.getErrors)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	return mux
 }
@@ -83,6 +117,21 @@ func (s *Server) SetRules(rules []Rule) error {
 	defer s.mu.Unlock()
 	s.rules = append([]Rule(nil), rules...)
 	return nil
+}
+
+// SetErrors replaces the error ratios of the traffic from now on.
+func (s *Server) SetErrors(e Errors) error { return s.fleetTraffic().setErrors(e) }
+
+// fleetTraffic returns the traffic of the fleet, created on first use.
+func (s *Server) fleetTraffic() *traffic {
+	s.trafficOnce.Do(func() {
+		clk := s.Clock
+		if clk == nil {
+			clk = clock.RealClock{}
+		}
+		s.traffic = newTraffic(clk)
+	})
+	return s.traffic
 }
 
 // Calls returns a copy of the call log.
@@ -141,22 +190,35 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 	state := "done"
 	if outcome == Fail {
 		state = "failed"
+	} else {
+		s.fleetTraffic().run(target, freight)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = fmt.Fprintf(w, `{"state":%q,"target":%q,"freight":%q}`, state, target, freight)
 }
 
-func (s *Server) putRules(w http.ResponseWriter, r *http.Request) {
-	var rules []Rule
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&rules); err != nil {
-		http.Error(w, "invalid rules: "+err.Error(), http.StatusBadRequest)
-		return
+// putJSON answers a PUT of a JSON body: decoded (unknown fields refused)
+// and handed to set, 204 on success, 400 when either refuses it.
+func putJSON[T any](what string, set func(T) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var v T
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil {
+			http.Error(w, "invalid "+what+": "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := set(v); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 	}
-	if err := s.SetRules(rules); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) getErrors(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s.fleetTraffic().currentErrors())
 }
 
 func (s *Server) getCalls(w http.ResponseWriter, _ *http.Request) {
