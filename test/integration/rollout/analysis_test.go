@@ -4,13 +4,11 @@ package rollout_test
 
 import (
 	"context"
-	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,54 +18,36 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil/promtest"
 )
 
-// Error ratios the fleet exporter reports for a target, by the Freight its
-// Stage runs.
-const (
-	goodErrorRatio = 0.001
-	badErrorRatio  = 0.05
-)
+// badErrorRatio is the share of failed requests the Kargo simulator
+// reports for a target running the bad Freight (suite_test.go); every other
+// target fails kargosim.DefaultServiceErrorRatio of them.
+const badErrorRatio = 0.05
 
-// fleetExporter is the test fixture a real Prometheus scrapes: one
-// error-ratio gauge per target of a Project, labelled cluster=<target id>,
-// following the Freight the target's Stage runs at scrape time. A target
-// whose Promotion of the bad Freight succeeded starts failing requests.
-type fleetExporter struct {
-	ns, bad string
-	desc    *prometheus.Desc
-}
+// errorRatioQuery is the share of failed requests of the wave's targets of
+// the Project over the last scrape interval, from the counters the Kargo
+// simulator serves.
+const errorRatioQuery = `sum(irate(kargo_simulator_http_requests_total{project="analysis", code="500", cluster=~"{{targets.regex}}"}[3s]))
+/ sum(irate(kargo_simulator_http_requests_total{project="analysis", cluster=~"{{targets.regex}}"}[3s]))`
 
-// Describe implements prometheus.Collector.
-func (e *fleetExporter) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
-
-// Collect implements prometheus.Collector.
-func (e *fleetExporter) Collect(ch chan<- prometheus.Metric) {
-	list := &kargo.StageList{}
-	if err := env.Client.List(context.Background(), list, client.InNamespace(e.ns),
-		client.MatchingLabels{fleetv1alpha1.RoleLabel: fleetv1alpha1.RoleTarget}); err != nil {
-		return
-	}
-	for _, st := range list.Items {
-		ratio := goodErrorRatio
-		if names := st.CurrentFreightNames(); len(names) > 0 && names[0] == e.bad {
-			ratio = badErrorRatio
-		}
-		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.GaugeValue, ratio, st.Labels[fleetv1alpha1.TargetLabel])
-	}
-}
-
-// startFleetPrometheus serves the Project's target metrics and starts a
-// real Prometheus scraping them every second.
-func startFleetPrometheus(t *testing.T, ns, bad string) *promtest.Server {
+// startFleetPrometheus starts a real Prometheus scraping, every second,
+// the service metrics the Kargo simulator serves for its target Stages.
+func startFleetPrometheus(t *testing.T) *promtest.Server {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(&fleetExporter{ns: ns, bad: bad, desc: prometheus.NewDesc("kargo_fleet_test_error_ratio",
-		"Ratio of failed requests of a target in the test fleet.", []string{"cluster"}, nil)})
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	t.Cleanup(srv.Close)
-	return promtest.Start(t, strings.TrimPrefix(srv.URL, "http://"))
+	addr := env.Simulator.MetricsAddress()
+	require.NotEmpty(t, addr, "the suite's Kargo simulator serves service metrics")
+	return promtest.Start(t, addr)
+}
+
+// requireRatio checks that a measured value is the error ratio want.
+func requireRatio(t *testing.T, want float64, value string) {
+	t.Helper()
+	got, err := strconv.ParseFloat(value, 64)
+	require.NoError(t, err, "measured value %q", value)
+	require.InDelta(t, want, got, 1e-9, "measured value %q", value)
 }
 
 // TestWaveAnalysisGatesCanary runs a fleet whose canary wave passes only
@@ -78,7 +58,7 @@ func startFleetPrometheus(t *testing.T, ns, bad string) *promtest.Server {
 func TestWaveAnalysisGatesCanary(t *testing.T) {
 	const ns = "analysis"
 	dumpPromotions(t, ns)
-	prom := startFleetPrometheus(t, ns, "f2-bad")
+	prom := startFleetPrometheus(t)
 	ring := func(r string) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}}
 	}
@@ -92,7 +72,7 @@ func TestWaveAnalysisGatesCanary(t *testing.T) {
 			{Name: "canary", Selector: ring("canary"), Analysis: &fleetv1alpha1.WaveAnalysis{
 				Metrics: []fleetv1alpha1.AnalysisMetric{{
 					Name:             "error-ratio",
-					Query:            `max(kargo_fleet_test_error_ratio{cluster=~"{{targets.regex}}"})`,
+					Query:            errorRatioQuery,
 					Interval:         &metav1.Duration{Duration: 2 * time.Second},
 					Count:            ptr.To[int32](3),
 					SuccessCondition: "result < 0.01",
@@ -117,13 +97,13 @@ func TestWaveAnalysisGatesCanary(t *testing.T) {
 	m := canary.Analysis.Metrics[0]
 	require.Equal(t, fleetv1alpha1.AnalysisPassed, m.Phase, m.Reason)
 	require.GreaterOrEqual(t, m.Successful, int32(3))
-	require.Equal(t, "0.001", m.Last.Value)
+	requireRatio(t, kargosim.DefaultServiceErrorRatio, m.Last.Value)
 	require.GreaterOrEqual(t, canary.FinishedAt.Sub(canary.Analysis.StartedAt.Time), 6*time.Second,
 		"the wave passed no sooner than interval × count after its targets were done")
 	require.Eventually(t, func() bool {
 		st := &kargo.Stage{}
 		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "fleet-canary"}, st) == nil &&
-			strings.Contains(st.Annotations[kargo.DescriptionAnnotation], "Analysis: Passed; error-ratio Passed (last value 0.001)")
+			strings.Contains(st.Annotations[kargo.DescriptionAnnotation], "Analysis: Passed; error-ratio Passed (last value "+m.Last.Value+")")
 	}, wait, tick, "the canary wave Stage's description shows the analysis verdict")
 	t.Logf("good Freight through every wave in %s", time.Since(start).Round(time.Millisecond))
 
@@ -142,7 +122,7 @@ func TestWaveAnalysisGatesCanary(t *testing.T) {
 	require.Equal(t, fleetv1alpha1.WaveFailed, bad.Status.Waves[1].Phase)
 	require.Equal(t, fleetv1alpha1.WavePending, bad.Status.Waves[2].Phase)
 	require.Equal(t, fleetv1alpha1.AnalysisFailed, bad.Status.Waves[1].Analysis.Phase)
-	require.Equal(t, "0.05", bad.Status.Waves[1].Analysis.Metrics[0].Last.Value)
+	requireRatio(t, badErrorRatio, bad.Status.Waves[1].Analysis.Metrics[0].Last.Value)
 	require.Empty(t, f.promotionsOf(f.bad, "general"), "no general target was asked to take the bad Freight")
 	requireFleetStageEvent(t, ns, "AnalysisMetricFailed", "metric error-ratio failed")
 
