@@ -75,7 +75,13 @@ $(KUBEBUILDER_ASSETS)/.stamp:
 DEMO_FLAGS ?=
 
 .PHONY: demo
-demo: control-plane ## A 200-target fleet on a local control plane with the Kargo simulator: promote, halt, roll back.
+demo: control-plane ## A 200-target fleet on a local control plane with the Kargo simulator: promote, halt, roll back, an error-rate gate.
+	@# The error-rate chapter needs Prometheus: installed as .ci/run does when
+	@# root with apt-get; otherwise the demo skips that chapter and says why.
+	@if ! command -v prometheus >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "make demo: installing prometheus (apt-get) for the error-rate chapter"; \
+		apt-get update -qq && apt-get install -y -qq prometheus >/dev/null || true; \
+	fi
 	$(GO) build -o bin/kargo-fleet-demo ./cmd/kargo-fleet-demo
 	bin/kargo-fleet-demo $(DEMO_FLAGS)
 

@@ -1,9 +1,11 @@
 // Command kargo-fleet-demo tells the fleet promotion story of `make demo` on
 // a local control plane: the Kargo simulator stands in for Kargo, the
 // kargo-fleet controller runs in this process, and live progress bars show
-// a good Freight reaching 200 targets wave by wave and a bad one halting in
-// the canary wave and being rolled back. It exits 0 only if every step of
-// the story happened as told (see internal/demo).
+// a good Freight reaching 200 targets wave by wave, a bad one halting in
+// the canary wave and being rolled back, and, with Prometheus on this
+// machine, one that fails the canary wave's error-rate gate and is rolled
+// back too. It exits 0 only if every step of the story happened as told
+// (see internal/demo).
 package main
 
 import (

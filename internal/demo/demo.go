@@ -17,6 +17,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/manager"
+	"github.com/kargo-fleet/kargo-fleet/internal/promserver"
 )
 
 // Defaults of Options.
@@ -102,7 +103,8 @@ var ErrStoryBroken = errors.New("the demo did not happen as told")
 // and prints the summary. It returns nil only if every expectation held.
 func Run(ctx context.Context, o Options) error {
 	o = o.withDefaults()
-	s := &story{o: o, out: o.Out, good: FreightName(GoodAlias), bad: FreightName(BadAlias), start: o.Clock.Now()}
+	s := &story{o: o, out: o.Out, good: FreightName(GoodAlias), bad: FreightName(BadAlias), start: o.Clock.Now(),
+		skipAnalysis: analysisChapter()}
 	if o.Dashboard != "" {
 		s.dash = listenDashboard(o.Dashboard)
 	}
@@ -118,6 +120,7 @@ func Run(ctx context.Context, o Options) error {
 		<-ctx.Done()
 	}
 	s.dash.stop()
+	s.stopPrometheus()
 	if s.env != nil {
 		if stopErr := s.env.Stop(); stopErr != nil {
 			fmt.Fprintf(s.out, "warning: stopping the local control plane: %v\n", stopErr)
@@ -143,6 +146,11 @@ type story struct {
 	kubeconfig string
 	// dash serves the dashboard once the control plane is up.
 	dash *demoDashboard
+	// skipAnalysis says why the error-rate chapter is not told ("": it is);
+	// prom is the Prometheus it reads, with its storage in promDir.
+	skipAnalysis string
+	prom         *promserver.Server
+	promDir      string
 }
 
 // run runs the expectations in order and stops at the first that fails.
@@ -172,25 +180,43 @@ type expectation struct {
 
 func (s *story) expectations() []expectation {
 	sc := s.o.Scenario
-	return []expectation{
-		{"a local control plane, the Kargo simulator and the kargo-fleet controller are running", s.startEnv},
-		{fmt.Sprintf("Project %q: Warehouse, Freight %s and %s, Stage %q, FleetStage %q (%d targets), no ProjectConfig",
-			Project, GoodAlias, BadAlias, AdoptedStage, FleetStageName, sc.Targets), s.createProject},
-		{"the FleetStage is Ready: one wave Stage per wave, one target Stage per target, a step token", s.fleetReady},
-		{fmt.Sprintf("phase 1: %s (good) goes through every wave; critical waits for approval", GoodAlias), s.phaseGood},
-		{fmt.Sprintf("phase 1: every target runs %s, the FleetStage's last good Freight", GoodAlias), s.checkGood},
-		{fmt.Sprintf("phase 2: %s (bad) halts in canary: the wave breaches its failure threshold", BadAlias), s.phaseBad},
-		{fmt.Sprintf("phase 2: general and critical never received %s", BadAlias), s.checkContained},
-		{fmt.Sprintf("phase 2: the automatic rollback returned every moved target to %s", GoodAlias), s.checkRolledBack},
-		{fmt.Sprintf("kargo-fleet status, through a kubeconfig, shows every target on %s", GoodAlias), s.checkStatusCommand},
+	gate := ""
+	if s.analysisOn() {
+		gate = ", canary gated on its error rate"
 	}
+	out := []expectation{
+		{"a local control plane, the Kargo simulator and the kargo-fleet controller are running", s.startEnv},
+		{fmt.Sprintf("Project %q: Warehouse, Freight %s and %s, Stage %q, FleetStage %q (%d targets%s), no ProjectConfig",
+			Project, GoodAlias, BadAlias, AdoptedStage, FleetStageName, sc.Targets, gate), s.createProject},
+		{"the FleetStage is Ready: one wave Stage per wave, one target Stage per target, a step token", s.fleetReady},
+	}
+	if s.analysisOn() {
+		out = append(out, expectation{"Prometheus scrapes the request counters the Kargo simulator serves for every target",
+			s.checkScrape})
+	}
+	out = append(out,
+		expectation{fmt.Sprintf("phase 1: %s (good) goes through every wave%s; critical waits for approval", GoodAlias,
+			map[bool]string{true: ", canary's analysis passes"}[s.analysisOn()]), s.phaseGood},
+		expectation{fmt.Sprintf("phase 1: every target runs %s, the FleetStage's last good Freight", GoodAlias), s.checkGood},
+		expectation{fmt.Sprintf("phase 2: %s (bad) halts in canary: the wave breaches its failure threshold", BadAlias), s.phaseBad},
+		expectation{fmt.Sprintf("phase 2: general and critical never received %s", BadAlias), s.checkContained},
+		expectation{fmt.Sprintf("phase 2: the automatic rollback returned every moved target to %s", GoodAlias), s.checkRolledBack})
+	if s.analysisOn() {
+		out = append(out, s.analysisExpectations()...)
+	}
+	return append(out, expectation{fmt.Sprintf("kargo-fleet status, through a kubeconfig, shows every target on %s",
+		GoodAlias), s.checkStatusCommand})
 }
 
 // startEnv starts the control plane, the simulator and the controller.
 func (s *story) startEnv(ctx context.Context) (string, error) {
+	sim := kargosim.Options{PollFloor: s.o.PollFloor, MaxConcurrentReconciles: 16,
+		MaxConcurrentStageReconciles: 8, Seed: 1, Shards: s.o.Shards}
+	if s.analysisOn() {
+		sim.ServiceMetrics = ServiceMetrics()
+	}
 	env, err := fleetenv.Start(ctx, fleetenv.Options{
-		Simulator: kargosim.Options{PollFloor: s.o.PollFloor, MaxConcurrentReconciles: 16,
-			MaxConcurrentStageReconciles: 8, Seed: 1, Shards: s.o.Shards},
+		Simulator:  sim,
 		Controller: manager.Options{MaxConcurrentReconciles: 4},
 	})
 	if err != nil {
@@ -219,7 +245,13 @@ func (s *story) startEnv(ctx context.Context) (string, error) {
 	if err := fleetenv.WriteKubeconfig(env.Config, s.kubeconfig); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("kube-apiserver %s at %s (%s Kargo CRDs), step server %s\n"+
+	prom := s.skipAnalysis
+	if s.analysisOn() {
+		if prom, err = s.startPrometheus(); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("kube-apiserver %s at %s (%s Kargo CRDs), step server %s\n    %s\n"+
 		"    watch it from another terminal: kargo-fleet status %s -n %s --kubeconfig %s --watch",
-		envtest.K8sVersion, env.Config.Host, env.KargoCRDs, env.StepServerURL, FleetStageName, Project, s.kubeconfig), nil
+		envtest.K8sVersion, env.Config.Host, env.KargoCRDs, env.StepServerURL, prom, FleetStageName, Project, s.kubeconfig), nil
 }

@@ -10,7 +10,13 @@
 //     regions (fault injection in the simulator, confined to that Freight),
 //     the canary wave breaches its failure threshold and halts, general and
 //     critical never receive it, and the automatic rollback returns every
-//     target that moved to the good Freight.
+//     target that moved to the good Freight;
+//  4. with a Prometheus on the machine (internal/promserver), which scrapes
+//     the request counters the simulator serves per target, the canary wave
+//     is gated on its error rate: a third Freight fails no step but 5 % of
+//     its requests, the canary wave's analysis fails, the rollout halts and
+//     is rolled back, and `kargo-fleet status` shows the analysis. Without
+//     Prometheus this chapter is skipped, and the banner says why.
 //
 // Progress is drawn live with the status report (internal/report). Every
 // step of the story is an expectation: Run stops at the first one that does

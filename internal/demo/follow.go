@@ -156,7 +156,8 @@ func (s *story) look(ctx context.Context, v *view) error {
 func (s *story) frame(title string, elapsed time.Duration, v *view) string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "── %s · %s ──\n\n", title, elapsed.Round(100*time.Millisecond))
-	in := report.Input{FleetStage: v.fs, Rollouts: recent(v), Aliases: map[string]string{s.good: GoodAlias, s.bad: BadAlias}}
+	in := report.Input{FleetStage: v.fs, Rollouts: recent(v), Aliases: map[string]string{s.good: GoodAlias, s.bad: BadAlias,
+		FreightName(ErrorAlias): ErrorAlias}}
 	_ = report.RenderText(&b, report.Build(in), report.TextOptions{
 		Now: v.now, ASCII: s.o.ASCII, Color: s.o.Color, MaxExamples: 2, NoLegend: true, Width: s.o.Width,
 	})

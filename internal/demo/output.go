@@ -20,12 +20,15 @@ type stepResult struct {
 // banner says what runs, and that Kargo is simulated.
 func (s *story) banner() {
 	lines := []string{
-		"kargo-fleet demo: one fleet, two Freight, four waves",
+		s.title(),
 		"",
 		"  control plane    kube-apiserver and etcd on this machine (envtest)",
 		"  Kargo            the KARGO SIMULATOR (internal/kargosim) stands in for Kargo: real Promotions,",
 		"                   webhooks, http steps and auto-promotion; other steps are simulated",
 		"  kargo-fleet      the FleetStage and FleetRollout controllers and the step server, in this process",
+	}
+	if s.analysisOn() {
+		lines = append(lines, "  Prometheus       a real one on this machine, scraping the request counters the Kargo simulator serves per target")
 	}
 	if s.dash != nil && s.dash.ln != nil {
 		lines = append(lines, "  dashboard        "+s.dash.url+" (read-only, live)")
@@ -33,8 +36,19 @@ func (s *story) banner() {
 	if s.o.LogFile != "" {
 		lines = append(lines, "  logs             "+s.o.LogFile+" (Kargo simulator lines are named \"kargo-simulator\")")
 	}
+	if s.skipAnalysis != "" {
+		lines = append(lines, "  note             "+s.skipAnalysis)
+	}
 	lines = append(lines, "")
 	fmt.Fprintln(s.out, strings.Join(lines, "\n"))
+}
+
+// title names what the story shows.
+func (s *story) title() string {
+	if s.analysisOn() {
+		return "kargo-fleet demo: one fleet, three Freight, four waves, an error-rate gate"
+	}
+	return "kargo-fleet demo: one fleet, two Freight, four waves"
 }
 
 // printStep prints one expectation's result as it completes.

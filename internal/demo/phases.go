@@ -146,7 +146,15 @@ func (s *story) phaseGood(ctx context.Context) (string, error) {
 	if !approved {
 		return "", errors.New("the critical wave never waited for approval")
 	}
-	return fmt.Sprintf("FleetRollout %s Succeeded: %s", ro.Name, waveSummary(ro)), nil
+	detail := fmt.Sprintf("FleetRollout %s Succeeded: %s", ro.Name, waveSummary(ro))
+	if s.analysisOn() {
+		passed, err := canaryAnalysisPassed(ro)
+		if err != nil {
+			return "", err
+		}
+		detail += "; " + passed
+	}
+	return detail, nil
 }
 
 // checkGood checks that every target runs the good Freight.
@@ -177,41 +185,9 @@ func (s *story) checkGood(ctx context.Context) (string, error) {
 // phaseBad promotes the bad Freight and follows it until its rollout halted
 // and the automatic rollback finished.
 func (s *story) phaseBad(ctx context.Context) (string, error) {
-	if err := s.promote(ctx, s.bad); err != nil {
-		return "", err
-	}
-	var ro, rb *fleetv1alpha1.FleetRollout
-	err := s.follow(ctx, fmt.Sprintf("Phase 2: %s (bad) promoted into %s", BadAlias, s.waveStage(WavePilot)),
-		func(_ context.Context, v *view) (bool, error) {
-			ro = v.forward(s.bad)
-			if ro == nil {
-				return false, nil
-			}
-			if ro.Status.Phase == fleetv1alpha1.RolloutSucceeded {
-				return true, fmt.Errorf("FleetRollout %s Succeeded: %s passed every wave, the canary threshold did not halt it",
-					ro.Name, BadAlias)
-			}
-			rb = v.rollbackOf(ro.Name)
-			if rb == nil {
-				return false, nil
-			}
-			if !rb.Status.Phase.IsFinal() {
-				return false, nil
-			}
-			if rb.Status.Phase != fleetv1alpha1.RolloutSucceeded {
-				return true, fmt.Errorf("rollback FleetRollout %s ended %s: %s", rb.Name, rb.Status.Phase, rb.Status.Message)
-			}
-			// The halted rollout settles once its in-flight targets finished.
-			return ro.Status.Phase != fleetv1alpha1.RolloutProgressing && ro.Status.Phase != fleetv1alpha1.RolloutPending, nil
-		})
+	ro, rb, err := s.haltAndRollBack(ctx, s.bad, fmt.Sprintf("Phase 2: %s (bad) promoted into %s", BadAlias,
+		s.waveStage(WavePilot)))
 	if err != nil {
-		if ro == nil {
-			return "", s.explain(ctx, err, s.bad)
-		}
-		if rb == nil {
-			return "", fmt.Errorf("%w; FleetRollout %s is %s (%s) and no automatic rollback of it exists", err, ro.Name,
-				ro.Status.Phase, ro.Status.Message)
-		}
 		return "", err
 	}
 	canary := wave(ro, WaveCanary)
@@ -229,18 +205,68 @@ func (s *story) phaseBad(ctx context.Context) (string, error) {
 	if s.canaryFailed <= s.canaryMax {
 		return "", fmt.Errorf("the canary wave halted with %d failures, within its allowance of %d", s.canaryFailed, s.canaryMax)
 	}
+	return fmt.Sprintf("FleetRollout %s %s: canary %d of %d failed (at most %d may); rollback %s Succeeded (%d targets)",
+		ro.Name, ro.Status.Phase, canary.Failed, canary.Total, s.canaryMax, rb.Name, s.movedBack), nil
+}
+
+// haltAndRollBack promotes freight into the pilot wave and follows its
+// rollout until it halted and the automatic rollback of it Succeeded; it
+// counts the targets the rollback moved.
+func (s *story) haltAndRollBack(ctx context.Context, freight, title string) (ro, rb *fleetv1alpha1.FleetRollout, _ error) {
+	if err := s.promote(ctx, freight); err != nil {
+		return nil, nil, err
+	}
+	err := s.follow(ctx, title,
+		func(_ context.Context, v *view) (bool, error) {
+			ro = v.forward(freight)
+			if ro == nil {
+				return false, nil
+			}
+			if ro.Status.Phase == fleetv1alpha1.RolloutSucceeded {
+				return true, fmt.Errorf("FleetRollout %s Succeeded: %s passed every wave, the canary wave did not halt it",
+					ro.Name, s.alias(freight))
+			}
+			rb = v.rollbackOf(ro.Name)
+			if rb == nil {
+				return false, nil
+			}
+			if !rb.Status.Phase.IsFinal() {
+				return false, nil
+			}
+			if rb.Status.Phase != fleetv1alpha1.RolloutSucceeded {
+				return true, fmt.Errorf("rollback FleetRollout %s ended %s: %s", rb.Name, rb.Status.Phase, rb.Status.Message)
+			}
+			// The halted rollout settles once its in-flight targets finished.
+			return ro.Status.Phase != fleetv1alpha1.RolloutProgressing && ro.Status.Phase != fleetv1alpha1.RolloutPending, nil
+		})
+	if err != nil {
+		if ro == nil {
+			return nil, nil, s.explain(ctx, err, freight)
+		}
+		if rb == nil {
+			return nil, nil, fmt.Errorf("%w; FleetRollout %s is %s (%s) and no automatic rollback of it exists", err, ro.Name,
+				ro.Status.Phase, ro.Status.Message)
+		}
+		return nil, nil, err
+	}
 	s.movedBack = 0
 	for _, w := range rb.Status.Waves {
 		s.movedBack += w.Succeeded
 	}
-	return fmt.Sprintf("FleetRollout %s %s: canary %d of %d failed (at most %d may); rollback %s Succeeded (%d targets)",
-		ro.Name, ro.Status.Phase, canary.Failed, canary.Total, s.canaryMax, rb.Name, s.movedBack), nil
+	return ro, rb, nil
 }
 
 // checkContained checks that the bad Freight reached no target of the
 // general and critical waves, and was never verified in the canary wave
 // Stage (which is what would have let general take it).
 func (s *story) checkContained(ctx context.Context) (string, error) {
+	return s.contained(ctx, s.bad)
+}
+
+// contained checks that freight reached no target of the general and
+// critical waves, and was never verified in the canary wave Stage.
+func (s *story) contained(ctx context.Context, freight string) (string, error) {
+	alias := s.alias(freight)
 	var promos kargo.PromotionList
 	if err := s.c.List(ctx, &promos, client.InNamespace(Project)); err != nil {
 		return "", err
@@ -258,7 +284,7 @@ func (s *story) checkContained(ctx context.Context) (string, error) {
 	later := map[string]bool{WaveGeneral: true, WaveCritical: true}
 	perWave := map[string]int{}
 	for _, p := range promos.Items {
-		if p.Spec.Freight != s.bad {
+		if p.Spec.Freight != freight {
 			continue
 		}
 		w := waveOf[p.Spec.Stage]
@@ -266,7 +292,7 @@ func (s *story) checkContained(ctx context.Context) (string, error) {
 			perWave[w]++
 		}
 		if later[w] {
-			return "", fmt.Errorf("promotion %s put %s on Stage %s of wave %s (phase %s)", p.Name, BadAlias, p.Spec.Stage, w,
+			return "", fmt.Errorf("promotion %s put %s on Stage %s of wave %s (phase %s)", p.Name, alias, p.Spec.Stage, w,
 				p.Status.Phase)
 		}
 	}
@@ -275,20 +301,20 @@ func (s *story) checkContained(ctx context.Context) (string, error) {
 			continue
 		}
 		for _, name := range st.CurrentFreightNames() {
-			if name == s.bad {
-				return "", fmt.Errorf("stage %s runs %s", st.Name, BadAlias)
+			if name == freight {
+				return "", fmt.Errorf("stage %s runs %s", st.Name, alias)
 			}
 		}
 	}
 	var f kargo.Freight
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: Project, Name: s.bad}, &f); err != nil {
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: Project, Name: freight}, &f); err != nil {
 		return "", err
 	}
 	if f.IsVerifiedIn(s.waveStage(WaveCanary)) {
-		return "", fmt.Errorf("freight %s is verified in %s: general could take it", BadAlias, s.waveStage(WaveCanary))
+		return "", fmt.Errorf("freight %s is verified in %s: general could take it", alias, s.waveStage(WaveCanary))
 	}
 	return fmt.Sprintf("target Promotions of %s: pilot %d, canary %d, general 0, critical 0; not verified in %s",
-		BadAlias, perWave[WavePilot], perWave[WaveCanary], s.waveStage(WaveCanary)), nil
+		alias, perWave[WavePilot], perWave[WaveCanary], s.waveStage(WaveCanary)), nil
 }
 
 // checkRolledBack checks that every target runs the good Freight again.
@@ -368,6 +394,8 @@ func (s *story) alias(name string) string {
 		return GoodAlias
 	case s.bad:
 		return BadAlias
+	case FreightName(ErrorAlias):
+		return ErrorAlias
 	}
 	return name
 }
@@ -416,6 +444,21 @@ func waveSummary(ro *fleetv1alpha1.FleetRollout) string {
 	return strings.Join(parts, ", ")
 }
 
+// status runs `kargo-fleet status` on the FleetStage through the
+// kubeconfig, with args, and returns what it printed.
+func (s *story) status(ctx context.Context, args ...string) ([]byte, error) {
+	var out, errOut bytes.Buffer
+	cmd := cli.NewRootCommand(&out, &errOut)
+	cmd.SetArgs(append([]string{"status", FleetStageName, "-n", Project, "--kubeconfig", s.kubeconfig}, args...))
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		return nil, fmt.Errorf("kargo-fleet status: %w: %s", err, errOut.String())
+	}
+	return out.Bytes(), nil
+}
+
 // maxFailures resolves a wave's failure allowance as the planner does
 // (a percentage rounds down).
 func maxFailures(fs *fleetv1alpha1.FleetStage, name string, total int) int {
@@ -437,18 +480,7 @@ const statusSettle = 15 * time.Second
 // checkStatusCommand runs `kargo-fleet status` as an operator would,
 // through the kubeconfig, and checks what it reports; then shows it.
 func (s *story) checkStatusCommand(ctx context.Context) (string, error) {
-	run := func(args ...string) ([]byte, error) {
-		var out, errOut bytes.Buffer
-		cmd := cli.NewRootCommand(&out, &errOut)
-		cmd.SetArgs(append([]string{"status", FleetStageName, "-n", Project, "--kubeconfig", s.kubeconfig}, args...))
-		cmd.SetOut(&out)
-		cmd.SetErr(&errOut)
-		cmd.SilenceErrors, cmd.SilenceUsage = true, true
-		if err := cmd.ExecuteContext(ctx); err != nil {
-			return nil, fmt.Errorf("kargo-fleet status: %w: %s", err, errOut.String())
-		}
-		return out.Bytes(), nil
-	}
+	run := func(args ...string) ([]byte, error) { return s.status(ctx, args...) }
 	// The FleetStage's version distribution is refreshed a few seconds
 	// after target Stages change Freight: give it that long.
 	var r report.Report

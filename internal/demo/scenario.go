@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
@@ -31,6 +32,31 @@ const (
 	// GoodAlias and BadAlias are the Freight aliases of the two versions.
 	GoodAlias = "v1.4.0"
 	BadAlias  = "v1.5.0"
+	// ErrorAlias is the Freight alias of the version the error-rate chapter
+	// ships: it promotes without a failed step, but its service fails
+	// ErrorAliasErrorRatio of its requests.
+	ErrorAlias = "v1.5.1"
+)
+
+// The error-rate gate of the canary wave.
+const (
+	// ErrorRateMetric names the canary wave's analysis metric.
+	ErrorRateMetric = "error-rate"
+	// ErrorRateQuery is its query: the share of failed requests of the
+	// wave's targets over the last 5 s, from the counters the Kargo
+	// simulator serves for each target.
+	ErrorRateQuery = `sum(rate(kargo_simulator_http_requests_total{code="500", cluster=~"{{targets.regex}}"}[5s]))
+/ sum(rate(kargo_simulator_http_requests_total{cluster=~"{{targets.regex}}"}[5s]))`
+	// ErrorRateCondition passes a measurement below 1 % of failed requests.
+	ErrorRateCondition = "result < 0.01"
+	// ErrorAliasErrorRatio is the share of failed requests of a target
+	// running ErrorAlias; every other Freight fails
+	// kargosim.DefaultServiceErrorRatio of them.
+	ErrorAliasErrorRatio = 0.05
+	// errorRateInterval and errorRateCount: three measurements a second
+	// apart.
+	errorRateInterval = time.Second
+	errorRateCount    = 3
 )
 
 // Wave names, in promotion order.
@@ -64,6 +90,9 @@ type Scenario struct {
 	// StepDelay is how long each simulated step of a target Promotion runs
 	// (default 300ms).
 	StepDelay time.Duration
+	// PrometheusURL, when set, gates the canary wave on the error rate of
+	// its targets, read from this Prometheus (ErrorRateQuery).
+	PrometheusURL string
 }
 
 func (s Scenario) withDefaults() Scenario {
@@ -85,20 +114,30 @@ func FreightName(tag string) string {
 
 // Freight returns the two Freight: the good one discovered first.
 func Freight(now time.Time) []*kargo.Freight {
-	out := make([]*kargo.Freight, 0, 2)
-	for i, tag := range []string{GoodAlias, BadAlias} {
-		discovered := metav1.NewTime(now.Add(time.Duration(i-2) * time.Minute))
-		out = append(out, &kargo.Freight{
-			ObjectMeta: metav1.ObjectMeta{Namespace: Project, Name: FreightName(tag),
-				Labels: map[string]string{"kargo.akuity.io/alias": tag}},
-			Alias:  tag,
-			Origin: kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: Warehouse},
-			Images: []apiextensionsv1.JSON{{Raw: fmt.Appendf(nil,
-				`{"repoURL":"ghcr.io/example/guestbook","tag":%q,"digest":"sha256:%s"}`, tag, FreightName(tag))}},
-			DiscoveredAt: &discovered,
-		})
+	return []*kargo.Freight{newFreight(GoodAlias, now.Add(-2*time.Minute)), newFreight(BadAlias, now.Add(-time.Minute))}
+}
+
+// ErrorFreight returns the Freight of ErrorAlias, discovered at now.
+func ErrorFreight(now time.Time) *kargo.Freight { return newFreight(ErrorAlias, now) }
+
+// newFreight returns the Freight of one image tag, as a Warehouse would.
+func newFreight(tag string, discovered time.Time) *kargo.Freight {
+	at := metav1.NewTime(discovered)
+	return &kargo.Freight{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Project, Name: FreightName(tag),
+			Labels: map[string]string{"kargo.akuity.io/alias": tag}},
+		Alias:  tag,
+		Origin: kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: Warehouse},
+		Images: []apiextensionsv1.JSON{{Raw: fmt.Appendf(nil,
+			`{"repoURL":"ghcr.io/example/guestbook","tag":%q,"digest":"sha256:%s"}`, tag, FreightName(tag))}},
+		DiscoveredAt: &at,
 	}
-	return out
+}
+
+// ServiceMetrics configures the Kargo simulator's service metrics: the
+// targets running ErrorAlias fail ErrorAliasErrorRatio of their requests.
+func ServiceMetrics() *kargosim.ServiceMetrics {
+	return &kargosim.ServiceMetrics{ErrorRatios: map[string]float64{FreightName(ErrorAlias): ErrorAliasErrorRatio}}
 }
 
 // WarehouseObject returns the Warehouse. The simulator runs no Warehouse
@@ -166,13 +205,14 @@ func (s Scenario) InlineTargets() []fleetv1alpha1.InlineTarget {
 	return out
 }
 
-// FleetStage returns the FleetStage: four waves, automatic rollback.
+// FleetStage returns the FleetStage: four waves, automatic rollback; with
+// a PrometheusURL, the canary wave is gated on its error rate.
 func (s Scenario) FleetStage() *fleetv1alpha1.FleetStage {
 	s = s.withDefaults()
 	tier := func(t string) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{tierLabel: t}}
 	}
-	return &fleetv1alpha1.FleetStage{
+	fs := &fleetv1alpha1.FleetStage{
 		TypeMeta:   metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "FleetStage"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: Project, Name: FleetStageName},
 		Spec: fleetv1alpha1.FleetStageSpec{
@@ -194,6 +234,22 @@ func (s Scenario) FleetStage() *fleetv1alpha1.FleetStage {
 			},
 		},
 	}
+	if s.PrometheusURL != "" {
+		fs.Spec.Analysis = &fleetv1alpha1.FleetAnalysis{Prometheus: fleetv1alpha1.PrometheusSource{Address: s.PrometheusURL}}
+		for i := range fs.Spec.Waves {
+			if fs.Spec.Waves[i].Name != WaveCanary {
+				continue
+			}
+			fs.Spec.Waves[i].Analysis = &fleetv1alpha1.WaveAnalysis{Metrics: []fleetv1alpha1.AnalysisMetric{{
+				Name:             ErrorRateMetric,
+				Query:            ErrorRateQuery,
+				Interval:         &metav1.Duration{Duration: errorRateInterval},
+				Count:            ptr.To[int32](errorRateCount),
+				SuccessCondition: ErrorRateCondition,
+			}}}
+		}
+	}
+	return fs
 }
 
 // Preview plans the FleetStage offline, with the planner the controller

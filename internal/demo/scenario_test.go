@@ -12,6 +12,8 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/analysis"
+	"github.com/kargo-fleet/kargo-fleet/internal/analysis/fleetspec"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 )
 
@@ -124,5 +126,61 @@ func TestWriteSummary(t *testing.T) {
 			writeSummary(&b, tt.steps, 80*time.Second, tt.err)
 			require.Equal(t, tt.want, b.String())
 		})
+	}
+}
+
+// TestScenario_errorRateGate checks the error-rate chapter's gate as the
+// controller compiles it: only canary runs it, its query selects exactly
+// the canary targets, and the simulator's error ratios pass every Freight
+// but ErrorAlias and fail that one.
+func TestScenario_errorRateGate(t *testing.T) {
+	t.Parallel()
+	plain := (Scenario{}).FleetStage()
+	require.Nil(t, plain.Spec.Analysis, "without Prometheus the FleetStage has no analysis")
+	for _, w := range plain.Spec.Waves {
+		require.Nil(t, w.Analysis, w.Name)
+	}
+
+	sc := Scenario{PrometheusURL: "http://127.0.0.1:9090"}
+	fs := sc.FleetStage()
+	require.NoError(t, webhook.Validate(fs), "the admission webhook accepts the FleetStage with its analysis")
+	require.Equal(t, sc.PrometheusURL, fs.Spec.Analysis.Prometheus.Address)
+	for _, w := range fs.Spec.Waves {
+		_, gated := fleetspec.ForWave(&fs.Spec, w.Name)
+		require.Equal(t, w.Name == WaveCanary, gated, "wave %s", w.Name)
+	}
+	a, _ := fleetspec.ForWave(&fs.Spec, WaveCanary)
+	prog, err := analysis.Compile(a)
+	require.NoError(t, err)
+	m := prog.Metrics()[0]
+	require.Equal(t, ErrorRateMetric, m.Name())
+
+	p, err := sc.Preview()
+	require.NoError(t, err)
+	canary, _ := p.Wave(WaveCanary)
+	wave := make([]analysis.Target, 0, len(canary.Members))
+	for _, member := range canary.Members {
+		wave = append(wave, analysis.Target{ID: member.ID, Labels: member.Labels})
+	}
+	q, err := m.Render(analysis.TargetSets{Targets: wave})
+	require.NoError(t, err)
+	require.Contains(t, q.Targets, kargosim.ServiceRequestsMetric)
+	for _, member := range canary.Members {
+		require.Contains(t, q.Targets, member.ID, "the query selects canary target %s", member.ID)
+	}
+
+	ratios := ServiceMetrics()
+	judge := func(ratio float64) analysis.Phase {
+		return m.Evaluate(analysis.Measurement{Result: analysis.Value{Kind: analysis.KindVector,
+			Series: []analysis.Series{{Values: []float64{ratio}}}}}, wave).Phase
+	}
+	require.Equal(t, analysis.PhaseSuccessful, judge(kargosim.DefaultServiceErrorRatio), "good Freight passes the gate")
+	require.Equal(t, analysis.PhaseFailed, judge(ratios.ErrorRatios[FreightName(ErrorAlias)]), "%s fails it", ErrorAlias)
+	require.Len(t, ratios.ErrorRatios, 1, "only %s raises the error rate", ErrorAlias)
+
+	f := ErrorFreight(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	require.Equal(t, FreightName(ErrorAlias), f.Name)
+	for _, target := range sc.InlineTargets() {
+		require.NotEqual(t, ErrorAlias, target.Params[kargosim.FaultFreightVar], "no step of %s fails", ErrorAlias)
 	}
 }

@@ -74,6 +74,10 @@ type Options struct {
 	// third of it (default kargo.DefaultHeartbeatTTL, Kargo's 120 s; the
 	// controller's HEARTBEAT_TTL_SECONDS). Tests may shorten it.
 	HeartbeatTTL time.Duration
+	// ServiceMetrics, when set, serves Prometheus metrics of the service
+	// each target Stage runs, its error ratio following the Freight the
+	// Stage runs (none by default).
+	ServiceMetrics *ServiceMetrics
 }
 
 func (o Options) withDefaults() Options {

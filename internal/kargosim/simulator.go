@@ -49,6 +49,8 @@ type Simulator struct {
 	polls sync.Map
 	// shards holds each simulated controller's state, by shard.
 	shards map[string]*shardController
+	// metricsAddress is where the service metrics are served ("": not).
+	metricsAddress string
 }
 
 // New returns a simulator that uses the manager's client.
@@ -85,8 +87,8 @@ func newEngine(opts Options, apps applicationReader) *engine {
 }
 
 // SetupWithManager registers the Promotion and Stage webhooks on the
-// manager's webhook server, the Promotion and Stage controllers and their
-// heartbeats.
+// manager's webhook server, the Promotion and Stage controllers, their
+// heartbeats and, with Options.ServiceMetrics, the service metrics server.
 func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	srv := mgr.GetWebhookServer()
@@ -108,6 +110,9 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := s.setupHeartbeats(mgr); err != nil {
 		return fmt.Errorf("error setting up the simulated controllers' heartbeats: %w", err)
+	}
+	if s.opts.ServiceMetrics != nil {
+		return s.setupServiceMetrics(mgr)
 	}
 	return nil
 }

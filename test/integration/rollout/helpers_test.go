@@ -27,6 +27,12 @@ const (
 	tick = 100 * time.Millisecond
 )
 
+// The Freight of every fleet: the good one, and the bad one.
+const (
+	goodFreight = "f1-good"
+	badFreight  = "f2-bad"
+)
+
 // fleet is one Project with an adopted "prod" Stage, two Freight (good and
 // bad) and a FleetStage "fleet" over inline targets.
 type fleet struct {
@@ -85,7 +91,7 @@ func newFleet(t *testing.T, ns string, spec fleetSpec) *fleet {
 		steps = []kargo.PromotionStep{testutil.ArgoCDUpdateStep(`{"apps":[{"name":"guestbook-${{ vars.fleetTargetId }}"}]}`)}
 	}
 	testutil.Create(t, c, testutil.MakeStage(ns, "prod").Steps(steps...).Obj())
-	f := &fleet{t: t, ns: ns, good: "f1-good", bad: "f2-bad", fleetKey: client.ObjectKey{Namespace: ns, Name: "fleet"},
+	f := &fleet{t: t, ns: ns, good: goodFreight, bad: badFreight, fleetKey: client.ObjectKey{Namespace: ns, Name: "fleet"},
 		autoPromote: spec.autoPromote, firstWave: spec.waves[0].Name}
 	fs := testutil.MakeFleetStage(ns, "fleet").FromStage("prod").InlineTargets(spec.targets...).Waves(spec.waves...).Policy(spec.policy).Obj()
 	fs.Spec.Analysis = spec.analysis

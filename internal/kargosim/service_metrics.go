@@ -1,0 +1,230 @@
+package kargosim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+// Defaults of ServiceMetrics.
+const (
+	// DefaultServiceAddress serves the metrics on a free loopback port.
+	DefaultServiceAddress = "127.0.0.1:0"
+	// DefaultServiceErrorRatio is the error ratio of a target whose Freight
+	// has no ratio of its own: 0.1 % of its requests fail.
+	DefaultServiceErrorRatio = 0.001
+	// DefaultServiceRequestsPerSecond is how many requests each target's
+	// simulated service answers per second.
+	DefaultServiceRequestsPerSecond = 100
+)
+
+// ServiceRequestsMetric is the counter the simulator serves for every
+// target Stage: the requests its simulated service answered, labelled
+// project, stage, cluster (the target's id) and code ("200" or "500").
+const ServiceRequestsMetric = "kargo_simulator_http_requests_total"
+
+// ServiceMetricsPath is where the metrics are served.
+const ServiceMetricsPath = "/metrics"
+
+// ServiceMetrics makes the simulator serve Prometheus metrics of the
+// service each target Stage runs, as the clusters of a fleet would: a
+// request counter per target whose share of failed requests follows the
+// Freight the Stage currently runs. A wave analysis can then gate a wave on
+// the error rate of its targets.
+type ServiceMetrics struct {
+	// Address is where ServiceMetricsPath is served, host:port (default
+	// DefaultServiceAddress; Simulator.MetricsAddress says which port was
+	// taken).
+	Address string
+	// ErrorRatios is the share of failed requests (0 to 1) of a target
+	// running the Freight, by Freight name; the name is matched in every
+	// Project.
+	ErrorRatios map[string]float64
+	// DefaultErrorRatio is the share of failed requests of a target running
+	// any other Freight, or none (default DefaultServiceErrorRatio).
+	DefaultErrorRatio float64
+	// RequestsPerSecond is how many requests each target answers per second
+	// (default DefaultServiceRequestsPerSecond).
+	RequestsPerSecond float64
+	// TargetLabel is the Stage label holding the target's id: only Stages
+	// with it are served, its value is the series' cluster label (default
+	// fleetv1alpha1.TargetLabel).
+	TargetLabel string
+}
+
+func (m ServiceMetrics) withDefaults() ServiceMetrics {
+	if m.Address == "" {
+		m.Address = DefaultServiceAddress
+	}
+	if m.DefaultErrorRatio <= 0 {
+		m.DefaultErrorRatio = DefaultServiceErrorRatio
+	}
+	if m.RequestsPerSecond <= 0 {
+		m.RequestsPerSecond = DefaultServiceRequestsPerSecond
+	}
+	if m.TargetLabel == "" {
+		m.TargetLabel = fleetv1alpha1.TargetLabel
+	}
+	return m
+}
+
+// validate refuses ratios that are not shares of requests.
+func (m ServiceMetrics) validate() error {
+	if m.DefaultErrorRatio > 1 {
+		return fmt.Errorf("default error ratio %v is above 1", m.DefaultErrorRatio)
+	}
+	for freight, r := range m.ErrorRatios {
+		if math.IsNaN(r) || r < 0 || r > 1 {
+			return fmt.Errorf("error ratio %v of Freight %q is not between 0 and 1", r, freight)
+		}
+	}
+	return nil
+}
+
+// errorRatio is the error ratio of a Stage running these Freight: the
+// highest of their ratios, else the default.
+func (m ServiceMetrics) errorRatio(freight []string) float64 {
+	ratio, found := 0.0, false
+	for _, name := range freight {
+		if r, ok := m.ErrorRatios[name]; ok && (!found || r > ratio) {
+			ratio, found = r, true
+		}
+	}
+	if !found {
+		return m.DefaultErrorRatio
+	}
+	return ratio
+}
+
+// requestCounters are one target's request counters: they integrate its
+// request rate over time, so PromQL's rate() and irate() read the error
+// ratio back.
+type requestCounters struct {
+	at         time.Time
+	ok, failed float64
+}
+
+// advance counts the requests answered since the last advance, at the
+// error ratio the target has now: a Freight change shows from the first
+// scrape that sees it, over the whole interval before it.
+func (c *requestCounters) advance(now time.Time, perSecond, errorRatio float64) {
+	d := now.Sub(c.at).Seconds()
+	if d <= 0 {
+		return
+	}
+	n := perSecond * d
+	c.failed += n * errorRatio
+	c.ok += n - n*errorRatio
+	c.at = now
+}
+
+// serviceCollector reads the target Stages at each scrape and reports
+// their counters.
+type serviceCollector struct {
+	cfg    ServiceMetrics
+	reader client.Reader
+	clock  clock.PassiveClock
+	desc   *prometheus.Desc
+
+	mu       sync.Mutex
+	counters map[types.NamespacedName]*requestCounters
+}
+
+func newServiceCollector(cfg ServiceMetrics, reader client.Reader, clk clock.PassiveClock) *serviceCollector {
+	return &serviceCollector{cfg: cfg, reader: reader, clock: clk,
+		desc: prometheus.NewDesc(ServiceRequestsMetric,
+			"Requests the simulated service of a target Stage answered, by status code (Kargo simulator).",
+			[]string{"project", "stage", "cluster", "code"}, nil),
+		counters: map[types.NamespacedName]*requestCounters{}}
+}
+
+// Describe implements prometheus.Collector.
+func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var stages kargo.StageList
+	if err := c.reader.List(ctx, &stages, client.HasLabels{c.cfg.TargetLabel}); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, fmt.Errorf("error listing target Stages: %w", err))
+		return
+	}
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := make(map[types.NamespacedName]bool, len(stages.Items))
+	for i := range stages.Items {
+		st := &stages.Items[i]
+		key := types.NamespacedName{Namespace: st.Namespace, Name: st.Name}
+		seen[key] = true
+		counters, ok := c.counters[key]
+		if !ok {
+			counters = &requestCounters{at: now}
+			c.counters[key] = counters
+		}
+		counters.advance(now, c.cfg.RequestsPerSecond, c.cfg.errorRatio(st.CurrentFreightNames()))
+		id := st.Labels[c.cfg.TargetLabel]
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, counters.ok, st.Namespace, st.Name, id, "200")
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, counters.failed, st.Namespace, st.Name, id, "500")
+	}
+	for key := range c.counters {
+		if !seen[key] {
+			delete(c.counters, key)
+		}
+	}
+}
+
+// setupServiceMetrics listens on the configured address and serves the
+// metrics while the manager runs.
+func (s *Simulator) setupServiceMetrics(mgr ctrl.Manager) error {
+	cfg := s.opts.ServiceMetrics.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("error configuring the service metrics: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(newServiceCollector(cfg, s.client, s.opts.Clock)); err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(ServiceMetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", cfg.Address)
+	if err != nil {
+		return fmt.Errorf("error listening for the service metrics on %s: %w", cfg.Address, err)
+	}
+	s.metricsAddress = ln.Addr().String()
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		go func() {
+			<-ctx.Done()
+			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(shutdown)
+		}()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("error serving the service metrics: %w", err)
+		}
+		return nil
+	}))
+}
+
+// MetricsAddress is the host:port the service metrics are served on
+// (Options.ServiceMetrics), once SetupWithManager ran; "" when they are
+// not served.
+func (s *Simulator) MetricsAddress() string { return s.metricsAddress }

@@ -1,0 +1,170 @@
+package kargosim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+)
+
+func Test_requestCounters_advance(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	type step struct {
+		after time.Duration
+		ratio float64
+	}
+	tests := []struct {
+		name               string
+		steps              []step
+		wantOK, wantFailed float64
+	}{
+		{name: "nothing elapsed counts nothing", steps: []step{{0, 0.5}}},
+		{name: "a clock going back counts nothing", steps: []step{{-time.Second, 0.5}}},
+		{name: "two seconds at 10 % of 100 per second", steps: []step{{2 * time.Second, 0.1}},
+			wantOK: 180, wantFailed: 20},
+		{name: "the ratio seen at a scrape covers the interval before it",
+			steps:  []step{{time.Second, 0.001}, {time.Second, 0.05}},
+			wantOK: 99.9 + 95, wantFailed: 0.1 + 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := &requestCounters{at: start}
+			at := start
+			for _, s := range tt.steps {
+				at = at.Add(s.after)
+				c.advance(at, 100, s.ratio)
+			}
+			require.InDelta(t, tt.wantOK, c.ok, 1e-9)
+			require.InDelta(t, tt.wantFailed, c.failed, 1e-9)
+		})
+	}
+}
+
+func TestServiceMetrics_errorRatio(t *testing.T) {
+	t.Parallel()
+	m := ServiceMetrics{ErrorRatios: map[string]float64{"bad": 0.05, "worse": 0.2, "perfect": 0}}.withDefaults()
+	tests := []struct {
+		name    string
+		freight []string
+		want    float64
+	}{
+		{name: "no Freight", want: DefaultServiceErrorRatio},
+		{name: "a Freight without a ratio", freight: []string{"good"}, want: DefaultServiceErrorRatio},
+		{name: "a bad Freight", freight: []string{"bad"}, want: 0.05},
+		{name: "a ratio of zero is kept", freight: []string{"perfect"}, want: 0},
+		{name: "the worst of several Freight", freight: []string{"bad", "good", "worse"}, want: 0.2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.InDelta(t, tt.want, m.errorRatio(tt.freight), 0)
+		})
+	}
+}
+
+func TestServiceMetrics_validate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		m       ServiceMetrics
+		wantErr string
+	}{
+		{name: "defaults", m: ServiceMetrics{}},
+		{name: "ratios between 0 and 1", m: ServiceMetrics{ErrorRatios: map[string]float64{"a": 0, "b": 1}}},
+		{name: "a ratio above 1", m: ServiceMetrics{ErrorRatios: map[string]float64{"a": 5}},
+			wantErr: `error ratio 5 of Freight "a" is not between 0 and 1`},
+		{name: "a negative ratio", m: ServiceMetrics{ErrorRatios: map[string]float64{"a": -0.1}},
+			wantErr: `error ratio -0.1 of Freight "a"`},
+		{name: "a default above 1", m: ServiceMetrics{DefaultErrorRatio: 2}, wantErr: "default error ratio 2 is above 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.m.withDefaults().validate()
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+// Test_serviceCollector_Collect scrapes a Project with two target Stages
+// and one other Stage: only the targets have series, labelled with their
+// target id, and the one running the bad Freight fails 5 % of its
+// requests from the scrape that sees it.
+func Test_serviceCollector_Collect(t *testing.T) {
+	t.Parallel()
+	scheme := runtime.NewScheme()
+	require.NoError(t, kargo.AddToScheme(scheme))
+	stage := func(name, target, freight string) *kargo.Stage {
+		st := &kargo.Stage{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}}
+		if target != "" {
+			st.Labels = map[string]string{fleetv1alpha1.TargetLabel: target}
+		}
+		if freight != "" {
+			st.Status.FreightHistory = []kargo.FreightCollection{{Items: map[string]kargo.FreightReference{
+				"Warehouse/apps": {Name: freight}}}}
+		}
+		return st
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		stage("fleet-eu-1", "eu-1", "good"), stage("fleet-us-1", "us-1", ""), stage("prod", "", "bad")).
+		WithStatusSubresource(&kargo.Stage{}).Build()
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(newServiceCollector(ServiceMetrics{ErrorRatios: map[string]float64{"bad": 0.05}}.withDefaults(),
+		c, clk)))
+
+	scrape := func() map[string]float64 {
+		families, err := reg.Gather()
+		require.NoError(t, err)
+		got := map[string]float64{}
+		for _, f := range families {
+			require.Equal(t, ServiceRequestsMetric, f.GetName())
+			for _, m := range f.GetMetric() {
+				l := map[string]string{}
+				for _, p := range m.GetLabel() {
+					l[p.GetName()] = p.GetValue()
+				}
+				require.Equal(t, "shop", l["project"])
+				got[l["stage"]+"/"+l["cluster"]+"/"+l["code"]] = m.GetCounter().GetValue()
+			}
+		}
+		return got
+	}
+	require.Equal(t, map[string]float64{"fleet-eu-1/eu-1/200": 0, "fleet-eu-1/eu-1/500": 0,
+		"fleet-us-1/us-1/200": 0, "fleet-us-1/us-1/500": 0}, scrape(), "a target's counters start at its first scrape")
+
+	clk.SetTime(clk.Now().Add(10 * time.Second))
+	got := scrape()
+	require.InDelta(t, 999, got["fleet-eu-1/eu-1/200"], 1e-6)
+	require.InDelta(t, 1, got["fleet-eu-1/eu-1/500"], 1e-6)
+	require.InDelta(t, 1, got["fleet-us-1/us-1/500"], 1e-6, "a target without Freight has the default ratio")
+
+	st := &kargo.Stage{}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: "shop", Name: "fleet-eu-1"}, st))
+	st.Status.FreightHistory[0].Items["Warehouse/apps"] = kargo.FreightReference{Name: "bad"}
+	require.NoError(t, c.Status().Update(t.Context(), st))
+	clk.SetTime(clk.Now().Add(10 * time.Second))
+	got = scrape()
+	require.InDelta(t, 999+950, got["fleet-eu-1/eu-1/200"], 1e-6)
+	require.InDelta(t, 1+50, got["fleet-eu-1/eu-1/500"], 1e-6, "the bad Freight fails 5 % of the requests")
+	require.InDelta(t, 2, got["fleet-us-1/us-1/500"], 1e-6)
+
+	require.NoError(t, c.Delete(t.Context(), st))
+	clk.SetTime(clk.Now().Add(time.Second))
+	require.NotContains(t, scrape(), "fleet-eu-1/eu-1/200", "a deleted Stage has no series")
+}
