@@ -12,6 +12,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 )
 
 // APIStore implements Store on the API server. It reads through an uncached
@@ -77,7 +78,7 @@ func (s *APIStore) GetFreight(ctx context.Context, namespace, name string) (*kar
 
 // FreightRecord implements FleetReader.
 func (s *APIStore) FreightRecord(ctx context.Context, fs *fleetv1alpha1.FleetStage, freight string) (bool, string, error) {
-	rollouts, err := fleetrollout.List(ctx, s.reader, fs.Namespace, fs.Name,
+	rollouts, err := rolloutstore.List(ctx, s.reader, fs.Namespace, fs.Name,
 		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(freight)})
 	if err != nil {
 		return false, "", err
@@ -88,7 +89,7 @@ func (s *APIStore) FreightRecord(ctx context.Context, fs *fleetv1alpha1.FleetSta
 
 // RolloutRecords implements FleetReader.
 func (s *APIStore) RolloutRecords(ctx context.Context, fs *fleetv1alpha1.FleetStage, named string) ([]*fleetv1alpha1.FleetRollout, error) {
-	return fleetrollout.RollbackRecords(ctx, s.reader, fs, named)
+	return rolloutstore.RollbackRecords(ctx, s.reader, fs, named)
 }
 
 // EnsureRollout implements Intents.
@@ -170,7 +171,7 @@ func (s *APIStore) EnsureRollback(ctx context.Context, req RolloutRequest) (*fle
 	}
 	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: req.Freight, Actor: req.Context.Actor,
 		Reason: req.Reason, StepKey: req.Context.Key(), AnyFreight: req.AnyFreight})
-	got, created, err := fleetrollout.EnsureRollback(ctx, s.writer, s.reader, rb)
+	got, created, err := rolloutstore.EnsureRollback(ctx, s.writer, s.reader, rb)
 	if err != nil {
 		return got, err
 	}

@@ -18,6 +18,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 )
 
 // ValidateRolloutPath is where the FleetRollout webhook is served.
@@ -260,7 +261,7 @@ func (v *FleetRolloutValidator) checkRollbackFreight(
 	ctx context.Context, fs *fleetv1alpha1.FleetStage, ro *fleetv1alpha1.FleetRollout,
 ) (field.ErrorList, error) {
 	freight := ro.Spec.Freight.Name
-	rollouts, err := fleetrollout.List(ctx, v.reader, fs.Namespace, fs.Name,
+	rollouts, err := rolloutstore.List(ctx, v.reader, fs.Namespace, fs.Name,
 		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(freight)})
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	fleetrule "github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 )
 
 // ValidatePromotionPath is where the admission guard for Kargo Promotions
@@ -190,7 +191,7 @@ func (g *PromotionGuard) observe(ctx context.Context, req admission.Request, p *
 	}
 	in.Role, in.FleetStage = role, fs.Name
 	in.FirstWaveStage = render.WaveStageName(fs.Name, fs.Spec.Waves[0].Name)
-	rollouts, err := fleetrollout.List(ctx, g.reader, fs.Namespace, fs.Name,
+	rollouts, err := rolloutstore.List(ctx, g.reader, fs.Namespace, fs.Name,
 		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return in, err

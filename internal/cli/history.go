@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 )
 
 // historyOptions configures `kargo-fleet history`.
@@ -81,7 +81,7 @@ func (o *historyOptions) run(ctx context.Context) error {
 	if o.target != "" {
 		return o.runTarget(ctx, c, fs, aliases)
 	}
-	rollouts, err := fleetrollout.List(ctx, c, fs.Namespace, fs.Name)
+	rollouts, err := rolloutstore.List(ctx, c, fs.Namespace, fs.Name)
 	if err != nil {
 		return err
 	}

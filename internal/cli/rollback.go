@@ -15,6 +15,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	rolloutplan "github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 )
 
 // rollbackOptions configures `kargo-fleet rollback`.
@@ -107,7 +108,7 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	records, err := fleetrollout.RollbackRecords(ctx, c, fs, o.of)
+	records, err := rolloutstore.RollbackRecords(ctx, c, fs, o.of)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	of := p.Of
 	// An earlier attempt that ended without returning every target names
 	// the next one.
-	existing, err := fleetrollout.FindRollbackOf(ctx, c, of.Namespace, of.Name)
+	existing, err := rolloutstore.FindRollbackOf(ctx, c, of.Namespace, of.Name)
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 			return err
 		}
 	}
-	got, created, err := fleetrollout.RetryRollback(ctx, c, c, fleetrollout.Rollback{Of: of, Freight: freight, Actor: actor,
+	got, created, err := rolloutstore.RetryRollback(ctx, c, c, fleetrollout.Rollback{Of: of, Freight: freight, Actor: actor,
 		Reason: "requested with kargo-fleet rollback", AnyFreight: o.anyFreight})
 	if err != nil {
 		return err

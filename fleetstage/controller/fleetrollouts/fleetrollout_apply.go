@@ -28,6 +28,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
@@ -284,7 +285,7 @@ func (r *FleetRolloutReconciler) abort(ctx context.Context, ro *fleetv1alpha1.Fl
 // Event a one-off.
 func (r *FleetRolloutReconciler) ensureRollback(ctx context.Context, s *scope) error {
 	ro, fs := s.ro, s.fs
-	records, err := fleetrollout.List(ctx, r.client, ro.Namespace, fs.Name)
+	records, err := rolloutstore.List(ctx, r.client, ro.Namespace, fs.Name)
 	if err != nil {
 		return err
 	}
@@ -308,7 +309,7 @@ func (r *FleetRolloutReconciler) ensureRollback(ctx context.Context, s *scope) e
 	}
 	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: ro, Freight: p.Freight,
 		Actor: fleetrollout.AutomaticRollbackActor, Reason: automaticRollbackReason(s.status)})
-	got, created, err := fleetrollout.EnsureRollback(ctx, r.client, r.reader, rb)
+	got, created, err := rolloutstore.EnsureRollback(ctx, r.client, r.reader, rb)
 	var conflict *fleetrollout.ConflictError
 	switch {
 	case errors.As(err, &conflict):
@@ -535,7 +536,7 @@ func (r *FleetRolloutReconciler) newerThanLast(ctx context.Context, ro *fleetv1a
 // itself, and its RBAC does not allow it to: a ConfigMap someone else
 // created under a snapshot's name is never touched.
 func (r *FleetRolloutReconciler) pruneHistory(ctx context.Context, fs *fleetv1alpha1.FleetStage) error {
-	all, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name)
+	all, err := rolloutstore.List(ctx, r.client, fs.Namespace, fs.Name)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
@@ -343,7 +344,7 @@ func (r *FleetRolloutReconciler) waitTurn(ctx context.Context, s *scope) error {
 	if ro.Spec.Direction == fleetv1alpha1.DirectionRollback {
 		return nil
 	}
-	open, err := fleetrollout.FindOpen(ctx, r.client, ro.Namespace, fs.Name)
+	open, err := rolloutstore.FindOpen(ctx, r.client, ro.Namespace, fs.Name)
 	if err != nil {
 		return err
 	}

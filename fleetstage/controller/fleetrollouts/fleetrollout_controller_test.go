@@ -29,6 +29,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -361,7 +362,7 @@ func TestReconcile_automaticRollback(t *testing.T) {
 			_, err := f.reconcile(t, "prod-bad")
 			require.NoError(t, err)
 			c := meta.FindStatusCondition(f.rollout(t, "prod-bad").Status.Conditions, fleetv1alpha1.RollbackCondition)
-			rb, err := fleetrollout.FindRollbackOf(t.Context(), f.c, "shop", "prod-bad")
+			rb, err := rolloutstore.FindRollbackOf(t.Context(), f.c, "shop", "prod-bad")
 			require.NoError(t, err)
 			if tt.wantReason == "" {
 				require.Nil(t, c)

@@ -20,6 +20,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 )
 
 // snapshots keeps, by rollout UID, the decoded plan snapshot and what is
@@ -229,7 +230,7 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 		l, err := r.promotionsOfRollout(ctx, ro.Namespace, ro.Spec.RollbackOf)
 		movedOf <- listed{l, err}
 	}()
-	records, err := fleetrollout.RollbackRecords(ctx, r.reader, fs, ro.Spec.RollbackOf)
+	records, err := rolloutstore.RollbackRecords(ctx, r.reader, fs, ro.Spec.RollbackOf)
 	moved := <-movedOf
 	if err != nil {
 		return nil, err

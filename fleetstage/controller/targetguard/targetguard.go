@@ -36,6 +36,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
@@ -152,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if glass, err := r.breakGlass(ctx, fs, st, p); glass || err != nil {
 		return ctrl.Result{}, err
 	}
-	rollouts, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name,
+	rollouts, err := rolloutstore.List(ctx, r.client, fs.Namespace, fs.Name,
 		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)})
 	if err != nil {
 		return ctrl.Result{}, err

@@ -33,9 +33,9 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/fleetstatus"
 	"github.com/kargo-fleet/kargo-fleet/internal/drift"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
 
@@ -214,7 +214,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	stages.Items = slices.DeleteFunc(stages.Items, func(st kargo.Stage) bool { return !rec.Has(&st) })
-	rollouts, err := fleetrollout.List(ctx, r.client, fs.Namespace, fs.Name)
+	rollouts, err := rolloutstore.List(ctx, r.client, fs.Namespace, fs.Name)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

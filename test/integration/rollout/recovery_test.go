@@ -24,6 +24,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 )
 
 // demoFleet is the demo's Project: its Stage, FleetStage (four waves,
@@ -84,7 +85,7 @@ func (d *demoFleet) kargoFleet(args ...string) (string, error) {
 
 // rollouts returns the demo fleet's rollouts by direction and Freight.
 func (d *demoFleet) rollouts() []*fleetv1alpha1.FleetRollout {
-	all, err := fleetrollout.List(context.Background(), env.Client, demo.Project, demo.FleetStageName)
+	all, err := rolloutstore.List(context.Background(), env.Client, demo.Project, demo.FleetStageName)
 	require.NoError(d.t, err)
 	return all
 }
