@@ -1,8 +1,9 @@
 // Command purecheck fails when the depguard rule that keeps pure packages
 // pure and the list of pure packages (hack/pure-packages.txt) disagree: the
 // rule must cover exactly the listed directories and deny every package that
-// does I/O or is nondeterministic. `make verify` runs it from the module
-// root.
+// does I/O or is nondeterministic, and no pure package may link a
+// Kubernetes client library through any package it imports. `make verify`
+// runs it from the module root.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +22,11 @@ import (
 
 // denied are the imports no pure package may have.
 var denied = []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", "net/http", "os", "math/rand"}
+
+// clientLibraries are the Kubernetes client libraries no pure package may
+// link, not even through another package of the module: depguard sees a
+// package's own imports only.
+var clientLibraries = []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"}
 
 // ruleName is the depguard rule of the pure packages.
 const ruleName = "pure"
@@ -107,7 +114,48 @@ func check(listPath, configPath string) ([]string, error) {
 			problems = append(problems, fmt.Sprintf("depguard rule %q does not deny %s", ruleName, pkg))
 		}
 	}
+	linked, err := linkedClientLibraries(dirs)
+	if err != nil {
+		return nil, err
+	}
+	return append(problems, linked...), nil
+}
+
+// linkedClientLibraries names every pure package that links a Kubernetes
+// client library, directly or through the packages it imports, with one
+// way it gets there.
+func linkedClientLibraries(dirs []string) ([]string, error) {
+	var problems []string
+	for _, d := range dirs {
+		out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./"+d+"/...").Output()
+		if err != nil {
+			return nil, fmt.Errorf("error listing the dependencies of %s: %w", d, err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) == 0 {
+				continue
+			}
+			for _, dep := range fields[1:] {
+				if isClientLibrary(dep) {
+					problems = append(problems, fmt.Sprintf("pure package %s links %s (go list -deps %s): "+
+						"move the client code it reaches out of the packages it imports", fields[0], dep, fields[0]))
+					break
+				}
+			}
+		}
+	}
 	return problems, nil
+}
+
+// isClientLibrary reports whether pkg belongs to a Kubernetes client library.
+func isClientLibrary(pkg string) bool {
+	for _, lib := range clientLibraries {
+		if pkg == lib || strings.HasPrefix(pkg, lib+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // readList returns the directories of the list: one a line, '#' starts a
