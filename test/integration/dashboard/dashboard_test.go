@@ -73,14 +73,19 @@ func waitTrue(t *testing.T, ctx context.Context, within time.Duration, cond stri
 // answers "No node with given id found"): the read is tried again.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
+	// One script finds the element and reads it: the live view replaces
+	// whole sections, and an element found first and read later may be the
+	// replaced one, detached, whose visible text is empty.
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return null; `+
+		`return (e.offsetWidth || e.offsetHeight || e.getClientRects().length) ? e.innerText : ''; })()`, sel)
 	var err error
 	for range 20 {
-		var s string
-		if s, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel))); err == nil {
-			return strings.TrimSpace(s)
+		var s *string
+		if s, err = chromedp.Run(ctx, chromedp.Evaluate[*string](js)); err == nil && s != nil {
+			return strings.TrimSpace(*s)
 		}
-		if !strings.Contains(err.Error(), "No node with given id found") {
-			break
+		if err == nil {
+			err = fmt.Errorf("no element matches %s", sel)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
