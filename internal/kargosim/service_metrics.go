@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/traffic"
 )
 
 // Defaults of ServiceMetrics.
@@ -90,8 +90,8 @@ func (m ServiceMetrics) validate() error {
 		return fmt.Errorf("default error ratio %v is above 1", m.DefaultErrorRatio)
 	}
 	for freight, r := range m.ErrorRatios {
-		if math.IsNaN(r) || r < 0 || r > 1 {
-			return fmt.Errorf("error ratio %v of Freight %q is not between 0 and 1", r, freight)
+		if err := traffic.ValidateRatio(r); err != nil {
+			return fmt.Errorf("error ratio of Freight %q: %w", freight, err)
 		}
 	}
 	return nil
@@ -112,28 +112,6 @@ func (m ServiceMetrics) errorRatio(freight []string) float64 {
 	return ratio
 }
 
-// requestCounters are one target's request counters: they integrate its
-// request rate over time, so PromQL's rate() and irate() read the error
-// ratio back.
-type requestCounters struct {
-	at         time.Time
-	ok, failed float64
-}
-
-// advance counts the requests answered since the last advance, at the
-// error ratio the target has now: a Freight change shows from the first
-// scrape that sees it, over the whole interval before it.
-func (c *requestCounters) advance(now time.Time, perSecond, errorRatio float64) {
-	d := now.Sub(c.at).Seconds()
-	if d <= 0 {
-		return
-	}
-	n := perSecond * d
-	c.failed += n * errorRatio
-	c.ok += n - n*errorRatio
-	c.at = now
-}
-
 // serviceCollector reads the target Stages at each scrape and reports
 // their counters.
 type serviceCollector struct {
@@ -143,7 +121,8 @@ type serviceCollector struct {
 	desc   *prometheus.Desc
 
 	mu       sync.Mutex
-	counters map[types.NamespacedName]*requestCounters
+	meter    *traffic.Meter[types.NamespacedName]
+	incident float64
 }
 
 func newServiceCollector(cfg ServiceMetrics, reader client.Reader, clk clock.PassiveClock) *serviceCollector {
@@ -151,7 +130,7 @@ func newServiceCollector(cfg ServiceMetrics, reader client.Reader, clk clock.Pas
 		desc: prometheus.NewDesc(ServiceRequestsMetric,
 			"Requests the simulated service of a target Stage answered, by status code (Kargo simulator).",
 			[]string{"project", "stage", "cluster", "code"}, nil),
-		counters: map[types.NamespacedName]*requestCounters{}}
+		meter: traffic.NewMeter[types.NamespacedName](cfg.RequestsPerSecond)}
 }
 
 // Describe implements prometheus.Collector.
@@ -169,26 +148,28 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	seen := make(map[types.NamespacedName]bool, len(stages.Items))
+	ratios := make(map[types.NamespacedName]float64, len(stages.Items))
 	for i := range stages.Items {
 		st := &stages.Items[i]
-		key := types.NamespacedName{Namespace: st.Namespace, Name: st.Name}
-		seen[key] = true
-		counters, ok := c.counters[key]
-		if !ok {
-			counters = &requestCounters{at: now}
-			c.counters[key] = counters
-		}
-		counters.advance(now, c.cfg.RequestsPerSecond, c.cfg.errorRatio(st.CurrentFreightNames()))
+		ratios[types.NamespacedName{Namespace: st.Namespace, Name: st.Name}] =
+			traffic.ErrorRatio(c.cfg.errorRatio(st.CurrentFreightNames()), c.incident)
+	}
+	c.meter.Advance(now, ratios)
+	for i := range stages.Items {
+		st := &stages.Items[i]
+		counts, _ := c.meter.Counts(types.NamespacedName{Namespace: st.Namespace, Name: st.Name})
 		id := st.Labels[c.cfg.TargetLabel]
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, counters.ok, st.Namespace, st.Name, id, "200")
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, counters.failed, st.Namespace, st.Name, id, "500")
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, counts.OK, st.Namespace, st.Name, id, "200")
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, counts.Failed, st.Namespace, st.Name, id, "500")
 	}
-	for key := range c.counters {
-		if !seen[key] {
-			delete(c.counters, key)
-		}
-	}
+}
+
+// setIncident makes every target fail ratio more of its requests from now
+// on, a fleet-wide incident that has nothing to do with any Freight.
+func (c *serviceCollector) setIncident(ratio float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.incident = ratio
 }
 
 // setupServiceMetrics listens on the configured address and serves the
@@ -199,9 +180,11 @@ func (s *Simulator) setupServiceMetrics(mgr ctrl.Manager) error {
 		return fmt.Errorf("error configuring the service metrics: %w", err)
 	}
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(newServiceCollector(cfg, s.client, s.opts.Clock)); err != nil {
+	collector := newServiceCollector(cfg, s.client, s.opts.Clock)
+	if err := reg.Register(collector); err != nil {
 		return err
 	}
+	s.serviceCollector = collector
 	mux := http.NewServeMux()
 	mux.Handle(ServiceMetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	ln, err := net.Listen("tcp", cfg.Address)
@@ -228,3 +211,18 @@ func (s *Simulator) setupServiceMetrics(mgr ctrl.Manager) error {
 // (Options.ServiceMetrics), once SetupWithManager ran; "" when they are
 // not served.
 func (s *Simulator) MetricsAddress() string { return s.metricsAddress }
+
+// SetServiceIncident adds ratio (0 to 1) to the error ratio of every
+// target's simulated service from its next scrape on, as a fleet-wide
+// incident would; 0 ends it. It fails when the service metrics are not
+// served.
+func (s *Simulator) SetServiceIncident(ratio float64) error {
+	if err := traffic.ValidateRatio(ratio); err != nil {
+		return fmt.Errorf("incident error ratio: %w", err)
+	}
+	if s.serviceCollector == nil {
+		return errors.New("the simulator serves no service metrics (Options.ServiceMetrics)")
+	}
+	s.serviceCollector.setIncident(ratio)
+	return nil
+}

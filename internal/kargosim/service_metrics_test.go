@@ -16,41 +16,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
-func Test_requestCounters_advance(t *testing.T) {
-	t.Parallel()
-	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	type step struct {
-		after time.Duration
-		ratio float64
-	}
-	tests := []struct {
-		name               string
-		steps              []step
-		wantOK, wantFailed float64
-	}{
-		{name: "nothing elapsed counts nothing", steps: []step{{0, 0.5}}},
-		{name: "a clock going back counts nothing", steps: []step{{-time.Second, 0.5}}},
-		{name: "two seconds at 10 % of 100 per second", steps: []step{{2 * time.Second, 0.1}},
-			wantOK: 180, wantFailed: 20},
-		{name: "the ratio seen at a scrape covers the interval before it",
-			steps:  []step{{time.Second, 0.001}, {time.Second, 0.05}},
-			wantOK: 99.9 + 95, wantFailed: 0.1 + 5},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			c := &requestCounters{at: start}
-			at := start
-			for _, s := range tt.steps {
-				at = at.Add(s.after)
-				c.advance(at, 100, s.ratio)
-			}
-			require.InDelta(t, tt.wantOK, c.ok, 1e-9)
-			require.InDelta(t, tt.wantFailed, c.failed, 1e-9)
-		})
-	}
-}
-
 func TestServiceMetrics_errorRatio(t *testing.T) {
 	t.Parallel()
 	m := ServiceMetrics{ErrorRatios: map[string]float64{"bad": 0.05, "worse": 0.2, "perfect": 0}}.withDefaults()
@@ -83,9 +48,9 @@ func TestServiceMetrics_validate(t *testing.T) {
 		{name: "defaults", m: ServiceMetrics{}},
 		{name: "ratios between 0 and 1", m: ServiceMetrics{ErrorRatios: map[string]float64{"a": 0, "b": 1}}},
 		{name: "a ratio above 1", m: ServiceMetrics{ErrorRatios: map[string]float64{"a": 5}},
-			wantErr: `error ratio 5 of Freight "a" is not between 0 and 1`},
+			wantErr: `error ratio of Freight "a": 5 is not between 0 and 1`},
 		{name: "a negative ratio", m: ServiceMetrics{ErrorRatios: map[string]float64{"a": -0.1}},
-			wantErr: `error ratio -0.1 of Freight "a"`},
+			wantErr: `error ratio of Freight "a": -0.1 is not`},
 		{name: "a default above 1", m: ServiceMetrics{DefaultErrorRatio: 2}, wantErr: "default error ratio 2 is above 1"},
 	}
 	for _, tt := range tests {
@@ -125,8 +90,8 @@ func Test_serviceCollector_Collect(t *testing.T) {
 		WithStatusSubresource(&kargo.Stage{}).Build()
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(newServiceCollector(ServiceMetrics{ErrorRatios: map[string]float64{"bad": 0.05}}.withDefaults(),
-		c, clk)))
+	collector := newServiceCollector(ServiceMetrics{ErrorRatios: map[string]float64{"bad": 0.05}}.withDefaults(), c, clk)
+	require.NoError(t, reg.Register(collector))
 
 	scrape := func() map[string]float64 {
 		families, err := reg.Gather()
@@ -164,7 +129,24 @@ func Test_serviceCollector_Collect(t *testing.T) {
 	require.InDelta(t, 1+50, got["fleet-eu-1/eu-1/500"], 1e-6, "the bad Freight fails 5 % of the requests")
 	require.InDelta(t, 2, got["fleet-us-1/us-1/500"], 1e-6)
 
+	// A fleet-wide incident adds its ratio to every target's, from the
+	// scrape that sees it.
+	collector.setIncident(0.2)
+	clk.SetTime(clk.Now().Add(10 * time.Second))
+	got = scrape()
+	require.InDelta(t, 51+250, got["fleet-eu-1/eu-1/500"], 1e-6, "bad Freight 5 %% + incident 20 %%")
+	require.InDelta(t, 2+201, got["fleet-us-1/us-1/500"], 1e-6, "default 0.1 %% + incident 20 %%")
+
 	require.NoError(t, c.Delete(t.Context(), st))
 	clk.SetTime(clk.Now().Add(time.Second))
 	require.NotContains(t, scrape(), "fleet-eu-1/eu-1/200", "a deleted Stage has no series")
+}
+
+func TestSimulator_SetServiceIncident(t *testing.T) {
+	t.Parallel()
+	require.ErrorContains(t, (&Simulator{}).SetServiceIncident(0.1), "serves no service metrics")
+	s := &Simulator{serviceCollector: &serviceCollector{}}
+	require.ErrorContains(t, s.SetServiceIncident(1.5), "incident error ratio: 1.5 is not between 0 and 1")
+	require.NoError(t, s.SetServiceIncident(0.3))
+	require.InDelta(t, 0.3, s.serviceCollector.incident, 0)
 }

@@ -51,6 +51,8 @@ type Simulator struct {
 	shards map[string]*shardController
 	// metricsAddress is where the service metrics are served ("": not).
 	metricsAddress string
+	// serviceCollector serves the service metrics (nil: not served).
+	serviceCollector *serviceCollector
 }
 
 // New returns a simulator that uses the manager's client.

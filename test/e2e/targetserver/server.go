@@ -87,7 +87,7 @@ type Server struct {
 	Clock clock.PassiveClock
 
 	trafficOnce sync.Once
-	traffic     *traffic
+	traffic     *fleetTraffic
 }
 
 // Handler returns the server's HTTP handler.
@@ -123,7 +123,7 @@ func (s *Server) SetRules(rules []Rule) error {
 func (s *Server) SetErrors(e Errors) error { return s.fleetTraffic().setErrors(e) }
 
 // fleetTraffic returns the traffic of the fleet, created on first use.
-func (s *Server) fleetTraffic() *traffic {
+func (s *Server) fleetTraffic() *fleetTraffic {
 	s.trafficOnce.Do(func() {
 		clk := s.Clock
 		if clk == nil {

@@ -2,13 +2,14 @@ package targetserver
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/traffic"
 )
 
 // RequestsPerSecond is the traffic each target serves once a Freight runs
@@ -38,82 +39,63 @@ type Errors struct {
 
 func (e Errors) validate() error {
 	for name, ratio := range e.Freight {
-		if !validRatio(ratio) {
-			return fmt.Errorf("error ratio of Freight %q is %v: want a number between 0 and 1", name, ratio)
+		if err := traffic.ValidateRatio(ratio); err != nil {
+			return fmt.Errorf("error ratio of Freight %q: %w", name, err)
 		}
 	}
-	if !validRatio(e.Incident) {
-		return fmt.Errorf("incident error ratio is %v: want a number between 0 and 1", e.Incident)
+	if err := traffic.ValidateRatio(e.Incident); err != nil {
+		return fmt.Errorf("incident error ratio: %w", err)
 	}
 	return nil
 }
 
-func validRatio(r float64) bool { return r >= 0 && r <= 1 }
-
-// ratio is the error ratio of a target running freight.
-func (e Errors) ratio(freight string) float64 {
-	return math.Min(1, e.Freight[freight]+e.Incident)
-}
-
-// targetTraffic is what a target has served so far.
-type targetTraffic struct {
-	freight string
-	// ok and failed count the requests served up to `at`. Each only ever
-	// grows: Prometheus reads a counter that goes down as a restart.
-	ok, failed float64
-	at         time.Time
-}
-
-// traffic integrates every target's requests over time: a target serves
+// fleetTraffic integrates every target's requests over time: a target serves
 // RequestsPerSecond from the moment a Freight first reached it, failing the
 // share Errors gives for its current Freight. Counters advance lazily, up
 // to the clock's now, before every change and every read, so the ratio in
 // force over each stretch of time is the one counted for it and Prometheus's
 // rate() of the failed requests over all requests gives that ratio.
-type traffic struct {
-	clock   clock.PassiveClock
-	mu      sync.Mutex
-	errors  Errors
-	targets map[string]*targetTraffic
+type fleetTraffic struct {
+	clock  clock.PassiveClock
+	mu     sync.Mutex
+	errors Errors
+	// running maps every target a Freight reached to the Freight it runs.
+	running map[string]string
+	meter   *traffic.Meter[string]
 	desc    *prometheus.Desc
 }
 
-func newTraffic(clk clock.PassiveClock) *traffic {
-	return &traffic{
+func newTraffic(clk clock.PassiveClock) *fleetTraffic {
+	return &fleetTraffic{
 		clock:   clk,
-		targets: map[string]*targetTraffic{},
+		running: map[string]string{},
+		meter:   traffic.NewMeter[string](RequestsPerSecond),
 		desc: prometheus.NewDesc(requestsMetric,
 			"Requests a target of the end-to-end fleet served, by status code.", []string{"target", "code"}, nil),
 	}
 }
 
 // advance counts the traffic of every target up to now. The caller holds mu.
-func (tr *traffic) advance(now time.Time) {
-	for _, tt := range tr.targets {
-		if elapsed := now.Sub(tt.at).Seconds(); elapsed > 0 {
-			served, ratio := RequestsPerSecond*elapsed, tr.errors.ratio(tt.freight)
-			tt.ok += served * (1 - ratio)
-			tt.failed += served * ratio
-			tt.at = now
-		}
+func (tr *fleetTraffic) advance(now time.Time) {
+	ratios := make(map[string]float64, len(tr.running))
+	for target, freight := range tr.running {
+		ratios[target] = traffic.ErrorRatio(tr.errors.Freight[freight], tr.errors.Incident)
 	}
+	tr.meter.Advance(now, ratios)
 }
 
 // run records that target runs freight from now on.
-func (tr *traffic) run(target, freight string) {
+func (tr *fleetTraffic) run(target, freight string) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	now := tr.clock.Now()
-	tr.advance(now)
-	if tt, ok := tr.targets[target]; ok {
-		tt.freight = freight
-		return
-	}
-	tr.targets[target] = &targetTraffic{freight: freight, at: now}
+	tr.advance(tr.clock.Now())
+	tr.running[target] = freight
+	// A target first reached starts counting now.
+	tr.advance(tr.clock.Now())
 }
 
 // setErrors replaces the error ratios from now on.
-func (tr *traffic) setErrors(e Errors) error {
+func (tr *fleetTraffic) setErrors(e Errors) error {
 	if err := e.validate(); err != nil {
 		return err
 	}
@@ -129,7 +111,7 @@ func (tr *traffic) setErrors(e Errors) error {
 }
 
 // currentErrors returns a copy of the error ratios in force.
-func (tr *traffic) currentErrors() Errors {
+func (tr *fleetTraffic) currentErrors() Errors {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	out := Errors{Freight: make(map[string]float64, len(tr.errors.Freight)), Incident: tr.errors.Incident}
@@ -140,24 +122,24 @@ func (tr *traffic) currentErrors() Errors {
 }
 
 // Describe implements prometheus.Collector.
-func (tr *traffic) Describe(ch chan<- *prometheus.Desc) { ch <- tr.desc }
+func (tr *fleetTraffic) Describe(ch chan<- *prometheus.Desc) { ch <- tr.desc }
 
 // Collect implements prometheus.Collector: two series per target that a
 // Freight reached, successful and failed requests.
-func (tr *traffic) Collect(ch chan<- prometheus.Metric) {
+func (tr *fleetTraffic) Collect(ch chan<- prometheus.Metric) {
 	tr.mu.Lock()
 	tr.advance(tr.clock.Now())
-	ids := make([]string, 0, len(tr.targets))
-	for id := range tr.targets {
+	ids := make([]string, 0, len(tr.running))
+	for id := range tr.running {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	metrics := make([]prometheus.Metric, 0, 2*len(ids))
 	for _, id := range ids {
-		tt := tr.targets[id]
+		counts, _ := tr.meter.Counts(id)
 		metrics = append(metrics,
-			prometheus.MustNewConstMetric(tr.desc, prometheus.CounterValue, tt.ok, id, codeOK),
-			prometheus.MustNewConstMetric(tr.desc, prometheus.CounterValue, tt.failed, id, codeError))
+			prometheus.MustNewConstMetric(tr.desc, prometheus.CounterValue, counts.OK, id, codeOK),
+			prometheus.MustNewConstMetric(tr.desc, prometheus.CounterValue, counts.Failed, id, codeError))
 	}
 	tr.mu.Unlock()
 	for _, m := range metrics {
