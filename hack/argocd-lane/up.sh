@@ -16,7 +16,8 @@
 #         hub's argocd namespace as an Argo CD cluster Secret labelled
 #         region and tier.
 #   git   a `git daemon` serving apps.git: one app (Deployment + ConfigMap)
-#         whose tags v1, v2 (good), bad (never becomes Available: Degraded)
+#         whose tags v1, v2 (good), bad (never becomes Available: Degraded),
+#         errors (Healthy, but its ConfigMap says 30 % of requests fail)
 #         and syncfail (an invalid manifest: the sync fails) are revisions.
 #
 # Nothing is downloaded or built but kargo-fleet: the binaries come from the
@@ -384,13 +385,16 @@ if [ ! -d data/git/apps.git ]; then
     git init -q -b main .
     git config user.email lane@example.invalid; git config user.name "argocd lane"
     mkdir -p app
-    # rev VERSION TAG [extra spec of the Pod template] [extra Deployment spec]
+    # rev VERSION TAG [extra spec of the Pod template] [progressDeadlineSeconds]
+    # The ConfigMap's errorRatio is the share of failed requests the suite's
+    # traffic exporter gives a target running this revision (ERRORS, default
+    # 0.01).
     rev() {
       cat > app/configmap.yaml <<Y
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: web-config}
-data: {version: "$1"}
+data: {version: "$1", errorRatio: "${ERRORS:-0.01}"}
 Y
       cat > app/deployment.yaml <<Y
 apiVersion: apps/v1
@@ -414,6 +418,9 @@ Y
     # progressDeadlineSeconds the Deployment reports ProgressDeadlineExceeded
     # and Argo CD's health of the Application is Degraded.
     rev 3.0-bad bad $'\n      nodeSelector: {lane.kargo-fleet.io/no-such-node: "true"}' 15
+    # errors: rolls out and is Healthy in Argo CD, but fails 30 % of its
+    # requests: only a wave analysis of the service's error rate catches it.
+    ERRORS=0.3 rev 4.0-errors errors "" ""
     # syncfail: an object the API server refuses, so the sync fails.
     rev 2.0 syncfail-base "" ""
     printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Not_A_Valid_Name}\ndata: {a: b}\n' > app/broken.yaml

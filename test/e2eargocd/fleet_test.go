@@ -50,7 +50,7 @@ const (
 
 // versions are what each tag of the lane's repository deploys (the
 // ConfigMap's version and the Pod template's annotation).
-var versions = map[string]string{"v1": "1.0", "v2": "2.0", "bad": "3.0-bad", "syncfail": "2.0"}
+var versions = map[string]string{"v1": "1.0", "v2": "2.0", "bad": "3.0-bad", "errors": "4.0-errors", "syncfail": "2.0"}
 
 // perTargetSteps is the per-target promotion template: Kargo's argocd-update
 // on the target's Application (pinning its source to the Freight's commit and
@@ -89,6 +89,8 @@ type fleetOptions struct {
 	ring   func(target) string
 	waves  []fleetv1alpha1.Wave
 	policy fleetv1alpha1.FleetPolicy
+	// analysis is the FleetStage's spec.analysis.
+	analysis *fleetv1alpha1.FleetAnalysis
 }
 
 // newArgoFleet creates Project acd-<prefix>-<random> with a Warehouse, the
@@ -146,10 +148,11 @@ func newArgoFleet(t *testing.T, prefix string, opts fleetOptions) *argoFleet {
 	require.NoError(t, hub.Create(ctx, &fleetv1alpha1.FleetStage{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fleetName},
 		Spec: fleetv1alpha1.FleetStageSpec{
-			Stage:   fleetv1alpha1.StageSource{FromStage: "prod"},
-			Targets: fleetv1alpha1.TargetsSpec{Sources: []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.InlineSource, Inline: inline}}},
-			Waves:   opts.waves,
-			Policy:  opts.policy,
+			Stage:    fleetv1alpha1.StageSource{FromStage: "prod"},
+			Targets:  fleetv1alpha1.TargetsSpec{Sources: []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.InlineSource, Inline: inline}}},
+			Waves:    opts.waves,
+			Policy:   opts.policy,
+			Analysis: opts.analysis,
 		},
 	}))
 	f.eventually(func() bool {
