@@ -125,8 +125,9 @@ func (o *breakGlassOptions) run(ctx context.Context) error {
 // it or approved for it; a hotfix Freight usually is neither for a critical
 // target, so the error says how to approve it.
 func breakGlassError(err error, namespace, freight, stage string) error {
+	notAvailable := kargo.IsFreightNotAvailable(err)
 	err = fmt.Errorf("error creating break-glass Promotion of Freight %s into Stage %q: %w", freight, stage, err)
-	if !strings.Contains(err.Error(), "not available to this Stage") {
+	if !notAvailable {
 		return err
 	}
 	return fmt.Errorf("%w\nKargo admits Freight into a Stage once it is verified upstream of it or approved for it; "+

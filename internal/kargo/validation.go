@@ -1,6 +1,11 @@
 package kargo
 
-import "k8s.io/apimachinery/pkg/util/validation/field"
+import (
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
 
 // Messages of Kargo's Stage webhook for promotion-template steps that
 // reference a task (Kargo v1.11.2).
@@ -27,4 +32,19 @@ func ValidateTaskSteps(path *field.Path, steps []PromotionStep) field.ErrorList 
 		}
 	}
 	return errs
+}
+
+// FreightNotAvailable is the message of Kargo's Promotion webhook when the
+// Freight is not (yet) available to the Stage: neither verified upstream
+// of it nor approved for it. Kargo marks Freight verified upstream ~100-150
+// ms after the upstream Promotion succeeded, so a caller that just saw it
+// succeed retries on this refusal.
+const FreightNotAvailable = "Freight is not available to this Stage"
+
+// IsFreightNotAvailable tells whether err is Kargo's refusal of a
+// Promotion whose Freight is not available to its Stage: an Invalid error
+// of the API server carrying FreightNotAvailable. Kargo gives no reason
+// code of its own, so the message is the only mark.
+func IsFreightNotAvailable(err error) bool {
+	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), FreightNotAvailable)
 }

@@ -1,10 +1,14 @@
 package kargo
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -39,5 +43,28 @@ func TestValidateTaskSteps(t *testing.T) {
 			}
 			require.Equal(t, tt.want, got)
 		})
+	}
+}
+
+func TestIsFreightNotAvailable(t *testing.T) {
+	t.Parallel()
+	gk := schema.GroupKind{Group: GroupVersion.Group, Kind: "Promotion"}
+	refused := apierrors.NewInvalid(gk, "p1", field.ErrorList{
+		field.Invalid(field.NewPath("spec", "freight"), "f1", FreightNotAvailable)})
+	other := apierrors.NewInvalid(gk, "p1", field.ErrorList{field.Required(field.NewPath("spec", "stage"), "")})
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"Kargo's refusal", refused, true},
+		{"wrapped", fmt.Errorf("creating: %w", refused), true},
+		{"another Invalid", other, false},
+		{"the message, not Invalid", apierrors.NewForbidden(schema.GroupResource{Group: gk.Group, Resource: "promotions"}, "p1", errors.New(FreightNotAvailable)), false},
+		{"nil", nil, false},
+	} {
+		if got := IsFreightNotAvailable(tc.err); got != tc.want {
+			t.Errorf("%s: IsFreightNotAvailable = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

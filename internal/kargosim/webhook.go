@@ -293,7 +293,7 @@ func (s *Simulator) validatePromotion(ctx context.Context, req admission.Request
 		}
 		if !freightAvailable(stage, freight, s.opts.Clock.Now()) {
 			return apierrors.NewInvalid(promotionGroupKind, promo.Name, field.ErrorList{field.Invalid(
-				field.NewPath("spec", "freight"), promo.Spec.Freight, "Freight is not available to this Stage")})
+				field.NewPath("spec", "freight"), promo.Spec.Freight, kargo.FreightNotAvailable)})
 		}
 	case admissionv1.Update:
 		if err := s.authorize(ctx, req, promo, "update"); err != nil {

@@ -32,11 +32,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
-// notAvailable is the message of Kargo's refusal of a Promotion whose
-// Freight is not (yet) available to the Stage: Kargo marks Freight verified
-// upstream ~100-150 ms after the upstream Promotion succeeded.
-const notAvailable = "Freight is not available to this Stage"
-
 // maxStartsPerReconcile bounds the target Promotions one reconcile creates.
 // A reconcile starts as many targets as its wave has free slots (the
 // decision's starts), so that the round trips every batch costs (the
@@ -113,9 +108,9 @@ func (r *FleetRolloutReconciler) startTargets(ctx context.Context, ro *fleetv1al
 			case err == nil:
 				r.metrics.promotionsCreated.WithLabelValues(string(ro.Spec.Direction)).Inc()
 				return nil
-			case apierrors.IsInvalid(err) && strings.Contains(err.Error(), notAvailable):
+			case kargo.IsFreightNotAvailable(err):
 				r.expected.forget(ro.UID, s.Target.ID)
-				r.refused.note(ro.UID, s.Target.ID, r.clock.Now(), notAvailable)
+				r.refused.note(ro.UID, s.Target.ID, r.clock.Now(), kargo.FreightNotAvailable)
 				mu.Lock()
 				unavailable++
 				mu.Unlock()
@@ -159,7 +154,7 @@ func (r *FleetRolloutReconciler) promoteWave(ctx context.Context, ro *fleetv1alp
 			"Promoted Freight %s into wave Stage %s: the previous wave passed and soaked",
 			ro.Spec.Freight.Name, stage)
 		return false, nil
-	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), notAvailable):
+	case kargo.IsFreightNotAvailable(err):
 		r.expected.forget(ro.UID, key)
 		return true, nil
 	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || !isStatusError(err):

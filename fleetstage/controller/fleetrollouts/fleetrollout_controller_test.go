@@ -431,7 +431,7 @@ func TestReconcile_newerFreight(t *testing.T) {
 func TestStartTargets(t *testing.T) {
 	t.Parallel()
 	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "kargo.akuity.io", Kind: "Promotion"}, "",
-		field.ErrorList{field.Invalid(field.NewPath("spec", "freight"), badFreight, notAvailable)})
+		field.ErrorList{field.Invalid(field.NewPath("spec", "freight"), badFreight, kargo.FreightNotAvailable)})
 	tests := []struct {
 		name            string
 		err             error
@@ -485,7 +485,7 @@ func TestStartTargets(t *testing.T) {
 func TestPromoteWave(t *testing.T) {
 	t.Parallel()
 	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "kargo.akuity.io", Kind: "Promotion"}, "",
-		field.ErrorList{field.Invalid(field.NewPath("spec", "freight"), badFreight, notAvailable)})
+		field.ErrorList{field.Invalid(field.NewPath("spec", "freight"), badFreight, kargo.FreightNotAvailable)})
 	f := newFixture(t, &interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
 		return invalid
 	}})
