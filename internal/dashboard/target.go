@@ -1,0 +1,196 @@
+package dashboard
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
+	"github.com/kargo-fleet/kargo-fleet/internal/drift"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/report"
+	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
+)
+
+// TargetDetail is what the page shows when a target is clicked.
+type TargetDetail struct {
+	ID       string            `json:"id"`
+	Name     string            `json:"name"`
+	Wave     string            `json:"wave"`
+	Stage    string            `json:"stage"`
+	Source   string            `json:"source,omitempty"`
+	Labels   map[string]string `json:"labels"`
+	Params   map[string]string `json:"params"`
+	State    string            `json:"state"`
+	Reason   string            `json:"reason,omitempty"`
+	Message  string            `json:"message,omitempty"`
+	Current  string            `json:"current,omitempty"`
+	Previous string            `json:"previous,omitempty"`
+	Health   string            `json:"health,omitempty"`
+	// LastPromotion is the target's newest Promotion of any rollout.
+	LastPromotion *PromotionDetail `json:"lastPromotion,omitempty"`
+	// KargoURL links to the target Stage in Kargo's UI, when configured.
+	KargoURL string `json:"kargoURL,omitempty"`
+	// Drifted is set when the target runs Freight the fleet does not
+	// intend and no open rollout explains (drift.Detect).
+	Drifted bool `json:"drifted"`
+	// BreakGlass is the break-glass Promotion that pushed the Freight the
+	// target runs: intended, not drift.
+	BreakGlass *BreakGlassDetail `json:"breakGlass,omitempty"`
+	// Application is what the target's Argo CD Application shows that the
+	// fleet did not do, when the FleetStage's status names it
+	// (status.applications, ten examples).
+	Application *fleetv1alpha1.ApplicationDrift `json:"application,omitempty"`
+}
+
+// BreakGlassDetail describes a break-glass Promotion: who pushed the
+// target and why.
+type BreakGlassDetail struct {
+	Promotion string `json:"promotion"`
+	Freight   string `json:"freight"`
+	Actor     string `json:"actor,omitempty"`
+	Reason    string `json:"reason"`
+	Created   string `json:"created"`
+}
+
+// PromotionDetail describes one Promotion.
+type PromotionDetail struct {
+	Name    string `json:"name"`
+	Freight string `json:"freight"`
+	Phase   string `json:"phase"`
+	Message string `json:"message,omitempty"`
+	Rollout string `json:"rollout,omitempty"`
+	Created string `json:"created"`
+}
+
+// BuildTarget builds the details of the target with the given ID, and
+// false when the fleet has no such target Stage.
+func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
+	var st *kargo.Stage
+	for i := range in.Stages {
+		if in.Stages[i].Labels[fleetv1alpha1.TargetLabel] == id {
+			st = &in.Stages[i]
+			break
+		}
+	}
+	if st == nil {
+		return TargetDetail{}, false
+	}
+	fs := in.FleetStage
+	d := TargetDetail{ID: id, Name: cmp.Or(st.Annotations[fleetv1alpha1.TargetNameAnnotation], id),
+		Wave: st.Labels[fleetv1alpha1.WaveLabel], Stage: st.Name, Labels: map[string]string{}, Params: map[string]string{},
+		State: string(rollout.TargetPending), KargoURL: link.KargoStageURL(in.KargoURL, fs.Namespace, st.Name),
+		Drifted: drift.DriftedStages(fs, in.Rollouts, []kargo.Stage{*st}, breakGlassIntent(in))[st.Name]}
+	if apps := fs.Status.Applications; apps != nil {
+		for i := range apps.Examples {
+			if apps.Examples[i].Stage == st.Name {
+				d.Application = &apps.Examples[i]
+				break
+			}
+		}
+	}
+	var member *plan.Target
+	var limits rollout.Limits
+	if in.Plan != nil {
+		for _, w := range in.Plan.Waves {
+			for mi := range w.Members {
+				if w.Members[mi].ID == id {
+					member, d.Wave = &w.Members[mi], w.Name
+					limits = rollout.Limits{ProgressDeadline: w.ProgressDeadline, UnhealthyGrace: w.UnhealthyGrace}
+				}
+			}
+		}
+	}
+	if l, ok := in.Labels[id]; ok {
+		d.Labels = l
+	}
+	if member != nil {
+		d.Source, d.Params = member.Source, member.Params
+		if _, ok := in.Labels[id]; !ok {
+			d.Labels = member.Labels
+		}
+	} else {
+		for _, v := range st.Spec.Vars {
+			d.Params[v.Name] = v.Value
+		}
+	}
+	name := func(n string) string { return report.DisplayFreight(report.FreightName{Name: n, Alias: in.Aliases[n]}) }
+	if len(st.Status.FreightHistory) > 0 {
+		d.Current = name(firstFreight(st.Status.FreightHistory[0]))
+	}
+	if len(st.Status.FreightHistory) > 1 {
+		d.Previous = name(firstFreight(st.Status.FreightHistory[1]))
+	}
+	if st.Status.Health != nil {
+		d.Health = st.Status.Health.Status
+	}
+	shown := ShownRollout(fs, in.Rollouts)
+	if member != nil && shown != nil {
+		j := rollout.Judge(observeTarget(st, newestPromotions(in.Promotions, shown)[id], shown.Spec.Freight.Name),
+			limits, in.Now)
+		d.State, d.Reason, d.Message = string(j.State), j.Reason, j.Message
+	} else {
+		d.State = "NotInRollout"
+	}
+	var last *kargo.Promotion
+	for i := range in.Promotions {
+		p := &in.Promotions[i]
+		if p.Spec.Stage == st.Name && (last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			last = p
+		}
+	}
+	if glass := newestBreakGlass(in.Promotions, fs.Name, st.Name); glass != nil &&
+		len(st.Status.FreightHistory) > 0 && firstFreight(st.Status.FreightHistory[0]) == glass.Spec.Freight {
+		d.BreakGlass = &BreakGlassDetail{Promotion: glass.Name, Freight: name(glass.Spec.Freight),
+			Actor: glass.Annotations[kargo.CreateActorAnnotation], Reason: glass.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation],
+			Created: glass.CreationTimestamp.UTC().Format(time.RFC3339)}
+	}
+	if last != nil {
+		d.LastPromotion = &PromotionDetail{Name: last.Name, Freight: name(last.Spec.Freight),
+			Phase: string(cmp.Or(last.Status.Phase, kargo.PromotionPending)), Message: last.Status.Message,
+			Rollout: last.Labels[fleetv1alpha1.RolloutLabel], Created: last.CreationTimestamp.UTC().Format(time.RFC3339)}
+	}
+	return d, true
+}
+
+// breakGlassIntent maps each target Stage to the Freight of its newest
+// break-glass Promotion: intended, not drift (drift.Intent.BreakGlass).
+func breakGlassIntent(in FleetInput) map[string]string {
+	var glass []kargo.Promotion
+	for i := range in.Promotions {
+		if in.Promotions[i].Labels[fleetv1alpha1.BreakGlassLabel] == in.FleetStage.Name {
+			glass = append(glass, in.Promotions[i])
+		}
+	}
+	return drift.BreakGlassOf(glass)
+}
+
+// newestBreakGlass returns the newest break-glass Promotion of fleet into
+// stage, nil when there is none. Newest by name, as drift.BreakGlassOf
+// has it: Kargo names Promotions after their ULID.
+func newestBreakGlass(all []kargo.Promotion, fleet, stage string) *kargo.Promotion {
+	var newest *kargo.Promotion
+	for i := range all {
+		p := &all[i]
+		if p.Spec.Stage == stage && p.Labels[fleetv1alpha1.BreakGlassLabel] == fleet &&
+			(newest == nil || p.Name > newest.Name) {
+			newest = p
+		}
+	}
+	return newest
+}
+
+// firstFreight is the first Freight name of a freight collection, by origin.
+func firstFreight(c kargo.FreightCollection) string {
+	keys := make([]string, 0, len(c.Items))
+	for k := range c.Items {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if len(keys) == 0 {
+		return ""
+	}
+	return c.Items[keys[0]].Name
+}
