@@ -172,39 +172,75 @@ func (c *serviceCollector) setIncident(ratio float64) {
 	c.incident = ratio
 }
 
-// setupServiceMetrics listens on the configured address and serves the
-// metrics while the manager runs.
-func (s *Simulator) setupServiceMetrics(mgr ctrl.Manager) error {
-	cfg := s.opts.ServiceMetrics.withDefaults()
+// serviceServer serves the service metrics of one collector on a
+// listener it has opened.
+type serviceServer struct {
+	collector *serviceCollector
+	ln        net.Listener
+	srv       *http.Server
+}
+
+// listenServiceMetrics validates cfg (defaults applied) and listens on its
+// address for the metrics of the target Stages reader lists.
+func listenServiceMetrics(cfg ServiceMetrics, reader client.Reader, clk clock.PassiveClock) (*serviceServer, error) {
 	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("error configuring the service metrics: %w", err)
+		return nil, fmt.Errorf("error configuring the service metrics: %w", err)
 	}
 	reg := prometheus.NewRegistry()
-	collector := newServiceCollector(cfg, s.client, s.opts.Clock)
+	collector := newServiceCollector(cfg, reader, clk)
 	if err := reg.Register(collector); err != nil {
-		return err
+		return nil, err
 	}
-	s.serviceCollector = collector
 	mux := http.NewServeMux()
 	mux.Handle(ServiceMetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	ln, err := net.Listen("tcp", cfg.Address)
 	if err != nil {
-		return fmt.Errorf("error listening for the service metrics on %s: %w", cfg.Address, err)
+		return nil, fmt.Errorf("error listening for the service metrics on %s: %w", cfg.Address, err)
 	}
-	s.metricsAddress = ln.Addr().String()
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		go func() {
-			<-ctx.Done()
-			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(shutdown)
-		}()
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("error serving the service metrics: %w", err)
-		}
-		return nil
-	}))
+	return &serviceServer{collector: collector, ln: ln,
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
+}
+
+// address is the host:port the server listens on.
+func (s *serviceServer) address() string { return s.ln.Addr().String() }
+
+// serve serves the metrics until ctx is done.
+func (s *serviceServer) serve(ctx context.Context) error {
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.srv.Shutdown(shutdown)
+	}()
+	if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("error serving the service metrics: %w", err)
+	}
+	return nil
+}
+
+// setupServiceMetrics listens on the configured address and serves the
+// metrics while the manager runs.
+func (s *Simulator) setupServiceMetrics(mgr ctrl.Manager) error {
+	srv, err := listenServiceMetrics(s.opts.ServiceMetrics.withDefaults(), s.client, s.opts.Clock)
+	if err != nil {
+		return err
+	}
+	s.serviceCollector, s.metricsAddress = srv.collector, srv.address()
+	return mgr.Add(manager.RunnableFunc(srv.serve))
+}
+
+// ServeServiceMetrics serves, until ctx is done, the service metrics of the
+// target Stages reader lists, as a Simulator with Options.ServiceMetrics
+// does, on the real clock, but without simulating anything of Kargo: for a
+// fleet whose Stages something else writes (a test's fixture). It returns
+// the host:port ServiceMetricsPath is served on.
+func ServeServiceMetrics(ctx context.Context, reader client.Reader, cfg ServiceMetrics) (string, error) {
+	srv, err := listenServiceMetrics(cfg.withDefaults(), reader, clock.RealClock{})
+	if err != nil {
+		return "", err
+	}
+	go func() { _ = srv.serve(ctx) }()
+	return srv.address(), nil
 }
 
 // MetricsAddress is the host:port the service metrics are served on

@@ -1,6 +1,9 @@
 package kargosim
 
 import (
+	"context"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -149,4 +152,42 @@ func TestSimulator_SetServiceIncident(t *testing.T) {
 	require.ErrorContains(t, s.SetServiceIncident(1.5), "incident error ratio: 1.5 is not between 0 and 1")
 	require.NoError(t, s.SetServiceIncident(0.3))
 	require.InDelta(t, 0.3, s.serviceCollector.incident, 0)
+}
+
+// TestServeServiceMetrics serves the target Stages' counters without a
+// Simulator, until the context ends.
+func TestServeServiceMetrics(t *testing.T) {
+	t.Parallel()
+	scheme := runtime.NewScheme()
+	require.NoError(t, kargo.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&kargo.Stage{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "shop", Name: "fleet-eu-1", Labels: map[string]string{fleetv1alpha1.TargetLabel: "eu-1"}}}).Build()
+
+	_, err := ServeServiceMetrics(t.Context(), c, ServiceMetrics{ErrorRatios: map[string]float64{"bad": 2}})
+	require.ErrorContains(t, err, `error ratio of Freight "bad": 2 is not between 0 and 1`)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	address, err := ServeServiceMetrics(ctx, c, ServiceMetrics{})
+	require.NoError(t, err)
+	get := func() (string, error) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+address+ServiceMetricsPath, http.NoBody)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		return string(body), err
+	}
+	body, err := get()
+	require.NoError(t, err)
+	require.Contains(t, body, ServiceRequestsMetric+`{cluster="eu-1",code="500",project="shop",stage="fleet-eu-1"} 0`)
+
+	cancel()
+	require.Eventually(t, func() bool {
+		_, err := get()
+		return err != nil
+	}, 5*time.Second, 10*time.Millisecond, "the metrics are served until the context ends")
 }

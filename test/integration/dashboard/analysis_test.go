@@ -17,16 +17,28 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/dashtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
-	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil/promtest"
 )
 
-// Error ratios the fixture exporter reports: the canary targets run the
-// new Freight and fail more requests than the rest of the fleet.
+// Error ratios of the targets' services, as the Kargo simulator's service
+// metrics count their requests: the targets running the new Freight fail
+// more requests than the rest of the fleet.
 const (
 	waveErrorRatio     = 0.02
 	baselineErrorRatio = 0.004
 )
+
+// projectReader lists in one Project only.
+type projectReader struct {
+	client.Reader
+	ns string
+}
+
+// List implements client.Reader.
+func (r projectReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return r.Reader.List(ctx, list, append(opts, client.InNamespace(r.ns))...)
+}
 
 // TestDashboard_waveAnalysis opens the analysis page of a canary wave that
 // measures its error ratio in a real Prometheus: the plot draws the wave's
@@ -40,14 +52,12 @@ func TestDashboard_waveAnalysis(t *testing.T) {
 	fleet := dashtest.NewFleetIn(ns, 40, time.Now())
 	require.NoError(t, fleet.Create(bg, env.Client))
 
-	exporter := promtest.ServeTargetGauges(t, env.Client, ns, "kargo_fleet_test_error_ratio",
-		"Ratio of failed requests of a target in the test fleet.", func(st *kargo.Stage) float64 {
-			if st.RunsFreight(fleet.Bad) && st.Labels[fleetv1alpha1.WaveLabel] == "canary" {
-				return waveErrorRatio
-			}
-			return baselineErrorRatio
-		})
-	prom := promtest.Start(t, exporter)
+	// The fixture's target Stages do not move: only the service metrics of
+	// the Kargo simulator count their requests, by the Freight each runs.
+	metrics, err := kargosim.ServeServiceMetrics(t.Context(), projectReader{Reader: env.Client, ns: ns},
+		kargosim.ServiceMetrics{ErrorRatios: map[string]float64{fleet.Bad: waveErrorRatio}, DefaultErrorRatio: baselineErrorRatio})
+	require.NoError(t, err)
+	prom := promtest.StartWith(t, promtest.Options{MetricsPath: kargosim.ServiceMetricsPath}, metrics)
 	started := time.Now()
 
 	fs := &fleetv1alpha1.FleetStage{}
@@ -55,7 +65,8 @@ func TestDashboard_waveAnalysis(t *testing.T) {
 	fs.Spec.Analysis = &fleetv1alpha1.FleetAnalysis{
 		Prometheus: fleetv1alpha1.PrometheusSource{Address: prom.URL()},
 		Metrics: []fleetv1alpha1.AnalysisMetric{{Name: "error-ratio",
-			Query:            `avg(kargo_fleet_test_error_ratio{cluster=~"{{targets.regex}}"})`,
+			Query: `sum(rate(kargo_simulator_http_requests_total{code="500", cluster=~"{{targets.regex}}"}[3s]))
+/ sum(rate(kargo_simulator_http_requests_total{cluster=~"{{targets.regex}}"}[3s]))`,
 			SuccessCondition: "result <= 1.5 * baseline", Baseline: &fleetv1alpha1.BaselineAnalysis{}}},
 	}
 	require.NoError(t, env.Client.Update(bg, fs))
@@ -97,8 +108,9 @@ func TestDashboard_waveAnalysis(t *testing.T) {
 	require.Equal(t, 1, count(t, ctx, metric+" svg circle.marker.Failed"))
 
 	// Both lines hold several of Prometheus's samples, and the wave's (the
-	// mean of two canary targets at 0.02 and two failed ones still at
-	// 0.004) is drawn above the baseline's, at 0.004 (a smaller y is higher).
+	// requests of two canary targets failing 2 % and two failed ones still
+	// failing 0.4 %: 1.2 %) is drawn above the baseline's, at 0.4 % (a
+	// smaller y is higher).
 	heights, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`['wave', 'baseline'].map(c => {
 	  const pts = document.querySelector('section.metric[data-metric="error-ratio"] polyline.series.' + c).points;
 	  if (pts.length < 3) return -1;

@@ -5,6 +5,7 @@ package rollout_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -22,12 +23,9 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil/promtest"
 )
-
-// errorRatioQuery is the canary metric of these tests: the worst error
-// ratio of the wave's targets.
-const errorRatioQuery = `max(kargo_fleet_test_error_ratio{cluster=~"{{targets.regex}}"})`
 
 // analysedFleet is a fleet of two waves, canary (two targets) gated on
 // metrics and rest (one target), reading the Prometheus at address.
@@ -108,7 +106,7 @@ func TestWaveAnalysisPrometheusStopped(t *testing.T) {
 		t.Parallel()
 		const ns = "analysis-down-ask"
 		dumpPromotions(t, ns)
-		f := analysedFleet(t, ns, prom.URL(), fa(fleetv1alpha1.InconclusiveAskApproval), quickMetric("error-ratio", errorRatioQuery))
+		f := analysedFleet(t, ns, prom.URL(), fa(fleetv1alpha1.InconclusiveAskApproval), quickMetric("error-ratio", errorRatioQuery(ns)))
 		f.ship(f.good)
 		ro := f.awaitCanaryAnalysis(f.good, "waited, inconclusive", func(wp *fleetv1alpha1.WaveProgress) bool {
 			return wp.Analysis.Phase == fleetv1alpha1.AnalysisInconclusive
@@ -142,9 +140,10 @@ func TestWaveAnalysisPrometheusStopped(t *testing.T) {
 	})
 	t.Run("Fail", func(t *testing.T) {
 		t.Parallel()
-		dumpPromotions(t, "analysis-down-fail")
-		f := analysedFleet(t, "analysis-down-fail", prom.URL(), fa(fleetv1alpha1.InconclusiveFail),
-			quickMetric("error-ratio", errorRatioQuery))
+		const ns = "analysis-down-fail"
+		dumpPromotions(t, ns)
+		f := analysedFleet(t, ns, prom.URL(), fa(fleetv1alpha1.InconclusiveFail),
+			quickMetric("error-ratio", errorRatioQuery(ns)))
 		f.ship(f.good)
 		ro := f.awaitCanaryHalt(f.good, "rest", "Prometheus is unavailable")
 		require.Zero(t, ro.Status.Waves[0].Analysis.Metrics[0].Successful)
@@ -158,8 +157,8 @@ func TestWaveAnalysisPrometheusStopped(t *testing.T) {
 func TestWaveAnalysisUnjudgeableResults(t *testing.T) {
 	const ns = "analysis-unjudgeable"
 	dumpPromotions(t, ns)
-	prom := startFleetPrometheus(t, ns, "f2-bad")
-	const ratio = `kargo_fleet_test_error_ratio{cluster=~"{{targets.regex}}"}`
+	prom := startFleetPrometheus(t)
+	ratio := errorRatioQuery(ns)
 	wantReasons := map[string]string{
 		"several-series": "the query returned 2 series where one was expected",
 		"empty":          "no data: the query returned an empty result",
@@ -168,12 +167,13 @@ func TestWaveAnalysisUnjudgeableResults(t *testing.T) {
 	}
 	f := analysedFleet(t, ns, prom.URL(),
 		fleetv1alpha1.FleetAnalysis{InconclusiveTimeout: &metav1.Duration{Duration: 5 * time.Second}},
-		quickMetric("several-series", ratio),
-		quickMetric("empty", `max(kargo_fleet_test_error_ratio{cluster=~"{{targets.regex}}", missing="label"})`),
-		quickMetric("nan", "max("+ratio+") * 0 / 0"),
-		quickMetric("inf", "max("+ratio+") / 0"),
+		quickMetric("several-series", errorRatioByTargetQuery(ns)),
+		quickMetric("empty", fmt.Sprintf(`sum(rate(%s{project=%q, missing="label", cluster=~"{{targets.regex}}"}[%s]))`,
+			kargosim.ServiceRequestsMetric, ns, rateWindow)),
+		quickMetric("nan", "("+ratio+") * 0 / 0"),
+		quickMetric("inf", "("+ratio+") / 0"),
 	)
-	awaitSeries(t, prom.URL(), "kargo_fleet_test_error_ratio", 3)
+	awaitSeries(t, prom.URL(), fmt.Sprintf(`rate(%s{project=%q, code="500"}[%s])`, kargosim.ServiceRequestsMetric, ns, rateWindow), 3)
 	f.ship(f.good)
 	canary := f.awaitCanaryHalt(f.good, "rest", "no conclusive measurement").Status.Waves[0]
 	require.Len(t, canary.Analysis.Metrics, len(wantReasons))
@@ -193,13 +193,13 @@ func TestWaveAnalysisUnjudgeableResults(t *testing.T) {
 	}
 }
 
-// awaitSeries waits until the Prometheus at address holds n series of
-// metric: each measurement of the test then reads them.
-func awaitSeries(t *testing.T, address, metric string, n int) {
+// awaitSeries waits until the query, at the Prometheus at address, holds
+// n series: each measurement of the test then reads them.
+func awaitSeries(t *testing.T, address, query string, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet,
-			address+"/api/v1/query?query="+url.QueryEscape("count("+metric+")"), http.NoBody)
+			address+"/api/v1/query?query="+url.QueryEscape("count("+query+")"), http.NoBody)
 		require.NoError(t, err)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -215,7 +215,7 @@ func awaitSeries(t *testing.T, address, metric string, n int) {
 		}
 		return json.NewDecoder(resp.Body).Decode(&body) == nil && len(body.Data.Result) == 1 &&
 			body.Data.Result[0].Value[1] == strconv.Itoa(n)
-	}, wait, tick, "Prometheus never held %d series of %s", n, metric)
+	}, wait, tick, "Prometheus never held %d series of %s", n, query)
 }
 
 // faultyProxy sits between the controller and a real Prometheus and, by
@@ -260,11 +260,11 @@ func startFaultyProxy(t *testing.T, target, mode string) (*faultyProxy, string) 
 func TestWaveAnalysisPrometheusFaults(t *testing.T) {
 	const ns = "analysis-faults"
 	dumpPromotions(t, ns)
-	prom := startFleetPrometheus(t, ns, "f2-bad")
+	prom := startFleetPrometheus(t)
 	proxy, address := startFaultyProxy(t, prom.URL(), "503")
 	f := analysedFleet(t, ns, address,
 		fleetv1alpha1.FleetAnalysis{InconclusiveTimeout: &metav1.Duration{Duration: 5 * time.Minute}},
-		quickMetric("error-ratio", errorRatioQuery))
+		quickMetric("error-ratio", errorRatioQuery(ns)))
 	f.ship(f.good)
 
 	ro := f.awaitCanaryAnalysis(f.good, "named the 503", func(wp *fleetv1alpha1.WaveProgress) bool {
@@ -291,7 +291,7 @@ func TestWaveAnalysisPrometheusFaults(t *testing.T) {
 	require.Equal(t, fleetv1alpha1.AnalysisPassed, m.Phase, m.Reason)
 	require.GreaterOrEqual(t, m.Errors, int32(2), "the 503 and the timeout were measured, as errors")
 	require.GreaterOrEqual(t, m.Successful, int32(2), "the wave passed on conclusive measurements only")
-	require.Equal(t, "0.001", m.Last.Value)
+	requireErrorRatioOf(t, m.Last.Value, goodErrorRatio, "the canary targets fail the good Freight's 0.1 % of requests")
 }
 
 // TestWaveAnalysisBaseline gates a canary wave on its error ratio against
@@ -303,8 +303,8 @@ func TestWaveAnalysisPrometheusFaults(t *testing.T) {
 func TestWaveAnalysisBaseline(t *testing.T) {
 	const ns = "analysis-baseline"
 	dumpPromotions(t, ns)
-	exp, prom := startFleetExporter(t, ns, "f2-bad")
-	exp.incident.Store(true)
+	prom := startFleetPrometheus(t)
+	setIncident(t, incidentErrorRatio)
 	ring := func(r string) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}}
 	}
@@ -315,7 +315,7 @@ func TestWaveAnalysisBaseline(t *testing.T) {
 			{Name: "canary", Selector: ring("canary"), Soak: &metav1.Duration{Duration: time.Second},
 				Analysis: &fleetv1alpha1.WaveAnalysis{Metrics: []fleetv1alpha1.AnalysisMetric{{
 					Name:             "error-ratio",
-					Query:            `kargo_fleet_test_error_ratio{cluster=~"{{targets.regex}}"}`,
+					Query:            errorRatioByTargetQuery(ns),
 					Interval:         &metav1.Duration{Duration: 2 * time.Second},
 					Count:            ptr.To[int32](3),
 					SuccessCondition: "result <= 1.2 * baseline",
@@ -334,7 +334,7 @@ func TestWaveAnalysisBaseline(t *testing.T) {
 	canary := good.Status.Waves[0]
 	m := canary.Analysis.Metrics[0]
 	require.Equal(t, fleetv1alpha1.AnalysisPassed, m.Phase, m.Reason)
-	require.Equal(t, "0.05", m.Last.Value, "the incident raised the canary's error ratio")
+	requireErrorRatioOf(t, m.Last.Value, goodErrorRatio+incidentErrorRatio, "the incident raised the canary's error ratio")
 	require.Zero(t, m.Failed)
 	analysisEnd := canary.Analysis.StartedAt.Add(3 * 2 * time.Second)
 	require.False(t, canary.FinishedAt.Time.Before(analysisEnd), "the canary passed only after its analysis")
@@ -345,8 +345,24 @@ func TestWaveAnalysisBaseline(t *testing.T) {
 			"Promotion %s of the next wave was created before the canary's analysis was over", p.Name)
 	}
 
-	exp.incident.Store(false)
+	// The incident is over once every target's error ratio in Prometheus
+	// is back to the good Freight's: the bad Freight's canary is compared
+	// with a baseline the incident no longer raises.
+	setIncident(t, 0)
+	awaitSeries(t, prom.URL(), fmt.Sprintf("(%s) < %g", errorRatioOf(ns, ".+", " by (cluster)"), 2*goodErrorRatio), 4)
 	f.ship(f.bad)
 	bad := f.awaitCanaryHalt(f.bad, "general", "error-ratio")
 	require.Positive(t, bad.Status.Waves[0].Analysis.Metrics[0].Failed)
+}
+
+// incidentErrorRatio is the share of requests a fleet-wide incident fails
+// besides the Freight's.
+const incidentErrorRatio = 0.05
+
+// setIncident makes every target of the Kargo simulator fail ratio more of
+// its requests, a fleet-wide incident, until the test ends or sets 0.
+func setIncident(t *testing.T, ratio float64) {
+	t.Helper()
+	require.NoError(t, env.Simulator.SetServiceIncident(ratio))
+	t.Cleanup(func() { _ = env.Simulator.SetServiceIncident(0) })
 }

@@ -4,8 +4,9 @@ package rollout_test
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,46 +20,67 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargosim"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil/promtest"
 )
 
-// Error ratios the fleet exporter reports for a target, by the Freight its
-// Stage runs.
+// Error ratios of a target's service, as the Kargo simulator counts its
+// requests (the suite's ServiceMetrics): the bad Freight fails 5 % of
+// them, any other Freight (and none) the default 0.1 %.
 const (
-	goodErrorRatio = 0.001
+	goodErrorRatio = kargosim.DefaultServiceErrorRatio
 	badErrorRatio  = 0.05
 )
 
-// fleetExporter switches the test fleet's metrics: while incident is set,
-// every target's error ratio is badErrorRatio, whatever Freight it runs (a
-// fleet-wide incident).
-type fleetExporter struct {
-	incident atomic.Bool
+// rateWindow is the window of the queries' rate(): three scrapes a second
+// apart, so every rate has at least two samples.
+const rateWindow = "3s"
+
+// errorRatioQuery is the error ratio of the wave's targets in the Project
+// ns: their failed requests over all their requests, over rateWindow.
+func errorRatioQuery(ns string) string { return errorRatioOf(ns, "{{targets.regex}}", "") }
+
+// errorRatioByTargetQuery is errorRatioQuery for each target: one series
+// per target (cluster).
+func errorRatioByTargetQuery(ns string) string {
+	return errorRatioOf(ns, "{{targets.regex}}", " by (cluster)")
 }
 
-// startFleetPrometheus serves the Project's target metrics and starts a
-// real Prometheus scraping them every second: one error-ratio gauge per
-// target, labelled cluster=<target id>, following the Freight the
-// target's Stage runs at scrape time. A target whose Promotion of the bad
-// Freight succeeded starts failing requests.
-func startFleetPrometheus(t *testing.T, ns, bad string) *promtest.Server {
-	t.Helper()
-	_, prom := startFleetExporter(t, ns, bad)
-	return prom
+// errorRatioOf is the error ratio of the targets of the Project ns whose
+// cluster label matches the regex cluster, summed by.
+func errorRatioOf(ns, cluster, by string) string {
+	rate := func(code string) string {
+		return fmt.Sprintf(`sum%s (rate(%s{project=%q, %scluster=~%q}[%s]))`,
+			by, kargosim.ServiceRequestsMetric, ns, code, cluster, rateWindow)
+	}
+	return rate(`code="500", `) + " / " + rate("")
 }
 
-// startFleetExporter is startFleetPrometheus returning the exporter too.
-func startFleetExporter(t *testing.T, ns, bad string) (*fleetExporter, *promtest.Server) {
+// startFleetPrometheus starts a real Prometheus scraping the Kargo
+// simulator's service metrics every second: every target Stage's request
+// counters, labelled project and cluster=<target id>, failing the share of
+// requests of the Freight the Stage runs at each scrape.
+func startFleetPrometheus(t *testing.T) *promtest.Server {
 	t.Helper()
-	exp := &fleetExporter{}
-	address := promtest.ServeTargetGauges(t, env.Client, ns, "kargo_fleet_test_error_ratio",
-		"Ratio of failed requests of a target in the test fleet.", func(st *kargo.Stage) float64 {
-			if names := st.CurrentFreightNames(); exp.incident.Load() || len(names) > 0 && names[0] == bad {
-				return badErrorRatio
-			}
-			return goodErrorRatio
-		})
-	return exp, promtest.Start(t, address)
+	return promtest.StartWith(t, promtest.Options{MetricsPath: kargosim.ServiceMetricsPath}, env.Simulator.MetricsAddress())
+}
+
+// requireErrorRatio checks that a measured value is an error ratio between
+// lo and hi, and returns it.
+func requireErrorRatio(t *testing.T, value string, lo, hi float64, msgAndArgs ...any) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(value, 64)
+	require.NoError(t, err, msgAndArgs...)
+	require.GreaterOrEqual(t, v, lo, msgAndArgs...)
+	require.LessOrEqual(t, v, hi, msgAndArgs...)
+	return v
+}
+
+// requireErrorRatioOf checks that a measured value is the error ratio
+// want, but for the rounding of Prometheus's arithmetic.
+func requireErrorRatioOf(t *testing.T, value string, want float64, msgAndArgs ...any) {
+	t.Helper()
+	requireErrorRatio(t, value, want-1e-9, want+1e-9, msgAndArgs...)
 }
 
 // TestWaveAnalysisGatesCanary runs a fleet whose canary wave passes only
@@ -69,7 +91,7 @@ func startFleetExporter(t *testing.T, ns, bad string) (*fleetExporter, *promtest
 func TestWaveAnalysisGatesCanary(t *testing.T) {
 	const ns = "analysis"
 	dumpPromotions(t, ns)
-	prom := startFleetPrometheus(t, ns, "f2-bad")
+	prom := startFleetPrometheus(t)
 	ring := func(r string) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}}
 	}
@@ -83,7 +105,7 @@ func TestWaveAnalysisGatesCanary(t *testing.T) {
 			{Name: "canary", Selector: ring("canary"), Analysis: &fleetv1alpha1.WaveAnalysis{
 				Metrics: []fleetv1alpha1.AnalysisMetric{{
 					Name:             "error-ratio",
-					Query:            `max(kargo_fleet_test_error_ratio{cluster=~"{{targets.regex}}"})`,
+					Query:            errorRatioQuery(ns),
 					Interval:         &metav1.Duration{Duration: 2 * time.Second},
 					Count:            ptr.To[int32](3),
 					SuccessCondition: "result < 0.01",
@@ -108,13 +130,13 @@ func TestWaveAnalysisGatesCanary(t *testing.T) {
 	m := canary.Analysis.Metrics[0]
 	require.Equal(t, fleetv1alpha1.AnalysisPassed, m.Phase, m.Reason)
 	require.GreaterOrEqual(t, m.Successful, int32(3))
-	require.Equal(t, "0.001", m.Last.Value)
+	requireErrorRatioOf(t, m.Last.Value, goodErrorRatio, "the canary targets fail the good Freight's 0.1 % of requests")
 	require.GreaterOrEqual(t, canary.FinishedAt.Sub(canary.Analysis.StartedAt.Time), 6*time.Second,
 		"the wave passed no sooner than interval × count after its targets were done")
 	require.Eventually(t, func() bool {
 		st := &kargo.Stage{}
 		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "fleet-canary"}, st) == nil &&
-			strings.Contains(st.Annotations[kargo.DescriptionAnnotation], "Analysis: Passed; error-ratio Passed (last value 0.001)")
+			strings.Contains(st.Annotations[kargo.DescriptionAnnotation], "Analysis: Passed; error-ratio Passed (last value "+m.Last.Value+")")
 	}, wait, tick, "the canary wave Stage's description shows the analysis verdict")
 	t.Logf("good Freight through every wave in %s", time.Since(start).Round(time.Millisecond))
 
@@ -128,12 +150,16 @@ func TestWaveAnalysisGatesCanary(t *testing.T) {
 	require.Equal(t, fleetv1alpha1.AnalysisFailedReason, breach.Reason)
 	require.Contains(t, breach.Message, "wave canary: analysis failed")
 	require.Contains(t, breach.Message, "error-ratio")
-	require.Contains(t, breach.Message, "result = 0.05")
 	require.Equal(t, fleetv1alpha1.WaveSucceeded, bad.Status.Waves[0].Phase)
 	require.Equal(t, fleetv1alpha1.WaveFailed, bad.Status.Waves[1].Phase)
 	require.Equal(t, fleetv1alpha1.WavePending, bad.Status.Waves[2].Phase)
 	require.Equal(t, fleetv1alpha1.AnalysisFailed, bad.Status.Waves[1].Analysis.Phase)
-	require.Equal(t, "0.05", bad.Status.Waves[1].Analysis.Metrics[0].Last.Value)
+	// The failed measurement read at least the threshold and at most the
+	// bad Freight's ratio: its window may still hold requests counted
+	// before both canary targets ran it.
+	last := bad.Status.Waves[1].Analysis.Metrics[0].Last
+	v := requireErrorRatio(t, last.Value, 0.01, badErrorRatio+1e-9, "the failed measurement read the bad Freight's errors")
+	require.Contains(t, breach.Message, "result = "+strconv.FormatFloat(v, 'g', 4, 64), "the breach names the failed measurement")
 	require.Empty(t, f.promotionsOf(f.bad, "general"), "no general target was asked to take the bad Freight")
 	requireFleetStageEvent(t, ns, "AnalysisMetricFailed", "metric error-ratio failed")
 

@@ -39,7 +39,10 @@ func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level), zap.StacktraceLevel(zapcore.PanicLevel)))
 	var err error
 	env, err = fleetenv.Start(context.Background(), fleetenv.Options{
-		Simulator:  kargosim.Options{Seed: 7},
+		// The simulator serves every target's request counters; the
+		// analysis tests have a Prometheus scrape them.
+		Simulator: kargosim.Options{Seed: 7, ServiceMetrics: &kargosim.ServiceMetrics{
+			ErrorRatios: map[string]float64{badFreight: badErrorRatio}}},
 		Controller: manager.Options{MaxConcurrentReconciles: 4, NewClient: ambiguousCreates},
 	})
 	if err != nil {
