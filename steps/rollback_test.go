@@ -195,12 +195,17 @@ func Test_rollbackStep_run(t *testing.T) {
 		},
 		{
 			name:    "rollout not found",
-			fs:      func(fs *fleetv1alpha1.FleetStage) { fs.Status.CurrentRollout = "gone" },
+			config:  `{"rollbackOf": "gone"}`,
 			wantErr: `FleetRollout "gone" not found`,
 		},
 		{
-			name: "rollout of another FleetStage",
-			fs:   func(fs *fleetv1alpha1.FleetStage) { fs.Status.CurrentRollout = "other" },
+			name:    "a stale current rollout name names nothing to roll back",
+			fs:      func(fs *fleetv1alpha1.FleetStage) { fs.Status.CurrentRollout = "gone" },
+			wantErr: `FleetStage "prod" has no rollout to roll back`,
+		},
+		{
+			name:   "rollout of another FleetStage",
+			config: `{"rollbackOf": "other"}`,
 			objs: []client.Object{func() client.Object {
 				ro := forward("other", testFreight, fleetv1alpha1.RolloutHalted)
 				ro.Spec.FleetStage = "staging"

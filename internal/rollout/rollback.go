@@ -85,8 +85,10 @@ type RollbackRequest struct {
 	// that is not among them, that one if it exists. Rollouts of other
 	// FleetStages count only as what Of names.
 	Rollouts []*fleetv1alpha1.FleetRollout
-	// Of names the rollout whose targets return. Empty: the FleetStage's
-	// current rollout, else its last one, else its newest forward rollout.
+	// Of names the rollout whose targets return. Empty: the rollout
+	// fleetrollout.RolledBack names (the FleetStage's current rollout, else
+	// its last one, whichever still exists, else its newest forward
+	// rollout).
 	// The policy always names the breached rollout.
 	Of string
 	// Freight names the Freight to return to. Empty: the FleetStage's last
@@ -209,12 +211,20 @@ func resolveObject(req RollbackRequest) RollbackRequest {
 
 // rolledBack finds the rollout whose targets return. A rollback asked of a
 // rollback means that rollback's rollout: the rollback then exists already.
+// A request that names none gets fleetrollout.RolledBack's answer, the one
+// `kargo-fleet status` advises from: a stale current or last rollout name
+// (its object deleted) does not make the rollback refuse what status
+// advised.
 func rolledBack(q RollbackRequest) (*fleetv1alpha1.FleetRollout, *RollbackRefusal) {
 	fs := q.FleetStage
-	name := cmp.Or(q.Of, defaultRollout(q))
-	if name == "" {
-		return nil, refuse(q, RollbackNoRollout, fmt.Sprintf("FleetStage %q has no rollout to roll back", fs.Name))
+	if q.Of == "" {
+		of := fleetrollout.RolledBack(fs, ofFleetStage(q.Rollouts, fs.Name))
+		if of == nil {
+			return nil, refuse(q, RollbackNoRollout, fmt.Sprintf("FleetStage %q has no rollout to roll back", fs.Name))
+		}
+		return of, nil
 	}
+	name := q.Of
 	of := findRollout(q.Rollouts, name)
 	if of == nil {
 		return nil, refuse(q, RollbackRolloutNotFound, fmt.Sprintf("FleetRollout %q not found in namespace %q", name, fs.Namespace))
@@ -237,25 +247,15 @@ func rolledBack(q RollbackRequest) (*fleetv1alpha1.FleetRollout, *RollbackRefusa
 	return orig, nil
 }
 
-// defaultRollout names the rollout a request that names none rolls back:
-// the FleetStage's current rollout, else its last one, else its newest
-// forward rollout.
-func defaultRollout(q RollbackRequest) string {
-	fs := q.FleetStage
-	if name := cmp.Or(fs.Status.CurrentRollout, fs.Status.LastRollout); name != "" {
-		return name
-	}
-	var newest *fleetv1alpha1.FleetRollout
-	for _, ro := range q.Rollouts {
-		if ro.Spec.FleetStage == fs.Name && ro.Spec.Direction == fleetv1alpha1.DirectionForward &&
-			(newest == nil || fleetrollout.Compare(newest, ro) < 0) {
-			newest = ro
+// ofFleetStage keeps the rollouts of the FleetStage named fleetStage.
+func ofFleetStage(rollouts []*fleetv1alpha1.FleetRollout, fleetStage string) []*fleetv1alpha1.FleetRollout {
+	out := make([]*fleetv1alpha1.FleetRollout, 0, len(rollouts))
+	for _, ro := range rollouts {
+		if ro.Spec.FleetStage == fleetStage {
+			out = append(out, ro)
 		}
 	}
-	if newest == nil {
-		return ""
-	}
-	return newest.Name
+	return out
 }
 
 // due refuses, silently, what the policy does not ask for: a rollback of a

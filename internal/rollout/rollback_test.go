@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
@@ -132,6 +133,26 @@ func TestPlanRollback(t *testing.T) {
 				f := newRBFleet()
 				f.fs.Status.CurrentRollout, f.fs.Status.LastRollout = "", ""
 				return f.request(AskedByCLI, "", "")
+			},
+			wantOf:      "prod-bad",
+			wantFreight: rbGood,
+		},
+		{
+			name: "a stale current rollout name (its object deleted): the last one",
+			req: func() RollbackRequest {
+				f := newRBFleet()
+				f.fs.Status.CurrentRollout, f.fs.Status.LastRollout = "prod-deleted", "prod-bad"
+				return f.request(AskedByCLI, "", "")
+			},
+			wantOf:      "prod-bad",
+			wantFreight: rbGood,
+		},
+		{
+			name: "stale current and last rollout names: the newest forward rollout",
+			req: func() RollbackRequest {
+				f := newRBFleet()
+				f.fs.Status.CurrentRollout, f.fs.Status.LastRollout = "prod-deleted", "prod-gone"
+				return f.request(AskedByStep, "", "")
 			},
 			wantOf:      "prod-bad",
 			wantFreight: rbGood,
@@ -460,4 +481,54 @@ func TestRollbackPlan_Waves(t *testing.T) {
 	}, got.Waves, "reverse wave order, only moved targets, in plan order; a wave nobody moved in is left out")
 	require.Equal(t, fleetv1alpha1.ApprovalRequired, of.Waves[0].Approval, "the rolled-back plan is not changed")
 	require.Empty(t, p.Waves(of, nil).Waves)
+}
+
+// TestPlanRollback_doesWhatStatusAdvises: whenever the recovery plan that
+// `kargo-fleet status` prints advises a rollback, the rollback that
+// `kargo-fleet rollback` (and the step) asks for with no rollout named is
+// of the same rollout and is created, not refused.
+func TestPlanRollback_doesWhatStatusAdvises(t *testing.T) {
+	t.Parallel()
+	fleets := map[string]func() *rbFleet{
+		"current rollout breached": newRBFleet,
+		"stale current rollout name": func() *rbFleet {
+			f := newRBFleet()
+			f.fs.Status.CurrentRollout = "prod-deleted"
+			return f
+		},
+		"stale current and last names": func() *rbFleet {
+			f := newRBFleet()
+			f.fs.Status.CurrentRollout, f.fs.Status.LastRollout = "prod-deleted", "prod-gone"
+			return f
+		},
+		"no names": func() *rbFleet {
+			f := newRBFleet()
+			f.fs.Status.CurrentRollout, f.fs.Status.LastRollout = "", ""
+			return f
+		},
+		"current rollout is its rollback": func() *rbFleet {
+			f := newRBFleet().with(rbOf(rbRollout("prod-bad-rb", fleetv1alpha1.DirectionRollback, rbGood,
+				fleetv1alpha1.RolloutFailed, 3*time.Hour), "prod-bad"))
+			f.fs.Status.CurrentRollout = "prod-bad-rb"
+			return f
+		},
+	}
+	for name, fleet := range fleets {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := fleet()
+			advice := fleetrollout.PlanRecovery(f.fs, f.rollouts)
+			for _, asker := range []RollbackAsker{AskedByCLI, AskedByStep} {
+				got := PlanRollback(f.request(asker, "", ""))
+				require.NotNil(t, advice.Of)
+				require.NotNil(t, got.Of, "asker %v: %v", asker, got.Refused)
+				require.Equal(t, advice.Of.Name, got.Of.Name, "asker %v rolls back another rollout than status names", asker)
+				if advice.Action == fleetrollout.RecoveryRollback {
+					require.Nil(t, got.Refused, "status advises a rollback that asker %v refuses", asker)
+					require.True(t, got.Create())
+					require.Equal(t, advice.Freight, got.Freight.Name)
+				}
+			}
+		})
+	}
 }
