@@ -185,6 +185,12 @@ func TestHeldBackFreightIsRefusedAtAdmissionForEveryFleetStage(t *testing.T) {
 	f.ship(f.bad)
 	f.rollout(f.bad, fleetv1alpha1.RolloutFailed)
 	_, c := kargoPromoter(t, f.ns, "oncall-"+f.ns, "kargo-fleet-break-glass")
+	// The bad Freight failed the canary, so Kargo would refuse it for
+	// fleet-general too ("not available to this Stage"). The API server calls
+	// validating webhooks in parallel and answers with whichever refusal comes
+	// first; approving it for fleet-general leaves the guard the only one to
+	// refuse, so the message tested is the fleet's every time.
+	require.NoError(t, kargosim.Approve(ctx, env.Client, client.ObjectKey{Namespace: f.ns, Name: f.bad}, "fleet-general"))
 	before := len(promotionsOfFreight(t, f.ns, f.bad))
 
 	pilotTarget := render.TargetStageName("fleet", "pilot-00")
