@@ -54,6 +54,11 @@ type Intents interface {
 	// run. It writes only when the record is missing or names another
 	// Promotion, and returns the rollout as stored.
 	RequestWave(ctx context.Context, ro *fleetv1alpha1.FleetRollout, wave, promotion string) (*fleetv1alpha1.FleetRollout, error)
+	// ResumeWave resumes a paused rollout for a person's Promotion of its
+	// Freight into the wave Stage where it stopped: in one write, the
+	// rollout's intent becomes Run, the person is recorded as who set it,
+	// and the Promotion becomes the wave's request.
+	ResumeWave(ctx context.Context, ro *fleetv1alpha1.FleetRollout, wave, promotion, actor string) (*fleetv1alpha1.FleetRollout, error)
 }
 
 // FleetReader reads the state the steps report on. A missing object is a

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"slices"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/utils/clock"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/personrights"
 )
 
 // Step names, as used in /v1/steps/<name>, in ClusterPromotionTask names and
@@ -166,6 +168,22 @@ type Option func(*stepOptions)
 type stepOptions struct {
 	// dashboardURL is the fleet dashboard's base URL; "" for none.
 	dashboardURL string
+	// rights checks the rights of the person behind a Kargo UI gesture;
+	// nil refuses every gesture's fleet action.
+	rights PersonRights
+}
+
+// PersonRights checks whether the person behind a Kargo UI gesture holds
+// rights (personrights.Checker).
+type PersonRights interface {
+	Check(ctx context.Context, p personrights.Person, namespace string, rights []authorizationv1.ResourceAttributes) (personrights.Verdict, error)
+}
+
+// WithPersonRights makes fleet-wave carry out the fleet actions a person's
+// Promotion into a wave Stage means (resume, rollback: docs/kargo-ui.md)
+// when c says the person holds their rights.
+func WithPersonRights(c PersonRights) Option {
+	return func(o *stepOptions) { o.rights = c }
 }
 
 // WithDashboardURL makes the steps' outputs link to the FleetStage's page

@@ -203,6 +203,30 @@ func (s *APIStore) RequestWave(
 	return patched, nil
 }
 
+// ResumeWave implements Intents.
+func (s *APIStore) ResumeWave(
+	ctx context.Context, ro *fleetv1alpha1.FleetRollout, wave, promotion, actor string,
+) (*fleetv1alpha1.FleetRollout, error) {
+	key := fleetrollout.WaveRequestAnnotation(wave)
+	if ro.Spec.Intent != fleetv1alpha1.IntentPause && ro.Annotations[key] == promotion {
+		return ro, nil
+	}
+	patched := ro.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[key] = promotion
+	patched.Annotations[fleetv1alpha1.IntentActorAnnotation] = actor
+	patched.Spec.Intent = fleetv1alpha1.IntentRun
+	// The rollout as read: a pause written since is not overwritten.
+	if err := s.writer.Patch(ctx, patched, client.MergeFromWithOptions(ro, client.MergeFromWithOptimisticLock{})); err != nil {
+		return nil, fmt.Errorf("error resuming FleetRollout %q for wave %q: %w", ro.Name, wave, err)
+	}
+	log.FromContext(ctx).V(0).Info("Resumed for a Promotion of the paused wave", "FleetRollout", client.ObjectKeyFromObject(ro),
+		"wave", wave, "Promotion", promotion, "actor", actor)
+	return patched, nil
+}
+
 // recordsRequest reports whether a rollout was created by, or records a wave
 // request of, the calling Promotion.
 func recordsRequest(ro *fleetv1alpha1.FleetRollout, c StepContext) bool {

@@ -108,6 +108,9 @@ func (s *waveStep) run(ctx context.Context, in *Input, cfg WaveConfig) (Result, 
 		}
 		return Result{}, err
 	}
+	if res, ok, err := s.gesture(ctx, in, wave); ok || err != nil {
+		return res, err
+	}
 	if idx > 0 {
 		prev := fs.Spec.Waves[idx-1].Name
 		prevStage := waveStageName(fs, prev)

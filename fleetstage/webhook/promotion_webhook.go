@@ -19,6 +19,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
+	"github.com/kargo-fleet/kargo-fleet/internal/personrights"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	fleetrule "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
@@ -70,6 +71,7 @@ type PromotionGuard struct {
 	decoder    admission.Decoder
 	events     RefusalRecorder
 	actsFor    *regexp.Regexp
+	rights     *personrights.Checker
 }
 
 var _ admission.Handler = (*PromotionGuard)(nil)
@@ -82,7 +84,17 @@ var _ admission.Handler = (*PromotionGuard)(nil)
 func NewPromotionGuard(r client.Reader, a AccessReviewer, controllerUsername string, d admission.Decoder,
 	events RefusalRecorder) *PromotionGuard {
 	return &PromotionGuard{reader: r, access: a, controller: controllerUsername, decoder: d, events: events,
-		actsFor: DefaultActsForOthers}
+		actsFor: DefaultActsForOthers, rights: personrights.NewChecker(r, a)}
+}
+
+// WithPersonRights sets how the rights of the person behind a Kargo UI
+// gesture are looked up (nil keeps a Checker reading with the guard's
+// reader).
+func (g *PromotionGuard) WithPersonRights(c *personrights.Checker) *PromotionGuard {
+	if c != nil {
+		g.rights = c
+	}
+	return g
 }
 
 // WithActsForOthers sets the user names that create Promotions for other
@@ -119,7 +131,7 @@ func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admi
 				"set when it is created and never change", fleetv1alpha1.BreakGlassLabel,
 				fleetv1alpha1.BreakGlassReasonAnnotation, p.Name))
 		}
-		return admission.Allowed("")
+		return g.admitGesture(ctx, req, old, p)
 	}
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("")
@@ -144,6 +156,9 @@ func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admi
 			"freight", p.Spec.Freight, "user", req.UserInfo.Username)
 		g.recordRefusal(req, p, v.Message)
 		return admission.Denied(v.Message)
+	}
+	if in.Role == fleetrule.StageWave {
+		return g.admitGesture(ctx, req, nil, p)
 	}
 	return admission.Allowed("")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
+	"github.com/kargo-fleet/kargo-fleet/internal/personrights"
 )
 
 // Options configures the webhooks.
@@ -61,7 +62,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("error adding the Promotion guard's Event recorder: %w", err)
 	}
 	guard := NewPromotionGuard(mgr.GetClient(), access, o.ControllerUsername, admission.NewDecoder(mgr.GetScheme()), refusals).
-		WithActsForOthers(o.ActsForOthers)
+		WithActsForOthers(o.ActsForOthers).WithPersonRights(personrights.NewChecker(mgr.GetAPIReader(), access))
 	mgr.GetWebhookServer().Register(ValidatePromotionPath, &webhook.Admission{Handler: guard})
 	mgr.GetWebhookServer().Register(PromotionGuardPath, &webhook.Admission{Handler: guard})
 	return nil

@@ -8,6 +8,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -178,7 +179,7 @@ func (a *APIServer) createPromotion(ctx context.Context, user authenticationv1.U
 	}
 	p := &kargo.Promotion{
 		ObjectMeta: metav1.ObjectMeta{Namespace: stage.Namespace, GenerateName: "promo-",
-			Annotations: map[string]string{kargo.CreateActorAnnotation: actorOf(user)}},
+			Annotations: map[string]string{kargo.CreateActorAnnotation: personActor(user)}},
 		Spec: kargo.PromotionSpec{Stage: stage.Name, Freight: freight},
 	}
 	if err := a.client.Create(ctx, p); err != nil {
@@ -187,20 +188,94 @@ func (a *APIServer) createPromotion(ctx context.Context, user authenticationv1.U
 	return p, nil
 }
 
-// authorize asks the apiserver whether user may do verb on the resource.
+// oidcEmailExtra carries, in a UserInfo handed to the simulated API
+// server, the email claim of a person logged in through Kargo's OIDC
+// provider (OIDCUser).
+const oidcEmailExtra = "kargosim.kargo-fleet.io/oidc-email"
+
+// OIDCUser is a person logged in to the Kargo UI through Kargo's OIDC
+// provider with this email claim, as the simulated API server's callers
+// name them. Kargo's API server records such a person as "email:<email>"
+// and checks their rights as the ServiceAccounts whose
+// rbac.kargo.akuity.io/claims annotation lists the email, in the Project's
+// namespace.
+func OIDCUser(email string) authenticationv1.UserInfo {
+	return authenticationv1.UserInfo{Extra: map[string]authenticationv1.ExtraValue{oidcEmailExtra: {email}}}
+}
+
+func oidcEmail(user authenticationv1.UserInfo) string {
+	if v := user.Extra[oidcEmailExtra]; len(v) == 1 {
+		return v[0]
+	}
+	return ""
+}
+
+// personActor is how Kargo's API server records the person it acts for.
+func personActor(user authenticationv1.UserInfo) string {
+	if email := oidcEmail(user); email != "" {
+		return kargo.ActorEmailPrefix + email
+	}
+	return actorOf(user)
+}
+
+// AbortPromotion is the UI's Abort on a running Promotion (and `kargo
+// abort promotion`): after checking that user may patch the Promotion, the
+// API server sets the abort annotation with its own identity, naming user
+// as the abort's actor (Kargo's webhook keeps it for control-plane
+// requests). A Promotion that has finished is left alone.
+func (a *APIServer) AbortPromotion(ctx context.Context, user authenticationv1.UserInfo, project, name string) error {
+	if err := a.authorize(ctx, user, project, "patch", "promotions", name); err != nil {
+		return err
+	}
+	p := &kargo.Promotion{}
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: project, Name: name}, p); err != nil {
+		return err
+	}
+	if p.Status.Phase.IsTerminal() {
+		return nil
+	}
+	base := p.DeepCopy()
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[kargo.AbortAnnotation] = (&kargo.AbortRequest{Action: kargo.AbortTerminate, Actor: personActor(user)}).String()
+	return a.client.Patch(ctx, p, client.MergeFrom(base))
+}
+
+// authorize asks the apiserver whether user may do verb on the resource:
+// as the user, or, for a person logged in through OIDC, as each
+// ServiceAccount of the namespace their email maps to, as Kargo's
+// authorising client does.
 func (a *APIServer) authorize(ctx context.Context, user authenticationv1.UserInfo, namespace, verb, resource, name string) error {
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user.Username, Groups: user.Groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Group: kargo.GroupVersion.Group, Resource: resource, Name: name, Verb: verb, Namespace: namespace,
-		},
-	}}
-	if err := a.client.Create(ctx, sar); err != nil {
-		return fmt.Errorf("error creating SubjectAccessReview: %w", err)
+	subjects := []authenticationv1.UserInfo{user}
+	if email := oidcEmail(user); email != "" {
+		accounts := &corev1.ServiceAccountList{}
+		if err := a.client.List(ctx, accounts, client.InNamespace(namespace)); err != nil {
+			return fmt.Errorf("error listing ServiceAccounts: %w", err)
+		}
+		subjects = nil
+		person := kargo.ParseActor(kargo.ActorEmailPrefix + email)
+		for _, sa := range accounts.Items {
+			if kargo.MapsActor(sa.Annotations, person) {
+				subjects = append(subjects, authenticationv1.UserInfo{Username: "system:serviceaccount:" + namespace + ":" + sa.Name,
+					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}})
+			}
+		}
 	}
-	if !sar.Status.Allowed {
-		return fmt.Errorf("permission denied: user %q may not %s %s %q in namespace %q",
-			user.Username, verb, resource, name, namespace)
+	for _, subject := range subjects {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: subject.Username, Groups: subject.Groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Group: kargo.GroupVersion.Group, Resource: resource, Name: name, Verb: verb, Namespace: namespace,
+			},
+		}}
+		if err := a.client.Create(ctx, sar); err != nil {
+			return fmt.Errorf("error creating SubjectAccessReview: %w", err)
+		}
+		if sar.Status.Allowed {
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("permission denied: %s may not %s %s %q in namespace %q",
+		personActor(user), verb, resource, name, namespace)
 }

@@ -96,7 +96,7 @@ func (s *Simulator) reconcilePromotion(ctx context.Context, req reconcile.Reques
 	}
 	log = log.WithValues("Stage", promo.Spec.Stage, "freight", promo.Spec.Freight)
 	ctx = ctrl.LoggerInto(ctx, log)
-	if abort, ok := parseAbort(promo.Annotations); ok && abort.Action == kargo.AbortTerminate {
+	if abort, ok := kargo.AbortRequestOf(promo.Annotations); ok && abort.Action == kargo.AbortTerminate {
 		s.polls.Delete(req.String())
 		return ctrl.Result{}, s.terminate(ctx, promo, abort)
 	}
@@ -297,7 +297,7 @@ func (s *Simulator) requeueInterval(promo *kargo.Promotion, st *kargo.PromotionS
 }
 
 // terminate aborts a Pending or Running Promotion on request.
-func (s *Simulator) terminate(ctx context.Context, promo *kargo.Promotion, abort *abortRequest) error {
+func (s *Simulator) terminate(ctx context.Context, promo *kargo.Promotion, abort *kargo.AbortRequest) error {
 	if promo.Status.Phase.IsTerminal() {
 		return nil
 	}

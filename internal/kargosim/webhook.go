@@ -25,39 +25,6 @@ var (
 	promotionGroupResource = schema.GroupResource{Group: kargo.GroupVersion.Group, Resource: "promotions"}
 )
 
-// abortRequest is the JSON form Kargo's webhook rewrites the abort
-// annotation to, recording who asked.
-type abortRequest struct {
-	Action       string `json:"action,omitempty"`
-	Actor        string `json:"actor,omitempty"`
-	ControlPlane bool   `json:"controlPlane,omitempty"`
-}
-
-// parseAbort reads the abort annotation: JSON, or a bare action.
-func parseAbort(annotations map[string]string) (*abortRequest, bool) {
-	v, ok := annotations[kargo.AbortAnnotation]
-	if !ok {
-		return nil, false
-	}
-	var r abortRequest
-	if json.Valid([]byte(v)) {
-		if err := json.Unmarshal([]byte(v), &r); err != nil {
-			return nil, false
-		}
-	} else {
-		r.Action = v
-	}
-	if r.Action == "" {
-		return nil, false
-	}
-	return &r, true
-}
-
-func (r *abortRequest) String() string {
-	b, _ := json.Marshal(r)
-	return string(b)
-}
-
 // actorOf is how Kargo names a Kubernetes user in annotations and events.
 func actorOf(u authenticationv1.UserInfo) string {
 	return kargo.ActorKubernetesPrefix + u.Username
@@ -186,12 +153,12 @@ func shortLabelValue(v string) string {
 // setAbortActor rewrites a new or changed abort request to JSON that names
 // who asked.
 func setAbortActor(req admission.Request, controlPlane bool, old, promo *kargo.Promotion) {
-	abort, ok := parseAbort(promo.Annotations)
+	abort, ok := kargo.AbortRequestOf(promo.Annotations)
 	if !ok {
 		return
 	}
 	if old != nil {
-		if prev, ok := parseAbort(old.Annotations); ok && reflect.DeepEqual(prev, abort) {
+		if prev, ok := kargo.AbortRequestOf(old.Annotations); ok && reflect.DeepEqual(prev, abort) {
 			return
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
+	"github.com/kargo-fleet/kargo-fleet/internal/personrights"
 	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
@@ -243,7 +244,9 @@ func setup(mgr ctrl.Manager, o Options) error {
 	}
 	if o.Components&FleetRollouts != 0 {
 		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventoryReader(mgr, o),
-			kargoRecorder(mgr, "kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion).WithStageRecords(records).WithMarker(marker)
+			kargoRecorder(mgr, "kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion).WithStageRecords(records).WithMarker(marker).
+			WithGestures(fswebhook.Actor(webhookOptions(o).ControllerUsername),
+				personrights.NewChecker(mgr.GetAPIReader(), fswebhook.NewSubjectAccessReviewer(mgr.GetClient())))
 		r.DashboardURL = o.DashboardURL
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
@@ -332,9 +335,10 @@ func setupSteps(mgr ctrl.Manager, o Options, records *stagerecord.Reader, sk *si
 			Namespaces:   mgr.GetClient(),
 			StageRecords: records,
 			Keys:         keys,
-			Steps:        steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}, steps.WithDashboardURL(o.DashboardURL)),
-			Metrics:      metrics.Registry,
-			Clock:        clock.RealClock{},
+			Steps: steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}, steps.WithDashboardURL(o.DashboardURL),
+				steps.WithPersonRights(personrights.NewChecker(mgr.GetAPIReader(), fswebhook.NewSubjectAccessReviewer(mgr.GetClient())))),
+			Metrics: metrics.Registry,
+			Clock:   clock.RealClock{},
 		})
 		if err := mgr.Add(server); err != nil {
 			return fmt.Errorf("error adding the step server: %w", err)

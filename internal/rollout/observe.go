@@ -90,6 +90,10 @@ type Observed struct {
 	// Seen are the Expected keys whose Promotion the snapshot shows: their
 	// expectation is met.
 	Seen []string
+	// Aborted are the rollout's Promotions someone asked Kargo to abort:
+	// the wave Stage Promotions that requested a wave and its own target
+	// Promotions, in the Promotions' order (AbortGestures reads them).
+	Aborted []AbortedPromotion
 	// recovered are the errored wave Stage Promotions a recovery exists for.
 	recovered map[string]bool
 }
@@ -256,12 +260,14 @@ func (o *Observed) observePromotions(s Snapshot) map[string]bool {
 			w, requested := requestedBy[p.Name]
 			if requested {
 				o.RequestPhases[w] = p.Status.Phase
+				o.noteAbort(p, GestureAbortWavePromotion, w == wave)
 			}
 			waves.add(ro, wave, p, requested && w == wave)
 		}
 		switch {
 		case p.Labels[fleetv1alpha1.RolloutLabel] == ro.Name:
 			o.observeMine(p)
+			o.noteAbort(p, GestureAbortTargetPromotion, true)
 		case !p.Status.Phase.IsTerminal():
 			busy[p.Spec.Stage] = true
 			if p.Labels[fleetv1alpha1.FleetStageLabel] == fs.Name && p.Labels[fleetv1alpha1.TargetLabel] != "" {

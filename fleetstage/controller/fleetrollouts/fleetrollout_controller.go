@@ -21,6 +21,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/cacheindex"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/personrights"
 	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
@@ -84,6 +85,11 @@ type FleetRolloutReconciler struct {
 	described   map[types.NamespacedName]described
 	// analyses caches compiled wave analyses and Prometheus clients.
 	analyses analyses
+	// self, rights and gestures: the fleet actions of Kargo UI aborts
+	// (fleetrollout_gestures.go).
+	self     string
+	rights   *personrights.Checker
+	gestures refusedGestures
 
 	// ownPromotions and targetStages read a rollout's Promotions and a
 	// fleet's target Stages from the cache without copying them.
@@ -221,16 +227,9 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	// to stop for is either observed or counted after this.
 	failures := r.failures.count(client.ObjectKeyFromObject(ro))
 	r.noteDecided(ro.UID, decided{at: r.clock.Now(), failures: failures, generation: ro.Generation})
-	snap, err := r.ensureSnapshot(ctx, ro, fs)
-	if err != nil {
-		return r.snapshotFailed(s, err)
-	}
-	obs, err := r.observe(ctx, ro, fs, snap)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.analyse(ctx, ro, fs, obs); err != nil {
-		return ctrl.Result{}, err
+	obs, wait, err := r.prepare(ctx, s)
+	if obs == nil || err != nil {
+		return wait, err
 	}
 	obs.MaxStarts = maxStartsPerReconcile
 	obs.BatchHeldSince = r.batchHeldSince(ro.UID)
@@ -288,6 +287,31 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 	}
 	res.RequeueAfter = minPositive(res.RequeueAfter, retry)
 	return res, nil
+}
+
+// prepare observes the rollout for a decision: its plan snapshot, what
+// Kargo shows, the Kargo UI gestures on it, its waves' analyses. A nil
+// observation means there is nothing to decide now; res says when to come
+// back.
+func (r *FleetRolloutReconciler) prepare(ctx context.Context, s *scope) (*rollout.Observed, ctrl.Result, error) {
+	ro, fs := s.ro, s.fs
+	snap, err := r.ensureSnapshot(ctx, ro, fs)
+	if err != nil {
+		res, err := r.snapshotFailed(s, err)
+		return nil, res, err
+	}
+	obs, err := r.observe(ctx, ro, fs, snap)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	if wrote, err := r.applyGestures(ctx, s, obs); err != nil || wrote {
+		// The intent changed: decide again on the rollout as written.
+		return nil, ctrl.Result{RequeueAfter: time.Millisecond}, err
+	}
+	if err := r.analyse(ctx, ro, fs, obs); err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	return obs, ctrl.Result{}, nil
 }
 
 // promoteWaves creates the batch's wave Stage Promotions: the next wave's,

@@ -21,11 +21,12 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
-// guardCondition returns the match condition the controller keeps on the
-// chart's Promotion guard webhooks, once it names the namespace.
-func guardCondition(t *testing.T, ns string) []admissionregistrationv1.MatchCondition {
+// guardCondition returns the match condition the controller keeps on each
+// of the chart's Promotion guard webhooks, once it names the namespace. A
+// webhook's own conditions (the abort webhook's) stay beside it.
+func guardCondition(t *testing.T, ns string) admissionregistrationv1.MatchCondition {
 	t.Helper()
-	var conds []admissionregistrationv1.MatchCondition
+	var cond admissionregistrationv1.MatchCondition
 	require.Eventually(t, func() bool {
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if env.Client.Get(context.Background(), client.ObjectKey{Name: fleetenv.PromotionGuardWebhookConfiguration}, vwc) != nil {
@@ -35,15 +36,25 @@ func guardCondition(t *testing.T, ns string) []admissionregistrationv1.MatchCond
 			if !strings.HasSuffix(w.Name, targetguard.PromotionGuardWebhookSuffix) {
 				return false
 			}
-			conds = w.MatchConditions
-			if len(conds) != 1 || conds[0].Name != render.PromotionGuardConditionName ||
-				!strings.Contains(conds[0].Expression, `"`+ns+`/fleet."`) {
+			c, ok := fleetCondition(w.MatchConditions)
+			if !ok || !strings.Contains(c.Expression, `"`+ns+`/fleet."`) {
 				return false
 			}
+			cond = c
 		}
 		return true
 	}, wait, tick, "the Promotion guard's match condition never named the fleet of %s", ns)
-	return conds
+	return cond
+}
+
+// fleetCondition finds the controller's condition among a webhook's.
+func fleetCondition(conds []admissionregistrationv1.MatchCondition) (admissionregistrationv1.MatchCondition, bool) {
+	for _, c := range conds {
+		if c.Name == render.PromotionGuardConditionName {
+			return c, true
+		}
+	}
+	return admissionregistrationv1.MatchCondition{}, false
 }
 
 // TestGuardDownStopsOnlyTheFleetsStages: while kargo-fleet is unreachable,
@@ -58,7 +69,7 @@ func TestGuardDownStopsOnlyTheFleetsStages(t *testing.T) {
 	f.ensureFreight(f.good)
 	testutil.Create(t, env.Client, testutil.MakeStage(f.ns, "dev").Steps(
 		testutil.ArgoCDUpdateStep(`{"apps":[{"name":"guestbook-dev"}]}`)).Obj())
-	conds := guardCondition(t, f.ns)
+	cond := guardCondition(t, f.ns)
 
 	// kargo-fleet down: the chart's Promotion webhooks, with the condition
 	// the controller left on them, pointing where nothing answers.
@@ -67,7 +78,7 @@ func TestGuardDownStopsOnlyTheFleetsStages(t *testing.T) {
 	nowhere := "https://127.0.0.1:1" + *down.Webhooks[0].ClientConfig.Service.Path
 	for i := range down.Webhooks {
 		down.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &nowhere}
-		down.Webhooks[i].MatchConditions = conds
+		down.Webhooks[i].MatchConditions = append(down.Webhooks[i].MatchConditions, cond)
 	}
 	require.NoError(t, env.Client.Create(ctx, down))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), down) })
@@ -105,6 +116,7 @@ func TestGuardDownStopsOnlyTheFleetsStages(t *testing.T) {
 	require.Eventually(t, func() bool {
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: fleetenv.PromotionGuardWebhookConfiguration}, vwc))
-		return !strings.Contains(vwc.Webhooks[0].MatchConditions[0].Expression, `"`+f.ns+`/`)
+		c, ok := fleetCondition(vwc.Webhooks[0].MatchConditions)
+		return ok && !strings.Contains(c.Expression, `"`+f.ns+`/`)
 	}, wait, tick, "the fleet's Stages leave the condition")
 }
