@@ -8,6 +8,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 )
@@ -193,9 +194,12 @@ func GestureRequest(fs *fleetv1alpha1.FleetStage, rollouts []*fleetv1alpha1.Flee
 	gesture KargoUIGesture, p *kargo.Promotion) (KargoUIRequest, bool) {
 	in := KargoUIRequest{Gesture: gesture, Freight: p.Spec.Freight}
 	switch {
-	case gesture == GesturePromoteWaveStage && role == StageWave && p.Labels[fleetv1alpha1.WavePromotionLabel] == "":
+	case gesture == GesturePromoteWaveStage && role == StageWave && p.Labels[fleetv1alpha1.WavePromotionLabel] == "" &&
+		!recordedByAny(rollouts, p.Name):
 		// A wave Promotion kargo-fleet made (the label names its rollout)
-		// is the rollout's own doing, never a person's gesture.
+		// is the rollout's own doing, never a person's gesture; nor is one a
+		// rollout already records (it started the rollout, or asked for a
+		// wave), whose step is called again and again while it runs.
 		in.Wave = waveOfStage(fs, p.Spec.Stage)
 		in.FirstWave = in.Wave == fs.Spec.Waves[0].Name
 		in.Rollout = AtHand(openForward(rollouts, p.Spec.Freight))
@@ -220,6 +224,22 @@ func GestureRequest(fs *fleetv1alpha1.FleetStage, rollouts []*fleetv1alpha1.Flee
 		return in, false
 	}
 	return in, true
+}
+
+// recordedByAny says whether one of rollouts was created by the Promotion
+// or records it as a wave's request.
+func recordedByAny(rollouts []*fleetv1alpha1.FleetRollout, promotion string) bool {
+	for _, ro := range rollouts {
+		if by, _, ok := fleetrollout.ParseStepKey(ro.Annotations[fleetv1alpha1.StepKeyAnnotation]); ok && by == promotion {
+			return true
+		}
+		for _, requested := range fleetrollout.WaveRequests(ro) {
+			if requested == promotion {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // openForward is the unfinished forward rollout of freight, if any.

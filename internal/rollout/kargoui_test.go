@@ -174,6 +174,21 @@ func TestGestureRequest(t *testing.T) {
 	if !ok || ReadKargoUIGesture(req).Action != ActionResume {
 		t.Errorf("Promote of the paused Freight into its wave Stage: %+v, %v", req, ok)
 	}
+	for _, recorded := range []map[string]string{
+		{fleetv1alpha1.StepKeyAnnotation: "prod-pilot.01.v2/wave::start"},
+		{fleetv1alpha1.WaveRequestAnnotationPrefix + "rest": "prod-rest.01.v2"},
+	} {
+		again := paused.DeepCopy()
+		again.Annotations = recorded
+		p := promotion("prod-rest", "v2", nil)
+		p.Name = "prod-rest.01.v2"
+		if recorded[fleetv1alpha1.StepKeyAnnotation] != "" {
+			p.Name = "prod-pilot.01.v2"
+		}
+		if _, ok := GestureRequest(fs, []*fleetv1alpha1.FleetRollout{again}, StageWave, GesturePromoteWaveStage, p); ok {
+			t.Errorf("a Promotion the rollout records (%v) read as a new gesture", recorded)
+		}
+	}
 	own := map[string]string{fleetv1alpha1.WavePromotionLabel: "prod-2"}
 	if _, ok := GestureRequest(fs, []*fleetv1alpha1.FleetRollout{paused}, StageWave, GesturePromoteWaveStage, promotion("prod-rest", "v2", own)); ok {
 		t.Error("kargo-fleet's own wave Promotion read as a gesture")
