@@ -20,6 +20,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion,
 		&FleetStage{}, &FleetStageList{},
 		&FleetRollout{}, &FleetRolloutList{},
+		&FreightPolicy{}, &FreightPolicyList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
