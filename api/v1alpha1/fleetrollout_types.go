@@ -269,6 +269,11 @@ type WaveProgress struct {
 	// pending counts targets not started yet.
 	// +optional
 	Pending int32 `json:"pending,omitempty"`
+	// blocked counts targets a FreightPolicy keeps off the rollout's
+	// Freight: never started; the wave passes without them only when every
+	// policy blocking them says Skip.
+	// +optional
+	Blocked int32 `json:"blocked,omitempty"`
 	// waiting says why no target starts now, and until when if known.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512

@@ -113,4 +113,3 @@ type FreightPolicyList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []FreightPolicy `json:"items"`
 }
-

@@ -72,6 +72,9 @@ type PromotionGuard struct {
 	events     RefusalRecorder
 	actsFor    *regexp.Regexp
 	rights     *personrights.Checker
+	// policies, when set, checks target Promotions against the
+	// FreightPolicies (promotion_policy.go).
+	policies *promotionPolicies
 }
 
 var _ admission.Handler = (*PromotionGuard)(nil)
@@ -216,6 +219,11 @@ func (g *PromotionGuard) observe(ctx context.Context, req admission.Request, p *
 	}
 	if role != fleetrule.StageTarget {
 		return in, nil
+	}
+	if v, err := g.policyVerdict(ctx, fs, p); err != nil {
+		return in, err
+	} else if v != nil {
+		in.PolicyBlocks, in.PolicyAllowsBreakGlass = v.String(), v.BreakGlassAllowed()
 	}
 	if in.FromController {
 		in.ControllerDecision, in.DecisionOpen, err = g.decision(ctx, fs, p)

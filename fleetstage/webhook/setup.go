@@ -14,6 +14,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/personrights"
+	"github.com/kargo-fleet/kargo-fleet/internal/policyread"
 )
 
 // Options configures the webhooks.
@@ -53,6 +54,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &fleetv1alpha1.FleetRollout{}).WithValidator(ro).Complete(); err != nil {
 		return fmt.Errorf("error setting up the FleetRollout webhook: %w", err)
 	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &fleetv1alpha1.FreightPolicy{}).WithValidator(FreightPolicyValidator{}).Complete(); err != nil {
+		return fmt.Errorf("error setting up the FreightPolicy webhook: %w", err)
+	}
 	core, err := typedcorev1.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("error creating the client of the Promotion guard's Events: %w", err)
@@ -62,7 +66,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("error adding the Promotion guard's Event recorder: %w", err)
 	}
 	guard := NewPromotionGuard(mgr.GetClient(), access, o.ControllerUsername, admission.NewDecoder(mgr.GetScheme()), refusals).
-		WithActsForOthers(o.ActsForOthers).WithPersonRights(personrights.NewChecker(mgr.GetAPIReader(), access))
+		WithActsForOthers(o.ActsForOthers).WithPersonRights(personrights.NewChecker(mgr.GetAPIReader(), access)).
+		WithFreightPolicies(policyread.NewReader(mgr.GetClient(), mgr.GetAPIReader()),
+			inventory.NewReader(mgr.GetClient()).WithNamespaces(o.InventoryNamespaces))
 	mgr.GetWebhookServer().Register(ValidatePromotionPath, &webhook.Admission{Handler: guard})
 	mgr.GetWebhookServer().Register(PromotionGuardPath, &webhook.Admission{Handler: guard})
 	return nil

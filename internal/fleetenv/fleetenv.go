@@ -119,7 +119,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		// As the chart does: deleting an unfinished FleetRollout aborts it.
 		envtest.ValidatingWebhookFor("fleetrollouts.fleet.kargo-fleet.io",
 			"fleet.kargo-fleet.io", "v1alpha1", "fleetrollouts", fswebhook.ValidateRolloutPath,
-			admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete))
+			admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
+		envtest.ValidatingWebhook("freightpolicies.fleet.kargo-fleet.io",
+			"fleet.kargo-fleet.io", "v1alpha1", "freightpolicies", fswebhook.ValidateFreightPolicyPath))
 	guard, err := PromotionGuardWebhooks(PromotionGuardWebhookConfiguration, nil)
 	if err != nil {
 		return nil, err

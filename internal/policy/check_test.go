@@ -59,7 +59,9 @@ func TestCheck(t *testing.T) {
 	pinned := map[string]string{"repoURL": "registry.corp/pci/shop", "tag": "1.2", "digest": "sha256:abc"}
 	tagged := map[string]string{"repoURL": "registry.corp/pci/shop", "tag": "1.2"}
 	public := map[string]string{"repoURL": "docker.io/shop", "digest": "sha256:abc"}
-	chart := func(v string) map[string]string { return map[string]string{"repoURL": "oci://charts", "name": "shop", "version": v} }
+	chart := func(v string) map[string]string {
+		return map[string]string{"repoURL": "oci://charts", "name": "shop", "version": v}
+	}
 	for _, tc := range []struct {
 		name      string
 		freight   *kargo.Freight

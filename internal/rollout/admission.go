@@ -66,6 +66,11 @@ type PromotionAdmission struct {
 	BreakGlassReason string
 	// BreakGlassAllowed says User holds BreakGlassVerb on the FleetStage.
 	BreakGlassAllowed bool
+	// PolicyBlocks says which FreightPolicy rules keep the Freight off the
+	// target ("" when none does); PolicyAllowsBreakGlass says every one of
+	// them lets break-glass through.
+	PolicyBlocks           string
+	PolicyAllowsBreakGlass bool
 	// ActsForOthers says User creates Promotions on behalf of other people
 	// (Kargo's API server for every Kargo UI and CLI user, Kargo's
 	// controllers), or the Promotion names an actor other than User: a right
@@ -92,6 +97,8 @@ type AdmissionVerdict struct {
 // otherwise skip the fleet's waves, thresholds, approval gates and
 // concurrency limits. A user holding the break-glass right may promote one
 // target, giving a reason. The adopted template Stage is never promoted.
+// Freight a FreightPolicy keeps off a target enters its Stage from nowhere,
+// unless every blocking rule allows break-glass and it is break-glass.
 // Freight held back after a breach enters no fleet Stage. Wave Stages take
 // any other Promotion: their fleet-wave step enforces wave order and gates.
 func JudgePromotionAdmission(a PromotionAdmission) AdmissionVerdict {
@@ -108,6 +115,12 @@ func JudgePromotionAdmission(a PromotionAdmission) AdmissionVerdict {
 			a.promoteCommand()))
 	case a.Role == StageWave:
 		return AdmissionVerdict{Allowed: true}
+	case a.PolicyBlocks != "" && (!a.PolicyAllowsBreakGlass || a.BreakGlassReason == "" || a.FromController):
+		// From anyone, kargo-fleet's own controller included. Break-glass
+		// passes only rules that allow it, and then only as break-glass
+		// (judged below).
+		return refuseAdmission(fmt.Sprintf("Freight %s may not run on target Stage %q of fleet %q: %s", a.Freight, a.Stage,
+			a.FleetStage, a.PolicyBlocks))
 	case a.FromController && a.ControllerDecision != "" && a.DecisionOpen:
 		return AdmissionVerdict{Allowed: true}
 	case a.FromController:

@@ -33,6 +33,22 @@ func TestJudgePromotionAdmission(t *testing.T) {
 		{name: "auto-promotion into a target is refused", in: target(func(a *PromotionAdmission) {
 			a.User, a.Actor = "system:serviceaccount:kargo:kargo-controller", ""
 		}), wantIn: []string{"only kargo-fleet promotes its targets", "(asked by system:serviceaccount:kargo:kargo-controller)"}},
+		{name: "a FreightPolicy block refuses even the controller's Promotion for an open rollout", in: target(func(a *PromotionAdmission) {
+			a.FromController, a.ControllerDecision, a.DecisionOpen = true, "FleetRollout prod-f2", true
+			a.PolicyBlocks, a.PolicyAllowsBreakGlass = "rule pci-digest of FreightPolicy pci: pinned only", true
+		}), wantIn: []string{`Freight f2 may not run on target Stage "prod.c1" of fleet "prod": rule pci-digest`}},
+		{name: "a FreightPolicy block refuses break-glass unless the rule allows it", in: target(func(a *PromotionAdmission) {
+			a.User, a.Actor, a.BreakGlassReason, a.BreakGlassAllowed = "alice", "", "INC-1", true
+			a.PolicyBlocks = "rule pci-digest of FreightPolicy pci: pinned only"
+		}), wantIn: []string{"may not run on target Stage"}},
+		{name: "break-glass passes a FreightPolicy rule that allows it", in: target(func(a *PromotionAdmission) {
+			a.User, a.Actor, a.BreakGlassReason, a.BreakGlassAllowed = "alice", "", "INC-1", true
+			a.PolicyBlocks, a.PolicyAllowsBreakGlass = "rule cn of FreightPolicy china: 2.0 or later", true
+		}), wantAllowed: true, wantBreakGlass: true},
+		{name: "a rule allowing break-glass still needs the right", in: target(func(a *PromotionAdmission) {
+			a.User, a.Actor, a.BreakGlassReason = "alice", "", "INC-1"
+			a.PolicyBlocks, a.PolicyAllowsBreakGlass = "rule cn of FreightPolicy china: 2.0 or later", true
+		}), wantIn: []string{"may not break glass"}},
 		{name: "the controller's Promotion for an open rollout is admitted", in: target(func(a *PromotionAdmission) {
 			a.FromController, a.ControllerDecision, a.DecisionOpen = true, "FleetRollout prod-f2", true
 		}), wantAllowed: true},

@@ -69,6 +69,11 @@ type waveState struct {
 	succeeded, failed, inFlight, pending, skip int
 	done                                       []string
 	inFlightTargets                            []*plan.Target
+	// blocked counts the members a FreightPolicy keeps off the Freight,
+	// holding counts those of them that keep the wave from passing, and
+	// blockedNote names the first, with the rules.
+	blocked, holding int
+	blockedNote      string
 }
 
 // Decide computes the next step of a rollout from an observation. It is
@@ -111,7 +116,12 @@ func decide(o Observation) Decision {
 				continue
 			}
 		}
-		finished := ws.pending == 0 && ws.inFlight == 0
+		if wp.Phase == fleetv1alpha1.WaveSucceeded {
+			// A wave that passed stays passed when a policy added later
+			// blocks some of its targets.
+			ws.skip, ws.holding = ws.skip+ws.holding, 0
+		}
+		finished := ws.pending == 0 && ws.inFlight == 0 && ws.holding == 0
 		if finished && !rollback && breached == nil && current < 0 && ws.failed <= ws.pw.MaxFailures &&
 			wp.Phase != fleetv1alpha1.WaveSucceeded {
 			// The wave's targets are done: it passes when its analysis does.
@@ -265,6 +275,19 @@ func judgeAll(o Observation, d *Decision, wds map[string]analysis.WaveDecision) 
 			case TargetSkipped:
 				ws.skip++
 				ws.done = append(ws.done, t.ID)
+			case TargetBlocked:
+				// Never started. A rollback is the way out of trouble and
+				// never waits: it leaves blocked targets where they are.
+				ws.blocked++
+				ws.done = append(ws.done, t.ID)
+				if obs.Blocked.Hold() && o.Rollout.Spec.Direction != fleetv1alpha1.DirectionRollback {
+					ws.holding++
+				} else {
+					ws.skip++
+				}
+				if ws.blockedNote == "" {
+					ws.blockedNote = strutil.Ellipsis(t.Name+" ("+j.Message+")", 300)
+				}
 			case TargetFailed:
 				ws.failed++
 				ws.done = append(ws.done, t.ID)
@@ -354,6 +377,11 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 	}
 	if dec.Waiting != "" && dec.Waiting != plan.WaitInFlight && dec.Waiting != plan.WaitWaveDone && dec.Waiting != plan.WaitMaxConcurrent {
 		wp.Waiting = dec.Message
+	}
+	if ws.holding > 0 && wp.Waiting == "" {
+		wp.Waiting = strutil.Ellipsis(fmt.Sprintf("%d target(s) blocked by FreightPolicy, first %s: the wave passes once "+
+			"the policy admits Freight %s there or they leave the fleet (or abort the rollout)", ws.holding, ws.blockedNote,
+			r.Spec.Freight.Name), 512)
 	}
 	if !dec.RetryAt.IsZero() {
 		d.RequeueAt = earliest(d.RequeueAt, dec.RetryAt)
@@ -519,7 +547,7 @@ func progress(ws *waveState, prev []fleetv1alpha1.WaveProgress, _ time.Time) fle
 	wp := fleetv1alpha1.WaveProgress{
 		Name: ws.pw.Name, Phase: fleetv1alpha1.WavePending,
 		Total: int32(len(ws.pw.Members)), Succeeded: int32(ws.succeeded), Failed: int32(ws.failed),
-		InFlight: int32(ws.inFlight), Pending: int32(ws.pending),
+		InFlight: int32(ws.inFlight), Pending: int32(ws.pending), Blocked: int32(ws.blocked),
 	}
 	for i := range prev {
 		if prev[i].Name == ws.pw.Name {

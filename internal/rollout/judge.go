@@ -24,6 +24,9 @@ const (
 	TargetFailed TargetState = "Failed"
 	// TargetSkipped: the target left the fleet before it was started.
 	TargetSkipped TargetState = "Skipped"
+	// TargetBlocked: a FreightPolicy keeps the rollout's Freight off the
+	// target, which has no Promotion of the rollout: it is never started.
+	TargetBlocked TargetState = "Blocked"
 )
 
 // Failure reasons, the keys of FleetRollout.status.failures.
@@ -83,6 +86,8 @@ func Judge(o TargetObservation, limits Limits, now time.Time) Judgement {
 		switch {
 		case o.StageGone:
 			return Judgement{State: TargetSkipped, Message: "the target left the fleet before it was started"}
+		case o.Blocked != nil:
+			return Judgement{State: TargetBlocked, Message: o.Blocked.String()}
 		case o.StageUnrecorded && !o.TakenSince.IsZero() && limits.ProgressDeadline > 0:
 			at := o.TakenSince.Add(limits.ProgressDeadline)
 			if now.Before(at) {

@@ -14,6 +14,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/policy"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 )
 
@@ -127,6 +128,9 @@ type TargetObservation struct {
 	// Promotion; RefusedMessage is Kargo's message.
 	RefusedSince   time.Time
 	RefusedMessage string
+	// Blocked is the FreightPolicies' verdict when they keep the rollout's
+	// Freight off the target; nil when they allow it.
+	Blocked *policy.Verdict
 }
 
 // PromotionObservation is what was observed of a target Promotion.

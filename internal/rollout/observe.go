@@ -15,6 +15,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/policy"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 )
 
@@ -69,6 +70,9 @@ type Snapshot struct {
 	// the controller created a moment ago, whose expectation has not
 	// expired.
 	Expected map[string]bool
+	// Blocked are the members the FreightPolicies of the Project keep off
+	// the rollout's Freight, by target ID (policy.Checker's verdicts).
+	Blocked map[string]policy.Verdict
 }
 
 // Refusal is Kargo's first refusal of a target's Promotion.
@@ -350,6 +354,9 @@ func (o *Observed) observeTargets(s Snapshot, busy map[string]bool) {
 			}
 			if p != nil {
 				obs.Promotion = observePromotion(p)
+			}
+			if v, ok := s.Blocked[t.ID]; ok && !v.Allowed() {
+				obs.Blocked = &v
 			}
 			o.Targets[t.ID] = obs
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/personrights"
+	"github.com/kargo-fleet/kargo-fleet/internal/policyread"
 	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
@@ -85,6 +86,9 @@ type FleetRolloutReconciler struct {
 	described   map[types.NamespacedName]described
 	// analyses caches compiled wave analyses and Prometheus clients.
 	analyses analyses
+	// policies reads the FreightPolicies and Freight artifacts members
+	// are checked against.
+	policies *policyread.Reader
 	// self, rights and gestures: the fleet actions of Kargo UI aborts
 	// (fleetrollout_gestures.go).
 	self     string
@@ -107,7 +111,8 @@ func NewFleetRolloutReconciler(c client.Client, reader client.Reader, inv fleetp
 	return &FleetRolloutReconciler{client: c, reader: reader, inventory: inv, recorder: rec, clock: clk, refresh: refresh,
 		metrics: defaultRolloutMetrics, id: newControllerID(), lastWrite: map[types.UID]time.Time{}, batchHeld: map[types.UID]time.Time{}, lastDecided: map[types.UID]decided{}, uids: map[types.NamespacedName]types.UID{},
 		described: map[types.NamespacedName]described{},
-		records:   stagerecord.NewReader(reader), ownPromotions: own, targetStages: targets}
+		records:   stagerecord.NewReader(reader), ownPromotions: own, targetStages: targets,
+		policies: policyread.NewReader(c, reader)}
 }
 
 // WithStageRecords makes the reconciler read Stage records with records,

@@ -71,6 +71,9 @@ func (r *FleetRolloutReconciler) snapshot(ctx context.Context, ro *fleetv1alpha1
 	if s.Stages, err = r.withUnlabelledStages(ctx, fs, snap, s.Stages); err != nil {
 		return s, err
 	}
+	if s.Blocked, err = r.blocked(ctx, ro, snap); err != nil {
+		return s, err
+	}
 	rec, err := r.records.Read(ctx, fs)
 	switch {
 	case err == nil:

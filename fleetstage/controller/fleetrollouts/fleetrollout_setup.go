@@ -45,6 +45,7 @@ func (r *FleetRolloutReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 			builder.WithPredicates(targetStageJudged)).
 		Watches(freight, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFreight), builder.OnlyMetadata).
 		Watches(&fleetv1alpha1.FleetStage{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFleetStage)).
+		Watches(&fleetv1alpha1.FreightPolicy{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFreightPolicy)).
 		Watches(&fleetv1alpha1.FleetRollout{}, handler.EnqueueRequestsFromMapFunc(r.siblingsOfRollout),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		WithOptions(opts).

@@ -1,0 +1,46 @@
+package fleetrollouts
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	"github.com/kargo-fleet/kargo-fleet/internal/policy"
+)
+
+// +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=freightpolicies,verbs=get;list;watch
+
+// blocked returns the members of snap the Project's FreightPolicies keep
+// off the rollout's Freight. No policy governing the Project costs a
+// cached list and nothing else.
+func (r *FleetRolloutReconciler) blocked(ctx context.Context, ro *fleetv1alpha1.FleetRollout,
+	snap *plan.WavePlan) (map[string]policy.Verdict, error) {
+	governing, err := r.policies.Governing(ctx, ro.Namespace)
+	if err != nil || len(governing) == 0 {
+		return nil, err
+	}
+	f, err := r.policies.Freight(ctx, ro.Namespace, ro.Spec.Freight.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]policy.Verdict{}
+	var k policy.Checker
+	for i := range snap.Waves {
+		for j := range snap.Waves[i].Members {
+			t := policy.TargetOf(&snap.Waves[i].Members[j])
+			if v := k.Check(governing, &f, &t); !v.Allowed() {
+				out[t.ID] = v
+			}
+		}
+	}
+	return out, nil
+}
+
+// rolloutsOfFreightPolicy maps a FreightPolicy change to every open
+// rollout: what it blocks may start or stop holding a wave.
+func (r *FleetRolloutReconciler) rolloutsOfFreightPolicy(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.openRollouts(ctx, "", nil)
+}

@@ -1,0 +1,104 @@
+//go:build integration
+
+package rollout_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
+)
+
+// TestFreightPolicyKeepsFreightOffGovernedTargets: a FreightPolicy that
+// lets PCI targets run only digest-pinned images from the PCI registry
+// keeps a tag-only Freight off them in the rollout (the wave holds, then
+// passes without them once the policy says Skip) and at the guard, break-
+// glass included; a compliant Freight reaches every target.
+func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
+	ctx := context.Background()
+	targets := append(inline("pci", 2, map[string]string{"tier": "pci"}, nil), inline("gen", 4, map[string]string{"tier": "general"}, nil)...)
+	f := newFleet(t, "freight-policy", fleetSpec{targets: targets,
+		waves: []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(6)}}, autoPromote: true})
+	waitGuarded(t, f.ns)
+
+	// The policy governs this Project only (the envtest cluster is shared).
+	ns := &corev1.Namespace{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: f.ns}, ns))
+	ns.Labels["compliance.example.com/scope"] = f.ns
+	require.NoError(t, env.Client.Update(ctx, ns))
+	rule := fleetv1alpha1.FreightRule{Name: "pci-digest", Targets: `target.labels.tier == "pci"`,
+		Require: `all(freight.images, {.repoURL startsWith "registry.corp/pci/" && .digest != ""})`,
+		Message: "PCI targets run only images from registry.corp/pci/ pinned by digest"}
+	bad := &fleetv1alpha1.FreightPolicy{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-bad"},
+		Spec: fleetv1alpha1.FreightPolicySpec{Rules: []fleetv1alpha1.FreightRule{{Name: "x", Require: "freight.imagez == nil"}}}}
+	require.ErrorContains(t, env.Client.Create(ctx, bad), "spec.rules[0].require", "a rule that does not compile is refused at admission")
+	pol := &fleetv1alpha1.FreightPolicy{ObjectMeta: metav1.ObjectMeta{Name: f.ns},
+		Spec: fleetv1alpha1.FreightPolicySpec{Rules: []fleetv1alpha1.FreightRule{rule},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"compliance.example.com/scope": f.ns}}}}
+	require.NoError(t, env.Client.Create(ctx, pol))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
+
+	// f.good is tagged, not pinned: the wave holds on the PCI targets.
+	f.ship(f.good)
+	var ro *fleetv1alpha1.FleetRollout
+	require.Eventually(t, func() bool {
+		ro = f.findRollout(f.good, fleetv1alpha1.DirectionForward)
+		return ro != nil && len(ro.Status.Waves) == 1 && ro.Status.Waves[0].Succeeded == 4 && ro.Status.Waves[0].Blocked == 2
+	}, wait, tick, "the four general targets pass and the two PCI ones are blocked: %v", describe(&ro))
+	require.Equal(t, fleetv1alpha1.RolloutProgressing, ro.Status.Phase, ro.Status.Message)
+	require.Contains(t, ro.Status.Waves[0].Waiting, "2 target(s) blocked by FreightPolicy")
+	require.Contains(t, ro.Status.Message, "rule pci-digest of FreightPolicy "+f.ns+": PCI targets run only images")
+	running := f.targetFreight()
+	for id, freight := range running {
+		if id == "pci-00" || id == "pci-01" {
+			require.Empty(t, freight, "PCI target %s got Freight", id)
+		}
+	}
+
+	// Not from the guard either: break-glass by a user who holds the right,
+	// since the rule does not allow break-glass.
+	_, oncall := kargoPromoter(t, f.ns, "oncall-"+f.ns, "kargo-fleet-break-glass")
+	glass := kargo.NewPromotion(f.ns, render.TargetStageName("fleet", "pci-00"), f.good,
+		map[string]string{fleetv1alpha1.BreakGlassLabel: "fleet"}, map[string]string{fleetv1alpha1.BreakGlassReasonAnnotation: "INC-1"})
+	err := oncall.Create(ctx, glass)
+	require.ErrorContains(t, err, fmt.Sprintf("Freight %s may not run on target Stage %q", f.good, glass.Spec.Stage))
+	require.ErrorContains(t, err, "rule pci-digest of FreightPolicy "+f.ns)
+
+	// A rule that allows break-glass lets it through, as break-glass only.
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(pol), pol))
+	pol.Spec.Rules[0].AllowBreakGlass = true
+	require.NoError(t, env.Client.Update(ctx, pol))
+	require.Eventually(t, func() bool {
+		return oncall.Create(ctx, glass.DeepCopy(), client.DryRunAll) == nil
+	}, wait, tick, "break-glass admitted once the rule allows it")
+	require.ErrorContains(t, oncall.Create(ctx, kargo.NewPromotion(f.ns, glass.Spec.Stage, f.good, nil, nil), client.DryRunAll),
+		"may not run on target Stage", "without the break-glass marks the rule still refuses it")
+
+	// Skip: the wave passes without the PCI targets.
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(pol), pol))
+	pol.Spec.BlockedTargets = fleetv1alpha1.BlockedTargetsSkip
+	require.NoError(t, env.Client.Update(ctx, pol))
+	ro = f.rollout(f.good, fleetv1alpha1.RolloutSucceeded)
+	require.EqualValues(t, 2, ro.Status.Waves[0].Blocked)
+
+	// A Freight of the PCI registry pinned by digest reaches every target.
+	compliant := testutil.MakeFreight(f.ns, "f3-pinned").Obj()
+	compliant.Images = []apiextensionsv1.JSON{{Raw: []byte(`{"repoURL":"registry.corp/pci/guestbook","tag":"3.0","digest":"sha256:0123"}`)}}
+	require.NoError(t, env.Client.Create(ctx, compliant))
+	ro = f.rollout(compliant.Name, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
+	require.Equal(t, fleetv1alpha1.RolloutSucceeded, ro.Status.Phase, ro.Status.Message)
+	require.Zero(t, ro.Status.Waves[0].Blocked)
+	for id, freight := range f.targetFreight() {
+		require.Equal(t, compliant.Name, freight, "target %s", id)
+	}
+}
