@@ -33,6 +33,8 @@ type planOptions struct {
 	diffAgainst string
 	output      *outputOptions
 	maxNames    int
+	// freight, when set, checks the plan against the FreightPolicies.
+	freight string
 	// inventoryNS are the namespaces sources may read inventory from, as
 	// the controller's --inventory-namespaces.
 	inventoryNS []string
@@ -52,6 +54,8 @@ func newPlanCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra
 			"sources list in the cluster now: which targets are selected, excluded or unassigned, which wave each " +
 			"joins, and the resolved concurrency, failure thresholds, deadlines, soak and approval per wave " +
 			"(-o wide shows them all).\n\n" +
+			"With --freight, also checks that Freight against the FreightPolicies governing the Project: which " +
+			"targets it is blocked on, by which rules, and whether their waves hold (docs/policy.md).\n\n" +
 			"With -f, plans the FleetStage in the file against the one of the same name in the cluster, both over " +
 			"the cluster's inventory, and lists what would move: waves added, removed or resolved differently, and " +
 			"targets that would change waves, join or leave the fleet. A FleetStage not in the cluster yet has " +
@@ -62,6 +66,7 @@ func newPlanCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra
 			"plans another version of the file over the same targets and lists the targets that would change " +
 			"waves.",
 		Example: "  kargo-fleet plan prod -n shop\n" +
+			"  kargo-fleet plan prod -n shop --freight 3f2a9c1\n" +
 			"  kargo-fleet plan -f prod.yaml -n shop\n" +
 			"  kargo-fleet plan -f examples/fleetstage/edge-inline.yaml --local\n" +
 			"  kargo-fleet plan -f prod-new.yaml --local --targets clusters.yaml \\\n" +
@@ -71,6 +76,7 @@ func newPlanCommand(streams genericiooptions.IOStreams, kube kubeOptions) *cobra
 		RunE:              fleetStageRunE(&o.fleetStage, o.validate, o.run),
 	}
 	o.addFlags(cmd)
+	o.kube.completeFleetFlags(cmd)
 	return cmd
 }
 
@@ -85,6 +91,8 @@ func (o *planOptions) addFlags(cmd *cobra.Command) {
 			"same name (set it to what your installation's controller.inventoryNamespaces says).")
 	f.StringVar(&o.targetsFile, "targets", "", "With --local: YAML file of extra inline targets, a list of {name, labels, params}.")
 	f.StringVar(&o.diffAgainst, "diff-against", "", "With --local: another FleetStage YAML file; show which targets change waves from it.")
+	f.StringVar(&o.freight, "freight", "", "Check this Freight against the FreightPolicies governing the Project: "+
+		"which targets it is blocked on, by which rules, and whether their waves hold (docs/policy.md).")
 	f.IntVar(&o.maxNames, "max-names", 10, "Target names shown per wave in text output; 0 shows all that fit.")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = cmd.MarkFlagFilename("targets", "yaml", "yml", "json")
@@ -104,6 +112,9 @@ func (o *planOptions) validate() error {
 			"with the cluster's FleetStage)")
 	case o.maxNames < 0:
 		return errors.New("--max-names must not be negative")
+	case o.freight != "" && o.fleetStage == "":
+		return errors.New("--freight checks a FleetStage of the cluster against the FreightPolicies: name it " +
+			"(kargo-fleet plan FLEETSTAGE --freight FREIGHT)")
 	}
 	return o.output.validate()
 }
@@ -126,7 +137,20 @@ func (o *planOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.printPlan(p)
+	if o.freight == "" {
+		return o.printPlan(p)
+	}
+	pc, err := checkFreightPolicies(ctx, c, fs, o.freight, p)
+	if err != nil {
+		return err
+	}
+	if !o.output.text() {
+		return o.output.printValue(o.streams.Out, planWithPolicy{Plan: plan.NewPlanPreview(p), FreightPolicy: pc})
+	}
+	if err := o.printPlan(p); err != nil {
+		return err
+	}
+	return renderPolicyCheck(o.streams.Out, pc)
 }
 
 // runFileAgainstCluster plans the file's FleetStage and the cluster's one

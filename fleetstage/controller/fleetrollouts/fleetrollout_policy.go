@@ -26,17 +26,7 @@ func (r *FleetRolloutReconciler) blocked(ctx context.Context, ro *fleetv1alpha1.
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]policy.Verdict{}
-	var k policy.Checker
-	for i := range snap.Waves {
-		for j := range snap.Waves[i].Members {
-			t := policy.TargetOf(&snap.Waves[i].Members[j])
-			if v := k.Check(governing, &f, &t); !v.Allowed() {
-				out[t.ID] = v
-			}
-		}
-	}
-	return out, nil
+	return policy.CheckPlan(governing, &f, snap), nil
 }
 
 // rolloutsOfFreightPolicy maps a FreightPolicy change to every open

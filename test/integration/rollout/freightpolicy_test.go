@@ -3,8 +3,10 @@
 package rollout_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/cli"
+	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
@@ -47,6 +51,18 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"compliance.example.com/scope": f.ns}}}}
 	require.NoError(t, env.Client.Create(ctx, pol))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
+
+	// Before the rollout, `kargo-fleet plan --freight` shows what it will hold on.
+	f.ensureFreight(f.good)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, fleetenv.WriteKubeconfig(env.Config, kubeconfig))
+	var out, errOut bytes.Buffer
+	cmd := cli.NewRootCommand(&out, &errOut)
+	cmd.SetArgs([]string{"plan", "fleet", "-n", f.ns, "--freight", f.good, "--kubeconfig", kubeconfig})
+	require.NoError(t, cmd.Execute(), errOut.String())
+	require.Contains(t, out.String(), fmt.Sprintf("FreightPolicy: Freight %s is blocked on 2 of 6 target(s):\n"+
+		"  wave all holds: it will not pass while they are blocked\n"+
+		"    pci-00, pci-01: rule pci-digest of FreightPolicy %s: PCI targets run only", f.good, f.ns))
 
 	// f.good is tagged, not pinned: the wave holds on the PCI targets.
 	f.ship(f.good)
