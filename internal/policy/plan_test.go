@@ -13,7 +13,9 @@ func TestCheckPlanAndSummarize(t *testing.T) {
 	pci, _ := Compile(freightPolicy("pci", "", pciRule))
 	skip, _ := Compile(freightPolicy("no-latest", fleetv1alpha1.BlockedTargetsSkip,
 		fleetv1alpha1.FreightRule{Name: "tags", Targets: `target.labels.ring == "critical"`, Require: `none(freight.images, {.tag == "latest"})`}))
-	member := func(id string, labels map[string]string) plan.Target { return plan.Target{ID: id, Name: id, Labels: labels} }
+	member := func(id string, labels map[string]string) plan.Target {
+		return plan.Target{ID: id, Name: id, Labels: labels}
+	}
 	p := &plan.WavePlan{Waves: []plan.PlannedWave{
 		{Name: "pilot", Members: []plan.Target{member("p1", nil)}},
 		{Name: "general", Members: []plan.Target{member("g1", map[string]string{"tier": "pci"}), member("g2", nil),
