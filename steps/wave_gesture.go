@@ -28,6 +28,14 @@ func (s *waveStep) gesture(ctx context.Context, in *Input, wave string) (res Res
 	if err != nil {
 		return Result{}, false, err
 	}
+	if rb := rollout.RollbackStartedBy(rollouts, p.Name); rb != nil {
+		// Kargo runs the step again while the rollback this Promotion
+		// started goes on (it waits for it): report the rollback, as the
+		// first call did, and start nothing else.
+		step := &rollbackStep{store: s.store, opts: s.opts}
+		res, err := step.run(ctx, in, RollbackConfig{Mode: ModeWait, RollbackOf: rb.Spec.RollbackOf, Freight: c.Freight})
+		return res, true, err
+	}
 	req, ok := rollout.GestureRequest(fs, rollouts, rollout.StageWave, rollout.GesturePromoteWaveStage, p)
 	if !ok {
 		return Result{}, false, nil

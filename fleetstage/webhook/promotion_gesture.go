@@ -112,7 +112,12 @@ func (g *PromotionGuard) admitGesture(ctx context.Context, req admission.Request
 	}
 	log.FromContext(ctx).V(1).Info("Refusing a Kargo UI gesture", "namespace", req.Namespace, "promotion", p.Name,
 		"action", gesture.Reading.Action, "person", gesture.Person.Name())
-	g.recordRefusal(req, p, msg)
+	what := promotionOf(p)
+	if old != nil {
+		// An update is an abort request on a Promotion someone else created.
+		what = fmt.Sprintf("an Abort of Promotion %s (Stage %s, Freight %s)", p.Name, p.Spec.Stage, p.Spec.Freight)
+	}
+	g.recordRefusal(req, p, what, gesture.Person.Name(), msg)
 	return admission.Denied(msg)
 }
 

@@ -157,7 +157,7 @@ func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admi
 	if !v.Allowed {
 		log.FromContext(ctx).V(1).Info("Refusing Promotion", "namespace", req.Namespace, "stage", p.Spec.Stage,
 			"freight", p.Spec.Freight, "user", req.UserInfo.Username)
-		g.recordRefusal(req, p, v.Message)
+		g.recordRefusal(req, p, promotionOf(p), p.Annotations[kargo.CreateActorAnnotation], v.Message)
 		return admission.Denied(v.Message)
 	}
 	if in.Role == fleetrule.StageWave {
@@ -166,22 +166,27 @@ func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admi
 	return admission.Allowed("")
 }
 
-// recordRefusal records a refused Promotion as a Warning Event on its
-// Stage, naming who asked: the person Kargo's API server acts for (its
-// create-actor annotation, which the guard shows but never trusts) and
-// the requesting user. The Event is queued, never awaited, so a slow or
-// failing Event write cannot slow or fail an admission; a dry run records
-// nothing.
-func (g *PromotionGuard) recordRefusal(req admission.Request, p *kargo.Promotion, message string) {
+// recordRefusal records a refused Promotion, or a refused request on one
+// (what: "an Abort of Promotion …"), as a Warning Event on its Stage,
+// naming who asked: the person Kargo's API server acts for (actor, which
+// the guard shows but never trusts) and the requesting user. The Event is
+// queued, never awaited, so a slow or failing Event write cannot slow or
+// fail an admission; a dry run records nothing.
+func (g *PromotionGuard) recordRefusal(req admission.Request, p *kargo.Promotion, what, actor, message string) {
 	if g.events == nil || (req.DryRun != nil && *req.DryRun) || p.Spec.Stage == "" {
 		return
 	}
 	who := req.UserInfo.Username
-	if actor := p.Annotations[kargo.CreateActorAnnotation]; actor != "" && actor != who {
+	if actor != "" && strings.TrimPrefix(actor, "kubernetes:") != who {
 		who = fmt.Sprintf("%s (through %s)", actor, req.UserInfo.Username)
 	}
 	g.events.Eventf(kargoevents.Stage(req.Namespace, p.Spec.Stage), corev1.EventTypeWarning, PromotionRefusedReason,
-		"Refused a Promotion of Freight %s into Stage %s asked by %s: %s", p.Spec.Freight, p.Spec.Stage, who, message)
+		"Refused %s asked by %s: %s", what, who, message)
+}
+
+// promotionOf describes a Promotion being created, for refusal Events.
+func promotionOf(p *kargo.Promotion) string {
+	return fmt.Sprintf("a Promotion of Freight %s into Stage %s", p.Spec.Freight, p.Spec.Stage)
 }
 
 // breakGlassMarks returns a Promotion's break-glass label and reason.

@@ -226,6 +226,21 @@ func GestureRequest(fs *fleetv1alpha1.FleetStage, rollouts []*fleetv1alpha1.Flee
 	return in, true
 }
 
+// RollbackStartedBy is the rollback a Promotion started (its step key names
+// the Promotion), or nil: the Promotion was a Kargo UI rollback gesture, and
+// every later run of its step reports that rollback.
+func RollbackStartedBy(rollouts []*fleetv1alpha1.FleetRollout, promotion string) *fleetv1alpha1.FleetRollout {
+	for _, ro := range rollouts {
+		if ro.Spec.Direction != fleetv1alpha1.DirectionRollback {
+			continue
+		}
+		if by, _, ok := fleetrollout.ParseStepKey(ro.Annotations[fleetv1alpha1.StepKeyAnnotation]); ok && by == promotion {
+			return ro
+		}
+	}
+	return nil
+}
+
 // recordedByAny says whether one of rollouts was created by the Promotion
 // or records it as a wave's request.
 func recordedByAny(rollouts []*fleetv1alpha1.FleetRollout, promotion string) bool {

@@ -202,3 +202,22 @@ func TestGestureRequest(t *testing.T) {
 		t.Errorf("Abort of a target Promotion: %+v, %v", req, ok)
 	}
 }
+
+func TestRollbackStartedBy(t *testing.T) {
+	ro := func(name string, dir fleetv1alpha1.RolloutDirection, key string) *fleetv1alpha1.FleetRollout {
+		r := &fleetv1alpha1.FleetRollout{}
+		r.Name, r.Spec.Direction = name, dir
+		r.Annotations = map[string]string{fleetv1alpha1.StepKeyAnnotation: key}
+		return r
+	}
+	rollouts := []*fleetv1alpha1.FleetRollout{
+		ro("fwd", fleetv1alpha1.DirectionForward, "prod-pilot.01.v1/wave::start"),
+		ro("fwd-rb", fleetv1alpha1.DirectionRollback, "prod-pilot.02.v1/wave::start"),
+	}
+	if got := RollbackStartedBy(rollouts, "prod-pilot.02.v1"); got == nil || got.Name != "fwd-rb" {
+		t.Errorf("RollbackStartedBy = %v, want fwd-rb", got)
+	}
+	if got := RollbackStartedBy(rollouts, "prod-pilot.01.v1"); got != nil {
+		t.Errorf("a forward rollout's Promotion read as a rollback's: %v", got.Name)
+	}
+}

@@ -4,6 +4,7 @@ package rollout_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -99,6 +100,8 @@ func TestFleetActionsFromTheKargoUI(t *testing.T) {
 	got := &kargo.Promotion{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(wave), got))
 	require.NotContains(t, got.Annotations, kargo.AbortAnnotation, "the refused Abort changed nothing")
+	requireEvent(t, f.ns, "PromotionRefused", fmt.Sprintf("Refused an Abort of Promotion %s (Stage fleet-rest, Freight %s) "+
+		"asked by email:bob@example.com (through ", wave.Name, f.good))
 
 	require.NoError(t, api.AbortPromotion(ctx, alice, f.ns, wave.Name))
 	paused := f.rollout(f.good, fleetv1alpha1.RolloutPaused)
@@ -141,7 +144,8 @@ func TestFleetActionsFromTheKargoUI(t *testing.T) {
 	// Rollback: Promote the last good Freight into the first wave Stage.
 	_, err = api.PromoteToStage(ctx, bob, f.ns, "fleet-pilot", f.good)
 	require.ErrorContains(t, err, "would roll back fleet \"fleet\"")
-	_, err = api.PromoteToStage(ctx, alice, f.ns, "fleet-pilot", f.good)
+	forwardOfGood := forwardRollouts(t, f, f.good)
+	gesture, err := api.PromoteToStage(ctx, alice, f.ns, "fleet-pilot", f.good)
 	require.NoError(t, err)
 	rb := f.awaitRollback(f.good)
 	require.Equal(t, aborted.Name, rb.Spec.RollbackOf)
@@ -154,4 +158,37 @@ func TestFleetActionsFromTheKargoUI(t *testing.T) {
 		}
 		return true
 	}, wait, tick, "every target is back on the good Freight")
+	// Kargo calls the wave step again while the rollback runs: each call
+	// reports the rollback, and none starts a forward rollout of the Freight.
+	f.rollbackDone(rb.Name)
+	require.Eventually(t, func() bool {
+		p := &kargo.Promotion{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(gesture), p))
+		return p.Status.Phase.IsTerminal()
+	}, wait, tick, "alice's Promotion ends with the rollback")
+	require.Equal(t, forwardOfGood, forwardRollouts(t, f, f.good), "the rollback gesture started a forward rollout")
+}
+
+// forwardRollouts names the forward rollouts of freight.
+func forwardRollouts(t *testing.T, f *fleet, freight string) []string {
+	t.Helper()
+	list := &fleetv1alpha1.FleetRolloutList{}
+	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(f.ns)))
+	var out []string
+	for _, ro := range list.Items {
+		if ro.Spec.Direction == fleetv1alpha1.DirectionForward && ro.Spec.Freight.Name == freight {
+			out = append(out, ro.Name)
+		}
+	}
+	return out
+}
+
+// rollbackDone waits for the rollback to succeed.
+func (f *fleet) rollbackDone(name string) {
+	f.t.Helper()
+	require.Eventually(f.t, func() bool {
+		ro := &fleetv1alpha1.FleetRollout{}
+		require.NoError(f.t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, ro))
+		return ro.Status.Phase == fleetv1alpha1.RolloutSucceeded
+	}, wait, tick, "rollback %s never succeeded", name)
 }
