@@ -27,6 +27,10 @@ type Options struct {
 	// trusted, because the step server makes them for Kargo Promotions that
 	// Kargo authorised.
 	ControllerUsername string
+	// KargoGlobalServiceAccountNamespaces are the namespaces besides a
+	// Project's where Kargo's API server maps OIDC claims onto
+	// ServiceAccounts (its GLOBAL_SERVICE_ACCOUNT_NAMESPACES).
+	KargoGlobalServiceAccountNamespaces []string
 	// ActsForOthers matches the user names that create Promotions for other
 	// people (Kargo's control plane): break-glass is refused from them,
 	// whatever RBAC grants them. nil: DefaultActsForOthers.
@@ -66,10 +70,21 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("error adding the Promotion guard's Event recorder: %w", err)
 	}
 	guard := NewPromotionGuard(mgr.GetClient(), access, o.ControllerUsername, admission.NewDecoder(mgr.GetScheme()), refusals).
-		WithActsForOthers(o.ActsForOthers).WithPersonRights(personrights.NewChecker(mgr.GetAPIReader(), access)).
+		WithActsForOthers(o.ActsForOthers).WithPersonRights(PersonRights(mgr, o)).
 		WithFreightPolicies(policyread.NewReader(mgr.GetClient(), mgr.GetAPIReader()),
 			inventory.NewReader(mgr.GetClient()).WithNamespaces(o.InventoryNamespaces))
 	mgr.GetWebhookServer().Register(ValidatePromotionPath, &webhook.Admission{Handler: guard})
 	mgr.GetWebhookServer().Register(PromotionGuardPath, &webhook.Admission{Handler: guard})
 	return nil
+}
+
+// PersonRights returns how the rights of a person acting through Kargo's
+// API server are looked up: their OIDC claims onto the ServiceAccounts of
+// the Project and of Kargo's global ServiceAccount namespaces, each
+// reviewed with a SubjectAccessReview, reading ServiceAccounts from the API
+// server (the cache holds none).
+func PersonRights(mgr ctrl.Manager, o Options) *personrights.Checker {
+	c := personrights.NewChecker(mgr.GetAPIReader(), NewSubjectAccessReviewer(mgr.GetClient()))
+	c.GlobalNamespaces = o.KargoGlobalServiceAccountNamespaces
+	return c
 }

@@ -52,6 +52,7 @@ type controllerOptions struct {
 	shardURLs        map[string]string // stepShardURLs, parsed by validate
 	inventoryNS      []string
 	argocdNS         []string
+	kargoGlobalSANS  []string
 	controllerUser   string
 	guardWebhooks    string
 	qps              float32
@@ -115,6 +116,10 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 			"Targets, ClusterProfiles) from, besides the FleetStage's own namespace, which is always allowed. "+
 			`Default: the Argo CD namespace "argocd" and the FleetStage's own namespace. `+
 			"Pass an empty value to allow only the FleetStage's own namespace.")
+	f.StringSliceVar(&o.kargoGlobalSANS, "kargo-global-service-account-namespaces", nil,
+		"Comma-separated namespaces where Kargo's API server also maps people's OIDC claims onto ServiceAccounts "+
+			"(its GLOBAL_SERVICE_ACCOUNT_NAMESPACES, e.g. kargo): the rights of a person acting through the Kargo UI "+
+			"are looked up there as well as in the Project. Default: the Project only.")
 	f.StringSliceVar(&o.argocdNS, "argocd-namespaces", []string{kargo.ArgoCDDefaultNamespace},
 		"Comma-separated namespaces whose Argo CD Applications the controller reads to see what each target runs "+
 			"(the Application authorizing its target Stage: its sync, who started it, its health). Pass an empty "+
@@ -186,23 +191,24 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	mgr, err := manager.New(cfg, manager.Options{
-		Webhooks:                o.webhooks,
-		WebhookServer:           webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir},
-		MaxConcurrentReconciles: o.concurrency,
-		StepServerURL:           o.stepServerURL,
-		DashboardURL:            o.dashboardURL,
-		StepServerShardURLs:     o.shardURLs,
-		MetricsBindAddress:      o.metricsAddr,
-		MetricsSecure:           o.metricsSecure,
-		MetricsCertDir:          o.metricsCert.dir,
-		HealthProbeBindAddress:  o.probeAddr,
-		PprofBindAddress:        o.pprofAddr,
-		LeaderElection:          o.leaderElection,
-		LeaderElectionNamespace: cmp.Or(o.leaderElectionNS, os.Getenv(stepserver.EnvPodNamespace)),
-		InventoryNamespaces:     o.namespaces(),
-		ArgoCDNamespaces:        nonEmpty(o.argocdNS),
-		ControllerUsername:      o.controllerUser,
-		PromotionGuardWebhooks:  o.guardWebhooks,
+		Webhooks:                            o.webhooks,
+		WebhookServer:                       webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir},
+		MaxConcurrentReconciles:             o.concurrency,
+		StepServerURL:                       o.stepServerURL,
+		DashboardURL:                        o.dashboardURL,
+		StepServerShardURLs:                 o.shardURLs,
+		MetricsBindAddress:                  o.metricsAddr,
+		MetricsSecure:                       o.metricsSecure,
+		MetricsCertDir:                      o.metricsCert.dir,
+		HealthProbeBindAddress:              o.probeAddr,
+		PprofBindAddress:                    o.pprofAddr,
+		LeaderElection:                      o.leaderElection,
+		LeaderElectionNamespace:             cmp.Or(o.leaderElectionNS, os.Getenv(stepserver.EnvPodNamespace)),
+		InventoryNamespaces:                 o.namespaces(),
+		ArgoCDNamespaces:                    nonEmpty(o.argocdNS),
+		KargoGlobalServiceAccountNamespaces: nonEmpty(o.kargoGlobalSANS),
+		ControllerUsername:                  o.controllerUser,
+		PromotionGuardWebhooks:              o.guardWebhooks,
 	})
 	if err != nil {
 		return err

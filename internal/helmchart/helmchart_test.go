@@ -127,6 +127,9 @@ func TestRender(t *testing.T) {
 					require.Equal(t, "keep", o.GetAnnotations()["helm.sh/resource-policy"])
 				}
 				require.Contains(t, c.Args, "--inventory-namespaces=argocd")
+				require.Contains(t, c.Args, "--kargo-global-service-account-namespaces=kargo", "as a stock Kargo with OIDC")
+				require.Contains(t, r.names("ClusterRoleBinding"), "kargo-fleet-freightpolicy-reader",
+					"everyone may read the FreightPolicies that may block them")
 				require.Contains(t, c.Args, "--metrics-secure=true", "metrics behind authentication by default")
 				require.Contains(t, r.names("ClusterRole"), "kargo-fleet-metrics-reader")
 				require.Contains(t, clusterRoleYAML(t, r), "- tokenreviews", "the metrics filter reviews tokens")
@@ -162,6 +165,14 @@ func TestRender(t *testing.T) {
 				require.Contains(t, shardPolicy, "kubernetes.io/metadata.name: kargo-eu", "a shard controller elsewhere reaches the step server")
 				require.Equal(t, 2, strings.Count(shardPolicy, "port: steps"))
 				require.NotNil(t, Find(r.objs, "ServiceAccount", ""), "the chart makes its ServiceAccount")
+				global, err := Render(Release{Name: "kargo-fleet", Namespace: "kargo-fleet", Values: map[string]any{
+					"controller": map[string]any{"kargoGlobalServiceAccountNamespaces": []any{"kargo", "kargo-people"}},
+					"rbac":       map[string]any{"freightPoliciesReadableByAll": false}}})
+				require.NoError(t, err)
+				_, gc := rendered{objs: global}.deployment(t)
+				require.Contains(t, gc.Args, "--kargo-global-service-account-namespaces=kargo,kargo-people")
+				require.NotContains(t, rendered{objs: global}.names("ClusterRoleBinding"), "kargo-fleet-freightpolicy-reader")
+				require.Contains(t, rendered{objs: global}.names("ClusterRole"), "kargo-fleet-freightpolicy-reader")
 				platformSA, err := Render(Release{Name: "kargo-fleet", Namespace: "kargo-fleet",
 					Values: map[string]any{"serviceAccount": map[string]any{"create": false, "name": "platform-made"}}})
 				require.NoError(t, err)

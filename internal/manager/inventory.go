@@ -5,6 +5,7 @@ import (
 
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/personrights"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
 )
 
@@ -45,5 +46,12 @@ func webhookOptions(opts Options) fswebhook.Options {
 	if username == "" {
 		username = fswebhook.DefaultControllerUsername()
 	}
-	return fswebhook.Options{InventoryNamespaces: namespacePolicy(opts), ControllerUsername: username}
+	return fswebhook.Options{InventoryNamespaces: namespacePolicy(opts), ControllerUsername: username,
+		KargoGlobalServiceAccountNamespaces: opts.KargoGlobalServiceAccountNamespaces}
+}
+
+// personRights returns how the controller and the step server look up the
+// rights of a person acting through Kargo's API server, as the webhook does.
+func personRights(mgr ctrl.Manager, opts Options) *personrights.Checker {
+	return fswebhook.PersonRights(mgr, webhookOptions(opts))
 }

@@ -27,7 +27,6 @@ import (
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
-	"github.com/kargo-fleet/kargo-fleet/internal/personrights"
 	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 	"github.com/kargo-fleet/kargo-fleet/internal/stepserver"
@@ -95,6 +94,11 @@ type Options struct {
 	// ArgoCDNamespaces are the namespaces whose Argo CD Applications the
 	// version refresh reads; empty: none.
 	ArgoCDNamespaces []string
+	// KargoGlobalServiceAccountNamespaces are the namespaces besides a
+	// Project's where Kargo's API server maps people's OIDC claims onto
+	// ServiceAccounts (its GLOBAL_SERVICE_ACCOUNT_NAMESPACES): the rights of
+	// a person acting through the Kargo UI are looked up there too.
+	KargoGlobalServiceAccountNamespaces []string
 	// ControllerUsername is the controller's Kubernetes user name, whose
 	// FleetRollout requests the webhook trusts; empty means
 	// fswebhook.DefaultControllerUsername().
@@ -245,8 +249,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 	if o.Components&FleetRollouts != 0 {
 		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventoryReader(mgr, o),
 			kargoRecorder(mgr, "kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion).WithStageRecords(records).WithMarker(marker).
-			WithGestures(fswebhook.Actor(webhookOptions(o).ControllerUsername),
-				personrights.NewChecker(mgr.GetAPIReader(), fswebhook.NewSubjectAccessReviewer(mgr.GetClient())))
+			WithGestures(fswebhook.Actor(webhookOptions(o).ControllerUsername), personRights(mgr, o))
 		r.DashboardURL = o.DashboardURL
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the FleetRollout reconciler: %w", err)
@@ -336,7 +339,7 @@ func setupSteps(mgr ctrl.Manager, o Options, records *stagerecord.Reader, sk *si
 			StageRecords: records,
 			Keys:         keys,
 			Steps: steps.DefaultSteps(store, steps.NewPlanWindows(), clock.RealClock{}, steps.WithDashboardURL(o.DashboardURL),
-				steps.WithPersonRights(personrights.NewChecker(mgr.GetAPIReader(), fswebhook.NewSubjectAccessReviewer(mgr.GetClient())))),
+				steps.WithPersonRights(personRights(mgr, o))),
 			Metrics: metrics.Registry,
 			Clock:   clock.RealClock{},
 		})
