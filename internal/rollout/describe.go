@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
@@ -112,7 +113,8 @@ func waiting(ro *fleetv1alpha1.FleetRollout, wp *fleetv1alpha1.WaveProgress) str
 	}
 	if ro.Status.Phase == fleetv1alpha1.RolloutPaused {
 		return "Paused (spec.intent Pause): no new target Promotion starts: kargo-fleet resume -n " + ro.Namespace + " " +
-			ro.Spec.FleetStage + "."
+			ro.Spec.FleetStage + ", or in the Kargo UI Promote Freight " + ShortFreight(ro.Spec.Freight.Name) + " into wave Stage " +
+			render.WaveStageName(ro.Spec.FleetStage, StandingWave(ro)) + "."
 	}
 	if wp.Phase == fleetv1alpha1.WaveHalted {
 		return "Halted: target Promotions in flight finish, no new one starts."

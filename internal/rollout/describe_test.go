@@ -64,7 +64,8 @@ func TestDescribeWave(t *testing.T) {
 				fleetv1alpha1.WaveProgress{Name: "canary", Phase: fleetv1alpha1.WaveProgressing, Total: 8, Succeeded: 2, InFlight: 1, Pending: 5}),
 			wave: "canary",
 			want: "kargo-fleet rollout prod-v3 of Freight f3a9c81: Paused. Wave canary: Progressing, 2 succeeded, 0 failed, 1 in flight of 8. " +
-				"Paused (spec.intent Pause): no new target Promotion starts: kargo-fleet resume -n shop prod.",
+				"Paused (spec.intent Pause): no new target Promotion starts: kargo-fleet resume -n shop prod, " +
+				"or in the Kargo UI Promote Freight f3a9c81 into wave Stage prod-canary.",
 		},
 		{
 			name: "breach with its rollback",
