@@ -40,6 +40,7 @@ const (
 	CheckShards          = "shards"
 	CheckFreightCeiling  = "freight-ceiling"
 	CheckBreakGlass      = "break-glass-grants"
+	CheckFreightPolicy   = "freight-policy"
 	maxExamplesInMessage = 3
 )
 

@@ -49,6 +49,7 @@ func (d *Doctor) FleetStage(ctx context.Context, fs *fleetv1alpha1.FleetStage) [
 		d.checkShards(ctx, fs, stages.Items),
 		d.checkFreightCeiling(ctx, fs),
 		d.checkBreakGlassGrants(ctx, fs),
+		d.checkFreightPolicy(ctx, fs, p, planErr),
 	}
 }
 

@@ -88,7 +88,7 @@ var rules = []rule{
 	{prefix: "kubectl wait -n guestbook fleetstage/prod --for=condition=Ready", verdict: runOK, cluster: "fleet",
 		want: "condition met"},
 	{prefix: "kargo-fleet targets prod -n guestbook", verdict: runOK, cluster: "fleet", want: "prod.eu-west-1"},
-	{prefix: "kargo-fleet doctor prod -n guestbook", verdict: report, cluster: "fleet", want: "15 checks:"},
+	{prefix: "kargo-fleet doctor prod -n guestbook", verdict: report, cluster: "fleet", want: "16 checks:"},
 	{prefix: "kargo-fleet plan prod -n guestbook", verdict: runOK, cluster: "fleet", want: "WAVE "},
 	{prefix: "kargo promote ", verdict: documentedOnly,
 		why: "Kargo's own CLI talks to Kargo's API server; the Kargo simulator stands in for Kargo's controller only"},

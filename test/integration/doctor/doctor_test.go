@@ -83,7 +83,7 @@ func TestDoctor(t *testing.T) {
 			}
 			require.Equal(t, doctor.StatusOK, res.Status, "%+v", res)
 		}
-		require.Len(t, results, 15)
+		require.Len(t, results, 16)
 		expect(t, results, doctor.CheckArgoCDApps, doctor.StatusOK, "the Applications of all 3 target Stage(s) exist and authorize their Stage")
 		if env.KargoCRDs == "real" {
 			expect(t, results, doctor.CheckKargoCRDs, doctor.StatusOK, "match Kargo v1.11.x")
@@ -91,7 +91,7 @@ func TestDoctor(t *testing.T) {
 		out, err := kargoFleet("doctor", "prod", "-n", fs.Namespace)
 		require.NoError(t, err)
 		require.Contains(t, out, "ok    argocd-apps")
-		require.Contains(t, out, "15 checks: 15 ok, 0 warnings, 0 failed")
+		require.Contains(t, out, "16 checks: 16 ok, 0 warnings, 0 failed")
 	})
 
 	t.Run("Argo CD Applications missing, unannotated or globbed", func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestDoctor(t *testing.T) {
 		app.SetName("guestbook-eu-3")
 		require.NoError(t, env.Client.Delete(ctx(), app))
 		results, err := runDoctor(t, args...)
-		require.EqualError(t, err, "1 of 15 checks failed")
+		require.EqualError(t, err, "1 of 16 checks failed")
 		expect(t, results, doctor.CheckArgoCDApps, doctor.StatusFail,
 			"3 Application reference(s) of 3 target Stage(s) will make argocd-update error (1 not found, 2 not authorized)")
 		require.Contains(t, results[doctor.CheckArgoCDApps].Message,
@@ -126,7 +126,7 @@ func TestDoctor(t *testing.T) {
 		setApplicationSpec(t, "guestbook-eu-2", map[string]any{"destination": map[string]any{"server": "https://gone.lane.local", "namespace": "x"}},
 			[]any{map[string]any{"type": "ComparisonError", "message": "dial tcp 10.0.0.9:443: connect: connection refused"}})
 		results, err := runDoctor(t, args...)
-		require.EqualError(t, err, "1 of 15 checks failed")
+		require.EqualError(t, err, "1 of 16 checks failed")
 		expect(t, results, doctor.CheckArgoCDDest, doctor.StatusFail, "3 problem(s) keep Argo CD from deploying target Applications")
 		msg := results[doctor.CheckArgoCDDest].Message
 		require.Contains(t, msg, `argocd/guestbook-eu-1: AppProject fleet does not permit destination https://d1.lane.local, namespace "kube-system"`)

@@ -64,6 +64,14 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 		"  wave all holds: it will not pass while they are blocked\n"+
 		"    pci-00, pci-01: rule pci-digest of FreightPolicy %s: PCI targets run only", f.good, f.ns))
 
+	// And `kargo-fleet doctor` (the newest Freight is f.good).
+	out.Reset()
+	cmd = cli.NewRootCommand(&out, &errOut)
+	cmd.SetArgs([]string{"doctor", "fleet", "-n", f.ns, "--kubeconfig", kubeconfig})
+	_ = cmd.Execute() // the install checks fail here: no controller Deployment
+	require.Contains(t, out.String(), fmt.Sprintf("the newest Freight %s is blocked on 2 of 6 target(s); wave all (holds): "+
+		"pci-00, pci-01 by rule pci-digest of FreightPolicy %s", f.good, f.ns))
+
 	// f.good is tagged, not pinned: the wave holds on the PCI targets.
 	f.ship(f.good)
 	var ro *fleetv1alpha1.FleetRollout
