@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -31,6 +32,11 @@ const (
 	// DriftRevertedReason: the intended Freight is being promoted back to a
 	// drifted target (Normal).
 	DriftRevertedReason = "DriftReverted"
+	// DriftRevertRefusedReason: the API server refused the revert
+	// Promotion at admission (a FreightPolicy keeps the intended Freight off
+	// the target, Kargo's own webhook, ...): it is not retried for this
+	// drift.
+	DriftRevertRefusedReason = "DriftRevertRefused"
 	// DriftRevertWaitingReason: drifted targets wait to be reverted
 	// (Normal).
 	DriftRevertWaitingReason = "DriftRevertWaiting"
@@ -182,7 +188,17 @@ func (r *Reconciler) revert(ctx context.Context, fs *fleetv1alpha1.FleetStage, r
 			fleetv1alpha1.RevertLabel:     dr.Key(),
 		}, annotations)
 		if err := r.client.Create(ctx, p); err != nil {
-			return 0, fmt.Errorf("error promoting Freight %s back to drifted target Stage %q: %w", dr.Intended, dr.Stage, err)
+			if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+				return 0, fmt.Errorf("error promoting Freight %s back to drifted target Stage %q: %w", dr.Intended, dr.Stage, err)
+			}
+			// Refused at admission: asking again would be refused again,
+			// and must not keep the other drifted targets from their
+			// reverts. Once per drift, like a revert.
+			r.drift.attempted(key, dr.Key(), now)
+			r.eventAbout(fs, kargoevents.Stage(fs.Namespace, dr.Stage), corev1.EventTypeWarning, DriftRevertRefusedReason,
+				"Not promoting Freight %s back to drifted target %s (Stage %s): %s", dr.Intended, dr.Target, dr.Stage,
+				strutil.Ellipsis(err.Error(), 512))
+			continue
 		}
 		r.drift.attempted(key, dr.Key(), now)
 		log.FromContext(ctx).Info("Reverting drifted target", "target", dr.Target, "freight", dr.Freight, "intended", dr.Intended)

@@ -2,17 +2,22 @@ package versions
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -83,6 +88,52 @@ func TestReconcile_drift(t *testing.T) {
 			require.Len(t, rec.Events, tt.wantEvents)
 		})
 	}
+}
+
+// TestRevertRefusedAtAdmission: a revert the API server refuses (a
+// FreightPolicy keeps the intended Freight off the target) is reported once
+// as a Warning and not asked again, and fails nothing.
+func TestRevertRefusedAtAdmission(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fs := testutil.MakeFleetStage("shop", "prod").Obj()
+	fs.Spec.Policy.Drift = fleetv1alpha1.DriftRevert
+	fs.Status.LastGoodFreight = &fleetv1alpha1.FreightReference{Name: "good"}
+	stA, stB := targetStage("a", "manual"), targetStage("b", "manual")
+	creates := 0
+	c := fake.NewClientBuilder().WithScheme(envtest.NewScheme()).
+		WithObjects(fs, testutil.RecordStages(fs, stA, stB), stA, stB).
+		WithStatusSubresource(&fleetv1alpha1.FleetStage{}).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			if p, ok := o.(*kargo.Promotion); ok {
+				creates++
+				if p.Spec.Stage == "prod-a" {
+					return apierrors.NewForbidden(schema.GroupResource{Group: "kargo.akuity.io", Resource: "promotions"}, "",
+						errors.New(`admission webhook denied the request: kargo-fleet: Freight good may not run on target Stage "prod-a"`))
+				}
+			}
+			return c.Create(ctx, o, opts...)
+		}}).Build()
+	rec := events.NewFakeRecorder(10)
+	r := NewReconciler(c, clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)), rec)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(fs)}
+	for range 2 {
+		_, err := r.Reconcile(ctx, req)
+		require.NoError(t, err)
+		r.writes.forget(req.NamespacedName)
+	}
+	require.Equal(t, 2, creates, "each drifted target asked once: the refusal is not retried, and b is reverted")
+	promotions := &kargo.PromotionList{}
+	require.NoError(t, c.List(ctx, promotions, client.HasLabels{fleetv1alpha1.RevertLabel}))
+	require.Len(t, promotions.Items, 1)
+	require.Equal(t, "prod-b", promotions.Items[0].Spec.Stage)
+	refused := 0
+	for len(rec.Events) > 0 {
+		if e := <-rec.Events; strings.Contains(e, DriftRevertRefusedReason) && strings.Contains(e, "may not run on target Stage") {
+			refused++
+		}
+	}
+	require.Equal(t, 1, refused)
 }
 
 func TestDriftMemoryPartialObservation(t *testing.T) {
