@@ -184,4 +184,11 @@ const (
 	// controller runs only requested waves and refreshes that Promotion when
 	// the wave finishes.
 	WaveRequestAnnotationPrefix = "wave.fleet.kargo-fleet.io/"
+	// ApprovalsAnnotationPrefix prefixes the annotation holding a wave's
+	// approvals of the rollout: approvals.fleet.kargo-fleet.io/<wave>: a
+	// JSON list of {user, groups, at}. `kargo-fleet approve` appends one
+	// entry as the approver; the FleetRollout webhook admits only an
+	// appended entry naming the requesting user with their groups, who holds
+	// the verb approve on the FleetStage, and never a change of the others.
+	ApprovalsAnnotationPrefix = "approvals.fleet.kargo-fleet.io/"
 )

@@ -103,6 +103,12 @@ type Wave struct {
 	// +optional
 	Approval ApprovalPolicy `json:"approval,omitempty"`
 
+	// approvals makes the wave wait, before its first target starts, for
+	// approvals of the rollout by this many distinct people, given with
+	// `kargo-fleet approve` (docs/rollouts.md, "N-person approval").
+	// +optional
+	Approvals *WaveApprovals `json:"approvals,omitempty"`
+
 	// promotion says who promotes Freight into this wave's Stage once the
 	// previous wave passed and soaked: Auto (kargo-fleet) or Manual (an
 	// operator or a Kargo auto-promotion policy). The first wave is always
@@ -115,4 +121,26 @@ type Wave struct {
 	// Unset: the wave runs spec.analysis.metrics.
 	// +optional
 	Analysis *WaveAnalysis `json:"analysis,omitempty"`
+}
+
+// WaveApprovals is an N-person approval of a wave.
+type WaveApprovals struct {
+	// count is how many distinct people must approve.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	Count int32 `json:"count"`
+
+	// groups, when set, counts only approvers in one of these Kubernetes
+	// groups (as the API server authenticated them).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	Groups []string `json:"groups,omitempty"`
+
+	// starterCounts counts the person who started the rollout as an
+	// approver. Default false: four eyes means someone else's.
+	// +optional
+	StarterCounts bool `json:"starterCounts,omitempty"`
 }

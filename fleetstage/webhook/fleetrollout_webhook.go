@@ -136,7 +136,8 @@ func (v *FleetRolloutValidator) ValidateUpdate(
 	}
 	requested := changedWaveRequests(old, ro)
 	intentChanged := cmp.Or(old.Spec.Intent, fleetv1alpha1.IntentRun) != cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun)
-	if len(requested) == 0 && old.Spec.Actor == ro.Spec.Actor && !intentChanged {
+	approved := changedApprovals(old, ro)
+	if len(requested) == 0 && old.Spec.Actor == ro.Spec.Actor && !intentChanged && len(approved) == 0 {
 		return nil, invalid("FleetRollout", ro.Name, errs)
 	}
 	user, err := requestUser(ctx)
@@ -149,7 +150,7 @@ func (v *FleetRolloutValidator) ValidateUpdate(
 	if old.Spec.Actor != ro.Spec.Actor {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "actor"), "may not change after creation"))
 	}
-	if len(requested) == 0 && !intentChanged {
+	if len(requested) == 0 && !intentChanged && len(approved) == 0 {
 		return nil, invalid("FleetRollout", ro.Name, errs)
 	}
 	fs, fsErrs, err := v.fleetStage(ctx, ro)
@@ -166,6 +167,13 @@ func (v *FleetRolloutValidator) ValidateUpdate(
 			return nil, apierrors.NewInternalError(err)
 		}
 		errs = append(errs, intentErrs...)
+	}
+	if len(approved) > 0 {
+		approvalErrs, err := v.checkApprovals(ctx, user, fs, old, ro, approved)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, approvalErrs...)
 	}
 	denied, err := v.checkPromote(ctx, user, fs, requested)
 	if err != nil {

@@ -43,6 +43,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newAbortCommand(streams, kubeOptions{}),
 		newRollbackCommand(streams, kubeOptions{}),
 		newBreakGlassCommand(streams, kubeOptions{}),
+		newApproveCommand(streams, kubeOptions{}),
 		newPlanCommand(streams, kubeOptions{}),
 		newTargetsCommand(streams, kubeOptions{}),
 		newHistoryCommand(streams, kubeOptions{}),

@@ -330,6 +330,12 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 		wp.Waiting = "waiting for approval: " + kargo.ApproveCommand(r.Namespace, r.Spec.Freight.Name, o.WaveStage(ws.pw.Name))
 		d.Phase, d.Message = fleetv1alpha1.RolloutWaitingForApproval, wp.Waiting
 		return d
+	case !rollback && ws.succeeded+ws.failed+ws.inFlight == 0 && quorumMissing(o, ws.pw.Name):
+		wp.Phase = fleetv1alpha1.WaveWaitingForApproval
+		wp.Waiting = strutil.Ellipsis(fmt.Sprintf("waiting for approval: %s: kargo-fleet approve %s -n %s --wave %s",
+			o.Quorums[ws.pw.Name], r.Spec.FleetStage, r.Namespace, ws.pw.Name), 512)
+		d.Phase, d.Message = fleetv1alpha1.RolloutWaitingForApproval, wp.Waiting
+		return d
 	}
 	req := plan.ScheduleRequest{
 		Wave:    ws.pw.Name,
@@ -612,4 +618,10 @@ func metaFind(conds []metav1.Condition, t string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// quorumMissing says the wave requires an N-person approval not given yet.
+func quorumMissing(o Observation, wave string) bool {
+	q, ok := o.Quorums[wave]
+	return ok && !q.Met()
 }

@@ -40,6 +40,9 @@ type Observation struct {
 	RequestedWaves map[string]bool
 	// ApprovedWaves are the waves whose wave Stage the Freight is approved for.
 	ApprovedWaves map[string]bool
+	// Quorums are the N-person approvals of the waves that require one
+	// (spec.waves[].approvals), by wave name.
+	Quorums map[string]Quorum
 	// ApprovedAt is when the rollout's Freight was approved for each
 	// wave's Stage, by wave name, when Kargo recorded the time: an analysis
 	// that asks for approval passes on an approval given after it started.

@@ -461,6 +461,15 @@ func (o *Observed) observeApprovals(s Snapshot) {
 	if s.Rollout.Spec.Direction != fleetv1alpha1.DirectionForward {
 		return
 	}
+	for _, w := range s.FleetStage.Spec.Waves {
+		if w.Approvals == nil {
+			continue
+		}
+		if o.Quorums == nil {
+			o.Quorums = map[string]Quorum{}
+		}
+		o.Quorums[w.Name] = JudgeQuorum(w.Approvals, s.Rollout.Spec.Actor, ApprovalsOf(s.Rollout, w.Name))
+	}
 	for _, w := range s.Plan.Waves {
 		stage := render.WaveStageName(s.FleetStage.Name, w.Name)
 		if s.Approved[w.Name] || s.Freight != nil && s.Freight.IsApprovedFor(stage) {
