@@ -119,8 +119,11 @@ func JudgePromotionAdmission(a PromotionAdmission) AdmissionVerdict {
 		// From anyone, kargo-fleet's own controller included. Break-glass
 		// passes only rules that allow it, and then only as break-glass
 		// (judged below).
-		return refuseAdmission(fmt.Sprintf("Freight %s may not run on target Stage %q of fleet %q: %s", a.Freight, a.Stage,
-			a.FleetStage, a.PolicyBlocks))
+		msg := fmt.Sprintf("Freight %s may not run on target Stage %q of fleet %q: %s", a.Freight, a.Stage, a.FleetStage, a.PolicyBlocks)
+		if a.BreakGlassReason != "" && !a.FromController {
+			msg += ". Break-glass does not pass it: every rule that blocks it would have to say allowBreakGlass: true"
+		}
+		return refuseAdmission(msg)
 	case a.FromController && a.ControllerDecision != "" && a.DecisionOpen:
 		return AdmissionVerdict{Allowed: true}
 	case a.FromController:

@@ -40,7 +40,7 @@ func TestJudgePromotionAdmission(t *testing.T) {
 		{name: "a FreightPolicy block refuses break-glass unless the rule allows it", in: target(func(a *PromotionAdmission) {
 			a.User, a.Actor, a.BreakGlassReason, a.BreakGlassAllowed = "alice", "", "INC-1", true
 			a.PolicyBlocks = "rule pci-digest of FreightPolicy pci: pinned only"
-		}), wantIn: []string{"may not run on target Stage"}},
+		}), wantIn: []string{"may not run on target Stage", "Break-glass does not pass it: every rule that blocks it would have to say allowBreakGlass: true"}},
 		{name: "break-glass passes a FreightPolicy rule that allows it", in: target(func(a *PromotionAdmission) {
 			a.User, a.Actor, a.BreakGlassReason, a.BreakGlassAllowed = "alice", "", "INC-1", true
 			a.PolicyBlocks, a.PolicyAllowsBreakGlass = "rule cn of FreightPolicy china: 2.0 or later", true

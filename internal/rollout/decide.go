@@ -175,6 +175,9 @@ func decide(o Observation) Decision {
 			return d
 		}
 		d.Phase, d.Message = fleetv1alpha1.RolloutSucceeded, fmt.Sprintf("every wave passed with Freight %s", r.Spec.Freight.Name)
+		if n := countBlocked(states); n > 0 {
+			d.Message += fmt.Sprintf("; %d target(s) kept off it by FreightPolicy (blockedTargets Skip) run what they ran", n)
+		}
 		return d
 	}
 	return run(o, d, states, current)
@@ -401,8 +404,9 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 	if rollback {
 		verb = "rolling back"
 	}
+	promotable := len(ws.pw.Members) - ws.blocked
 	d.Message = fmt.Sprintf("wave %s: %s %d of %d target(s) (%d succeeded, %d failed, %d in flight)",
-		ws.pw.Name, verb, len(ws.pw.Members)-ws.pending+len(dec.Start), len(ws.pw.Members), ws.succeeded, ws.failed, ws.inFlight+len(dec.Start))
+		ws.pw.Name, verb, promotable-ws.pending+len(dec.Start), promotable, ws.succeeded, ws.failed, ws.inFlight+len(dec.Start))
 	if wp.Waiting != "" {
 		d.Message += "; " + wp.Waiting
 	}
@@ -625,3 +629,13 @@ func quorumMissing(o Observation, wave string) bool {
 	q, ok := o.Quorums[wave]
 	return ok && !q.Met()
 }
+
+// countBlocked counts the members a FreightPolicy kept off the Freight.
+func countBlocked(states []*waveState) int {
+	n := 0
+	for _, ws := range states {
+		n += ws.blocked
+	}
+	return n
+}
+

@@ -55,6 +55,9 @@ func TestBlockedTargetsAreNeverStarted(t *testing.T) {
 				!strings.Contains(d.Message, canary.Waiting)) {
 				t.Errorf("waiting %q / message %q do not say which rule holds the wave", canary.Waiting, d.Message)
 			}
+			if !passed && !strings.Contains(d.Message, "wave canary: promoting 2 of 2 target(s)") {
+				t.Errorf("message %q counts blocked targets as promoted", d.Message)
+			}
 		})
 	}
 }

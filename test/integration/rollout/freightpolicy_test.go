@@ -97,6 +97,7 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 	err := oncall.Create(ctx, glass)
 	require.ErrorContains(t, err, fmt.Sprintf("Freight %s may not run on target Stage %q", f.good, glass.Spec.Stage))
 	require.ErrorContains(t, err, "rule pci-digest of FreightPolicy "+f.ns)
+	require.ErrorContains(t, err, "Break-glass does not pass it")
 
 	// A rule that allows break-glass lets it through, as break-glass only.
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(pol), pol))
@@ -114,6 +115,7 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 	require.NoError(t, env.Client.Update(ctx, pol))
 	ro = f.rollout(f.good, fleetv1alpha1.RolloutSucceeded)
 	require.EqualValues(t, 2, ro.Status.Waves[0].Blocked)
+	require.Contains(t, ro.Status.Message, "2 target(s) kept off it by FreightPolicy (blockedTargets Skip)")
 
 	// A Freight of the PCI registry pinned by digest reaches every target.
 	compliant := testutil.MakeFreight(f.ns, "f3-pinned").Obj()
