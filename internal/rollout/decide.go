@@ -638,4 +638,3 @@ func countBlocked(states []*waveState) int {
 	}
 	return n
 }
-
