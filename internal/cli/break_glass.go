@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,7 +60,7 @@ func newBreakGlassCommand(streams genericiooptions.IOStreams, kube kubeOptions) 
 	f := cmd.Flags()
 	f.StringVar(&o.stage, "stage", "", "Target Stage to promote (or --target).")
 	f.StringVar(&o.target, "target", "", "Target id whose Stage to promote (or --stage).")
-	f.StringVar(&o.freight, "freight", "", "Freight to promote (its name).")
+	f.StringVar(&o.freight, "freight", "", "Freight to promote: its name, its alias or the first seven or more characters of its name.")
 	f.StringVar(&o.reason, "reason", "", "Why: recorded on the Promotion and in the FleetStage's Event (required).")
 	o.kube.completeFleetFlags(cmd)
 	f.BoolVar(&o.dryRun, "dry-run", false, "Ask the API server and every admission webhook whether the Promotion would be "+
@@ -95,6 +96,14 @@ func (o *breakGlassOptions) run(ctx context.Context) error {
 	if stage == "" {
 		stage = render.TargetStageName(fs.Name, o.target)
 	}
+	switch freight, err := resolveFreight(ctx, c, fs.Namespace, o.freight); {
+	case err == nil:
+		o.freight = freight.Name
+	case !apierrors.IsForbidden(err):
+		return err
+	}
+	// A user who may not read Freight names it in full: Kargo's webhook
+	// judges the name given.
 	p := kargo.NewPromotion(fs.Namespace, stage, o.freight,
 		// The FleetStage label lets the fleet dashboard, which watches
 		// only the fleet's Promotions, show who pushed the target and why.

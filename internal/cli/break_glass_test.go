@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
+	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
 func TestBreakGlassError(t *testing.T) {
@@ -46,7 +47,7 @@ func TestBreakGlassError(t *testing.T) {
 
 func TestBreakGlassCommand_dryRunAndOutput(t *testing.T) {
 	t.Parallel()
-	c := newFakeClient("", fleetStage("", "", goodFreight))
+	c := newFakeClient("", fleetStage("", "", goodFreight), testutil.MakeFreight("shop", badFreight).Obj())
 	var out bytes.Buffer
 	got, err := execute(newBreakGlassCommand(testStreams(&out), kubeOptions{client: c}), &out,
 		"prod", "-n", "shop", "--target", "eu-west-1-003", "--freight", badFreight, "--reason", "INC-1", "--dry-run")
@@ -64,4 +65,28 @@ func TestBreakGlassCommand_dryRunAndOutput(t *testing.T) {
 	require.Contains(t, got, "fleet.kargo-fleet.io/break-glass-reason: INC-1")
 	require.NoError(t, c.List(context.Background(), list))
 	require.Len(t, list.Items, 1)
+}
+
+func TestResolveFreight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newFakeClient("",
+		testutil.MakeFreight("shop", "3f2a9c1d0e").Alias("v1").Obj(),
+		testutil.MakeFreight("shop", "3f2a9c1f77").Obj(),
+		testutil.MakeFreight("shop", "7b1e0aa912").Obj())
+	for _, tc := range []struct{ ref, want, err string }{
+		{ref: "7b1e0aa912", want: "7b1e0aa912"},
+		{ref: "v1", want: "3f2a9c1d0e"},
+		{ref: "7b1e0aa", want: "7b1e0aa912"},
+		{ref: "3f2a9c1", err: `2 Freight in namespace "shop" have names starting with "3f2a9c1"`},
+		{ref: "7b1e0a", err: `no Freight named or aliased "7b1e0a"`},
+	} {
+		f, err := resolveFreight(ctx, c, "shop", tc.ref)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.ref)
+			continue
+		}
+		require.NoError(t, err, tc.ref)
+		require.Equal(t, tc.want, f.Name, tc.ref)
+	}
 }

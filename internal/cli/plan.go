@@ -140,7 +140,11 @@ func (o *planOptions) run(ctx context.Context) error {
 	if o.freight == "" {
 		return o.printPlan(p)
 	}
-	pc, err := checkFreightPolicies(ctx, c, fs, o.freight, p)
+	f, err := resolveFreight(ctx, c, fs.Namespace, o.freight)
+	if err != nil {
+		return err
+	}
+	pc, err := checkFreightPolicies(ctx, c, fs, f.Name, p)
 	if err != nil {
 		return err
 	}

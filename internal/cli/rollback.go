@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -223,29 +222,8 @@ func stillMoving(ro *fleetv1alpha1.FleetRollout) bool {
 		ro.Spec.Intent != fleetv1alpha1.IntentAbort
 }
 
-// freight returns the Freight --to names (a name or an alias).
+// freight returns the Freight --to names (a name, an alias or a unique
+// prefix of a name).
 func (o *rollbackOptions) freight(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage) (*kargo.Freight, error) {
-	f := &kargo.Freight{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: o.to}, f)
-	if apierrors.IsNotFound(err) {
-		return freightByAlias(ctx, c, fs.Namespace, o.to)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("error getting Freight %q: %w", o.to, err)
-	}
-	return f, nil
-}
-
-// freightByAlias finds the Freight with the given alias.
-func freightByAlias(ctx context.Context, c client.Client, ns, alias string) (*kargo.Freight, error) {
-	var list kargo.FreightList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("error listing Freight in namespace %q: %w", ns, err)
-	}
-	for i := range list.Items {
-		if list.Items[i].Alias == alias {
-			return &list.Items[i], nil
-		}
-	}
-	return nil, fmt.Errorf("no Freight named or aliased %q in namespace %q", alias, ns)
+	return resolveFreight(ctx, c, fs.Namespace, o.to)
 }
