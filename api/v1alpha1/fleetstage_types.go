@@ -178,6 +178,12 @@ type FleetStageStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=20
 	History []RolloutRecord `json:"history,omitempty"`
+
+	// audit is the newest record of the FleetStage's audit trail (its
+	// FleetAuditSegments) the controller wrote: `kargo-fleet audit
+	// --verify` checks the trail reaches it unchanged.
+	// +optional
+	Audit *AuditHead `json:"audit,omitempty"`
 }
 
 // RolloutRecord summarises a deleted FleetRollout.

@@ -21,6 +21,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&FleetStage{}, &FleetStageList{},
 		&FleetRollout{}, &FleetRolloutList{},
 		&FreightPolicy{}, &FreightPolicyList{},
+		&FleetAuditSegment{}, &FleetAuditSegmentList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
