@@ -117,7 +117,7 @@ func (g *PromotionGuard) admitGesture(ctx context.Context, req admission.Request
 		// An update is an abort request on a Promotion someone else created.
 		what = fmt.Sprintf("an Abort of Promotion %s (Stage %s, Freight %s)", p.Name, p.Spec.Stage, p.Spec.Freight)
 	}
-	g.recordRefusal(req, p, what, gesture.Person.Name(), msg)
+	g.recordRefusal(req, gesture.FleetStage.Name, p, what, gesture.Person.Name(), msg)
 	return admission.Denied(msg)
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/audit"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
@@ -23,6 +24,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	fleetrule "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
 // ValidatePromotionPath is where the admission guard for Kargo Promotions
@@ -70,6 +72,7 @@ type PromotionGuard struct {
 	controller string
 	decoder    admission.Decoder
 	events     RefusalRecorder
+	audit      audit.Sink
 	actsFor    *regexp.Regexp
 	rights     *personrights.Checker
 	// policies, when set, checks target Promotions against the
@@ -157,7 +160,7 @@ func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admi
 	if !v.Allowed {
 		log.FromContext(ctx).V(1).Info("Refusing Promotion", "namespace", req.Namespace, "stage", p.Spec.Stage,
 			"freight", p.Spec.Freight, "user", req.UserInfo.Username)
-		g.recordRefusal(req, p, promotionOf(p), p.Annotations[kargo.CreateActorAnnotation], v.Message)
+		g.recordRefusal(req, in.FleetStage, p, promotionOf(p), p.Annotations[kargo.CreateActorAnnotation], v.Message)
 		return admission.Denied(v.Message)
 	}
 	if in.Role == fleetrule.StageWave {
@@ -167,21 +170,38 @@ func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admi
 }
 
 // recordRefusal records a refused Promotion, or a refused request on one
-// (what: "an Abort of Promotion …"), as a Warning Event on its Stage,
-// naming who asked: the person Kargo's API server acts for (actor, which
-// the guard shows but never trusts) and the requesting user. The Event is
-// queued, never awaited, so a slow or failing Event write cannot slow or
-// fail an admission; a dry run records nothing.
-func (g *PromotionGuard) recordRefusal(req admission.Request, p *kargo.Promotion, what, actor, message string) {
-	if g.events == nil || (req.DryRun != nil && *req.DryRun) || p.Spec.Stage == "" {
+// (what: "an Abort of Promotion …"), as a Warning Event on its Stage and in
+// the audit trail of fleetStage, naming who asked: the person Kargo's API
+// server acts for (actor, which the guard shows but never trusts) and the
+// requesting user. Both are queued, never awaited, so a slow or failing
+// write cannot slow or fail an admission; a dry run records nothing.
+func (g *PromotionGuard) recordRefusal(req admission.Request, fleetStage string, p *kargo.Promotion, what, actor, message string) {
+	if (req.DryRun != nil && *req.DryRun) || p.Spec.Stage == "" {
 		return
 	}
 	who := req.UserInfo.Username
 	if actor != "" && strings.TrimPrefix(actor, "kubernetes:") != who {
 		who = fmt.Sprintf("%s (through %s)", actor, req.UserInfo.Username)
 	}
-	g.events.Eventf(kargoevents.Stage(req.Namespace, p.Spec.Stage), corev1.EventTypeWarning, PromotionRefusedReason,
-		"Refused %s asked by %s: %s", what, who, message)
+	text := fmt.Sprintf("Refused %s asked by %s: %s", what, who, message)
+	if g.events != nil {
+		g.events.Eventf(kargoevents.Stage(req.Namespace, p.Spec.Stage), corev1.EventTypeWarning, PromotionRefusedReason, "%s", text)
+	}
+	if g.audit != nil && fleetStage != "" {
+		if actor == "" {
+			actor = "kubernetes:" + req.UserInfo.Username
+		}
+		g.audit.Record(audit.Entry{Namespace: req.Namespace, FleetStage: fleetStage, AuditRecord: fleetv1alpha1.AuditRecord{
+			Action: PromotionRefusedReason, Type: corev1.EventTypeWarning, Actor: actor, Identity: req.UserInfo.Username,
+			Freight: p.Spec.Freight, Stage: p.Spec.Stage, Message: strutil.Ellipsis(text, 1024)}})
+	}
+}
+
+// WithAudit records every refusal in the audit trail of the fleet it
+// protects.
+func (g *PromotionGuard) WithAudit(sink audit.Sink) *PromotionGuard {
+	g.audit = sink
+	return g
 }
 
 // promotionOf describes a Promotion being created, for refusal Events.

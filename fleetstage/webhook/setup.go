@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/audit"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
@@ -35,6 +36,9 @@ type Options struct {
 	// people (Kargo's control plane): break-glass is refused from them,
 	// whatever RBAC grants them. nil: DefaultActsForOthers.
 	ActsForOthers *regexp.Regexp
+	// Audit, when set, records the guard's refusals in the fleets' audit
+	// trails.
+	Audit audit.Sink
 }
 
 // DefaultActsForOthers matches the ServiceAccounts of Kargo's control plane,
@@ -73,6 +77,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		WithActsForOthers(o.ActsForOthers).WithPersonRights(PersonRights(mgr, o)).
 		WithFreightPolicies(policyread.NewReader(mgr.GetClient(), mgr.GetAPIReader()),
 			inventory.NewReader(mgr.GetClient()).WithNamespaces(o.InventoryNamespaces))
+	if o.Audit != nil {
+		guard = guard.WithAudit(o.Audit)
+	}
 	mgr.GetWebhookServer().Register(ValidatePromotionPath, &webhook.Admission{Handler: guard})
 	mgr.GetWebhookServer().Register(PromotionGuardPath, &webhook.Admission{Handler: guard})
 	return nil

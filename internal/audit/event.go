@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,4 +101,35 @@ func pathOf(ro *fleetv1alpha1.FleetRollout) string {
 		return "asked by the controller"
 	}
 	return "asked through the FleetRollout API (kargo-fleet)"
+}
+
+// Detail is what a decision's caller knows that its Event does not carry:
+// who asked, as Kargo names them and as the API server authenticated them,
+// and the Freight.
+type Detail struct {
+	Actor, Identity, Freight string
+}
+
+type detailKey struct{}
+
+// WithDetail hands d to the audit record of an Event recorded with ctx.
+func WithDetail(ctx context.Context, d Detail) context.Context {
+	return context.WithValue(ctx, detailKey{}, d)
+}
+
+// Apply sets what ctx's Detail says on e.
+func Apply(ctx context.Context, e *Entry) {
+	d, ok := ctx.Value(detailKey{}).(Detail)
+	if !ok {
+		return
+	}
+	if d.Actor != "" {
+		e.Actor = d.Actor
+	}
+	if d.Identity != "" {
+		e.Identity = d.Identity
+	}
+	if d.Freight != "" {
+		e.Freight = d.Freight
+	}
 }

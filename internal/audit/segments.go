@@ -89,37 +89,45 @@ const RetentionAction = "AuditRetention"
 // the controller's deletions from anyone else's.
 const retentionKeyPrefix = "retention:"
 
+// Summary is what the writer keeps of a stored segment.
+type Summary struct {
+	Name string
+	UID  string
+	// First is the sequence number of its first record, Last its last
+	// record.
+	First int64
+	Last  Head
+}
+
+// Summarize is what the writer keeps of s.
+func Summarize(s *fleetv1alpha1.FleetAuditSegment) Summary {
+	sum := Summary{Name: s.Name, UID: string(s.UID), First: s.Spec.First}
+	if rs := s.Spec.Records; len(rs) > 0 {
+		sum.Last = HeadOf(&rs[len(rs)-1])
+	}
+	return sum
+}
+
 // Retain says which of the sorted segments to delete so at most keep
 // remain, and the record that says so; none when the trail fits. The
 // record goes into the trail before the segments are deleted: a trail
 // whose oldest records are gone without it was cut by someone else.
-func Retain(segments []fleetv1alpha1.FleetAuditSegment, keep int, now time.Time) ([]fleetv1alpha1.FleetAuditSegment, *fleetv1alpha1.AuditRecord) {
+func Retain(segments []Summary, keep int, now time.Time) ([]Summary, *fleetv1alpha1.AuditRecord) {
 	keep = max(keep, 1)
 	if len(segments) <= keep {
 		return nil, nil
 	}
 	drop := segments[:len(segments)-keep]
-	last := HeadOf(lastRecord(drop))
-	first := drop[0].Spec.First
+	last := drop[len(drop)-1].Last
 	return drop, &fleetv1alpha1.AuditRecord{
 		Time:   metav1.NewMicroTime(now),
 		Action: RetentionAction,
 		Type:   "Normal",
-		Actor:  "kargo-fleet",
+		Actor:  ControllerActor,
 		Message: fmt.Sprintf("Deleted %d audit segment(s), records %d to %d (the last with hash %s): the trail keeps its newest %d segments of %d records",
-			len(drop), first, last.Sequence, last.Hash, keep, fleetv1alpha1.MaxAuditRecordsPerSegment),
+			len(drop), drop[0].First, last.Sequence, last.Hash, keep, fleetv1alpha1.MaxAuditRecordsPerSegment),
 		Key: fmt.Sprintf("%s%d:%s", retentionKeyPrefix, last.Sequence, last.Hash),
 	}
-}
-
-func lastRecord(segments []fleetv1alpha1.FleetAuditSegment) *fleetv1alpha1.AuditRecord {
-	h := &fleetv1alpha1.AuditRecord{}
-	for i := range segments {
-		if rs := segments[i].Spec.Records; len(rs) > 0 {
-			h = &rs[len(rs)-1]
-		}
-	}
-	return h
 }
 
 // retainedUpTo reads a retention record's key: the sequence and hash of

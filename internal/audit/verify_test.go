@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,8 +48,7 @@ func TestVerifyFindsEveryTampering(t *testing.T) {
 		},
 		"a record deleted": {
 			tamper: func(s []fleetv1alpha1.FleetAuditSegment, _ *fleetv1alpha1.AuditHead) []fleetv1alpha1.FleetAuditSegment {
-				rs := s[1].Spec.Records
-				s[1].Spec.Records = append(rs[:5:5], rs[6:]...)
+				s[1].Spec.Records = slices.Delete(s[1].Spec.Records, 5, 6)
 				return s
 			},
 			want: "record 262 of segment prod-audit-0000000257 has sequence 263",
@@ -105,7 +105,11 @@ func TestVerifyFindsEveryTampering(t *testing.T) {
 func TestRetentionIsTheControllersOnlyCut(t *testing.T) {
 	segs := trail(5*256+10, 64)
 	require.Len(t, segs, 6)
-	drop, rec := Retain(segs, 4, t0.Add(100*60*60e9))
+	sums := make([]Summary, len(segs))
+	for i := range segs {
+		sums[i] = Summarize(&segs[i])
+	}
+	drop, rec := Retain(sums, 4, t0.Add(100*60*60e9))
 	require.Len(t, drop, 2)
 	require.NotNil(t, rec)
 	require.Equal(t, RetentionAction, rec.Action)
@@ -129,7 +133,7 @@ func TestRetentionIsTheControllersOnlyCut(t *testing.T) {
 	require.False(t, rep.OK())
 	require.Contains(t, rep.Problems[0], "records 1 to 768 are missing")
 
-	nothing, none := Retain(kept, 4, t0)
+	nothing, none := Retain(sums[2:], 4, t0)
 	require.Empty(t, nothing)
 	require.Nil(t, none)
 }

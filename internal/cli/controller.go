@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/auditstore"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
@@ -53,6 +54,7 @@ type controllerOptions struct {
 	inventoryNS      []string
 	argocdNS         []string
 	kargoGlobalSANS  []string
+	auditSegments    int
 	controllerUser   string
 	guardWebhooks    string
 	qps              float32
@@ -120,6 +122,9 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 		"Comma-separated namespaces where Kargo's API server also maps people's OIDC claims onto ServiceAccounts "+
 			"(its GLOBAL_SERVICE_ACCOUNT_NAMESPACES, e.g. kargo): the rights of a person acting through the Kargo UI "+
 			"are looked up there as well as in the Project. Default: the Project only.")
+	f.IntVar(&o.auditSegments, "audit-retention-segments", auditstore.DefaultKeep,
+		"Audit segments each FleetStage's audit trail keeps, of 256 records each: the controller deletes the oldest "+
+			"beyond them, after recording that it does (docs/audit.md).")
 	f.StringSliceVar(&o.argocdNS, "argocd-namespaces", []string{kargo.ArgoCDDefaultNamespace},
 		"Comma-separated namespaces whose Argo CD Applications the controller reads to see what each target runs "+
 			"(the Application authorizing its target Stage: its sync, who started it, its health). Pass an empty "+
@@ -207,6 +212,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 		InventoryNamespaces:                 o.namespaces(),
 		ArgoCDNamespaces:                    nonEmpty(o.argocdNS),
 		KargoGlobalServiceAccountNamespaces: nonEmpty(o.kargoGlobalSANS),
+		AuditRetentionSegments:              o.auditSegments,
 		ControllerUsername:                  o.controllerUser,
 		PromotionGuardWebhooks:              o.guardWebhooks,
 	})

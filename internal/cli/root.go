@@ -44,6 +44,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newRollbackCommand(streams, kubeOptions{}),
 		newBreakGlassCommand(streams, kubeOptions{}),
 		newApproveCommand(streams, kubeOptions{}),
+		newAuditCommand(streams, kubeOptions{}),
 		newPlanCommand(streams, kubeOptions{}),
 		newTargetsCommand(streams, kubeOptions{}),
 		newHistoryCommand(streams, kubeOptions{}),

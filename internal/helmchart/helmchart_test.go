@@ -197,7 +197,7 @@ func TestRender(t *testing.T) {
 				// the controller's own user (test/integration/privilege).
 				policies := r.names("ValidatingAdmissionPolicy")
 				require.Equal(t, []string{"kargo-fleet-controller-secrets", "kargo-fleet-controller-namespaces",
-					"kargo-fleet-controller-configmaps"}, policies)
+					"kargo-fleet-controller-configmaps", "kargo-fleet-audit-trail"}, policies)
 				require.Equal(t, policies, r.names("ValidatingAdmissionPolicyBinding"))
 				secrets := yamlOf(t, Find(r.objs, "ValidatingAdmissionPolicy", "-controller-secrets"))
 				require.Contains(t, secrets,

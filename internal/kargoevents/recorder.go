@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kargo-fleet/kargo-fleet/internal/audit"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
@@ -36,6 +37,7 @@ type Recorder struct {
 	clock     clock.PassiveClock
 	component string
 	instance  string
+	audit     audit.Sink
 }
 
 var _ events.EventRecorder = &Recorder{}
@@ -47,11 +49,20 @@ func NewRecorder(inner events.EventRecorder, c client.Client, clk clock.PassiveC
 	return &Recorder{inner: inner, client: c, clock: clk, component: component, instance: component + "-" + host}
 }
 
+// WithAudit also records every Event about a FleetRollout or FleetStage in
+// the FleetStage's audit trail: an Event outlives no more than the API
+// server's --event-ttl, the trail does.
+func (r *Recorder) WithAudit(sink audit.Sink) *Recorder {
+	r.audit = sink
+	return r
+}
+
 // Eventf implements events.EventRecorder.
 func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	if r.inner != nil {
 		r.inner.Eventf(regarding, related, eventtype, reason, action, note, args...)
 	}
+	r.recordAudit(context.Background(), regarding, related, eventtype, reason, "", fmt.Sprintf(note, args...))
 	ref, ok := KargoObject(related)
 	if !ok {
 		return
@@ -92,7 +103,24 @@ func (r *Recorder) EventOnce(ctx context.Context, key string, regarding, related
 	if r.inner != nil {
 		r.inner.Eventf(regarding, related, eventtype, reason, action, note, args...)
 	}
+	r.recordAudit(ctx, regarding, related, eventtype, reason, key, e.Message)
 	return true, nil
+}
+
+// recordAudit hands the decision an Event reports to the audit trail; key,
+// when set, makes the trail hold it once.
+func (r *Recorder) recordAudit(ctx context.Context, regarding, related runtime.Object, eventtype, reason, key, message string) {
+	if r.audit == nil {
+		return
+	}
+	e, ok := audit.FromEvent(regarding, related, eventtype, reason, strutil.Ellipsis(message, maxMessage),
+		metav1.NewMicroTime(r.clock.Now()))
+	if !ok {
+		return
+	}
+	e.Key = key
+	audit.Apply(ctx, &e)
+	r.audit.Record(e)
 }
 
 // event builds a core/v1 Event about a Kargo object, with the fields the

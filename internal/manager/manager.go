@@ -7,7 +7,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,6 +24,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/targetguard"
 	"github.com/kargo-fleet/kargo-fleet/fleetstage/controller/versions"
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/auditstore"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/provenance"
@@ -99,6 +99,9 @@ type Options struct {
 	// ServiceAccounts (its GLOBAL_SERVICE_ACCOUNT_NAMESPACES): the rights of
 	// a person acting through the Kargo UI are looked up there too.
 	KargoGlobalServiceAccountNamespaces []string
+	// AuditRetentionSegments is how many segments each FleetStage's audit
+	// trail keeps; 0 means auditstore.DefaultKeep.
+	AuditRetentionSegments int
 	// ControllerUsername is the controller's Kubernetes user name, whose
 	// FleetRollout requests the webhook trusts; empty means
 	// fswebhook.DefaultControllerUsername().
@@ -216,13 +219,17 @@ func setup(mgr ctrl.Manager, o Options) error {
 	if sk != nil {
 		marker = provenance.NewMarker(provenance.StepKeys{Source: sk.keys})
 	}
+	trails, err := auditWriter(mgr, o)
+	if err != nil {
+		return err
+	}
 	var scope *targetguard.GuardScope
 	if o.Components&TargetGuard != 0 {
 		scope = targetguard.NewGuardScope(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), o.PromotionGuardWebhooks)
 	}
 	if o.Components&FleetStages != 0 {
 		r := fleetstages.NewFleetStageReconciler(mgr.GetClient(), inventoryReader(mgr, o),
-			mgr.GetEventRecorder("kargo-fleet-fleetstage"), clock.RealClock{}).WithStageRecords(records)
+			kargoRecorder(mgr, "kargo-fleet-fleetstage", trails), clock.RealClock{}).WithStageRecords(records)
 		if scope != nil {
 			r = r.WithGuardScope(scope)
 		}
@@ -234,7 +241,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 	}
 	if o.Components&Versions != 0 {
 		r := versions.NewReconciler(mgr.GetClient(), clock.RealClock{},
-			kargoRecorder(mgr, "kargo-fleet-drift")).WithStageRecords(records).WithMarker(marker)
+			kargoRecorder(mgr, "kargo-fleet-drift", trails)).WithStageRecords(records).WithMarker(marker)
 		apps, err := newApplicationCache(mgr, o.ArgoCDNamespaces)
 		if err != nil {
 			return err
@@ -248,7 +255,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 	}
 	if o.Components&FleetRollouts != 0 {
 		r := fleetrollouts.NewFleetRolloutReconciler(mgr.GetClient(), mgr.GetAPIReader(), inventoryReader(mgr, o),
-			kargoRecorder(mgr, "kargo-fleet-rollout"), clock.RealClock{}, refreshPromotion).WithStageRecords(records).WithMarker(marker).
+			kargoRecorder(mgr, "kargo-fleet-rollout", trails), clock.RealClock{}, refreshPromotion).WithStageRecords(records).WithMarker(marker).
 			WithGestures(fswebhook.Actor(webhookOptions(o).ControllerUsername), personRights(mgr, o))
 		r.DashboardURL = o.DashboardURL
 		if err := r.SetupWithManager(mgr, copts); err != nil {
@@ -256,8 +263,7 @@ func setup(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if o.Components&TargetGuard != 0 {
-		r := targetguard.NewReconciler(mgr.GetClient(), kargoevents.NewRecorder(mgr.GetEventRecorder("kargo-fleet-targetguard"),
-			mgr.GetClient(), clock.RealClock{}, "kargo-fleet-targetguard"), marker, fswebhook.NewSubjectAccessReviewer(mgr.GetClient()))
+		r := targetguard.NewReconciler(mgr.GetClient(), kargoRecorder(mgr, "kargo-fleet-targetguard", trails), marker, fswebhook.NewSubjectAccessReviewer(mgr.GetClient()))
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("error setting up the target guard: %w", err)
 		}
@@ -269,7 +275,11 @@ func setup(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if o.Webhooks {
-		if err := fswebhook.Setup(mgr, webhookOptions(o)); err != nil {
+		wo := webhookOptions(o)
+		if trails != nil {
+			wo.Audit = trails
+		}
+		if err := fswebhook.Setup(mgr, wo); err != nil {
 			return err
 		}
 	}
@@ -277,9 +287,31 @@ func setup(mgr ctrl.Manager, o Options) error {
 }
 
 // kargoRecorder is the named Event recorder that also shows Events about a
-// Kargo object on Kargo's Events page (kargoevents.Recorder).
-func kargoRecorder(mgr ctrl.Manager, name string) events.EventRecorder {
-	return kargoevents.NewRecorder(mgr.GetEventRecorder(name), mgr.GetClient(), clock.RealClock{}, name)
+// Kargo object on Kargo's Events page and records the decisions they report
+// in the fleets' audit trails (kargoevents.Recorder).
+func kargoRecorder(mgr ctrl.Manager, name string, trails *auditstore.Writer) *kargoevents.Recorder {
+	r := kargoevents.NewRecorder(mgr.GetEventRecorder(name), mgr.GetClient(), clock.RealClock{}, name)
+	if trails != nil {
+		r = r.WithAudit(trails)
+	}
+	return r
+}
+
+// +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetauditsegments,verbs=get;list;create;update;delete
+// +kubebuilder:rbac:groups=fleet.kargo-fleet.io,resources=fleetstages/status,verbs=patch
+
+// auditWriter is the writer of the fleets' audit trails, run by the manager
+// on every replica; nil when no component decides anything.
+func auditWriter(mgr ctrl.Manager, o Options) (*auditstore.Writer, error) {
+	if o.Components&(FleetStages|FleetRollouts|Versions|TargetGuard) == 0 && !o.Webhooks {
+		return nil, nil
+	}
+	w := auditstore.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), clock.RealClock{}, o.AuditRetentionSegments,
+		ctrl.Log.WithName("audit"))
+	if err := mgr.Add(w); err != nil {
+		return nil, fmt.Errorf("error adding the audit trail writer: %w", err)
+	}
+	return w, nil
 }
 
 // refreshPromotion asks Kargo to poll a wave Promotion again at once, so the

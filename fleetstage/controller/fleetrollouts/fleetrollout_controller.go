@@ -94,6 +94,8 @@ type FleetRolloutReconciler struct {
 	self     string
 	rights   *personrights.Checker
 	gestures refusedGestures
+	// approvals are the approvals recorded (fleetrollout_approvals.go).
+	approvals approvalsRecorded
 
 	// ownPromotions and targetStages read a rollout's Promotions and a
 	// fleet's target Stages from the cache without copying them.
@@ -171,6 +173,7 @@ func (r *FleetRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, nil
 	}
 	r.remember(req.NamespacedName, ro.UID)
+	r.recordApprovals(ctx, ro)
 	if err := r.syncFinalizer(ctx, ro); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -464,6 +467,7 @@ func (r *FleetRolloutReconciler) forget(key types.NamespacedName) {
 	r.metrics.forget(key.Namespace, key.Name)
 	r.failures.forget(key)
 	if ok {
+		r.approvals.forget(uid)
 		r.snapshots.forget(uid)
 		r.expected.clear(uid)
 		r.refused.clear(uid)

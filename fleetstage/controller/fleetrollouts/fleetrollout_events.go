@@ -40,6 +40,9 @@ const (
 	// WavePromotionRecoveredReason: a wave Stage Promotion ended Errored
 	// and kargo-fleet promoted the Freight into the wave Stage again.
 	WavePromotionRecoveredReason = "WavePromotionRecovered"
+	// TargetsBlockedReason: FreightPolicies keep some of a wave's targets
+	// off the rollout's Freight.
+	TargetsBlockedReason = "TargetsBlocked"
 	// AnalysisMetricFailedReason: a metric of a wave's analysis failed; the
 	// Event is on the FleetStage and names the metric and its value.
 	AnalysisMetricFailedReason = "AnalysisMetricFailed"
@@ -163,11 +166,18 @@ func transitionsOf(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv1alpha1.F
 // or finished hands its outcome back to the fleet-wave step.
 func (t *transitions) waves(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv1alpha1.FleetRollout, obs *rollout.Observed) {
 	prevWave := map[string]fleetv1alpha1.WavePhase{}
+	prevBlocked := map[string]int32{}
 	for _, w := range before.Waves {
 		prevWave[w.Name] = w.Phase
+		prevBlocked[w.Name] = w.Blocked
 	}
 	t.analysisMetrics(before, ro)
 	for _, w := range ro.Status.Waves {
+		if w.Blocked > 0 && prevBlocked[w.Name] == 0 {
+			t.add(waveStage(ro, w.Name), corev1.EventTypeWarning, TargetsBlockedReason,
+				"Wave %s: %d target(s) may not run Freight %s under the FreightPolicies and are never started; %s",
+				w.Name, w.Blocked, ro.Spec.Freight.Name, blockedOutcome(ro, &w))
+		}
 		prev := prevWave[w.Name]
 		if prev == w.Phase {
 			continue
@@ -190,6 +200,18 @@ func (t *transitions) waves(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv
 		}
 		t.refreshWaves = append(t.refreshWaves, w.Name)
 	}
+}
+
+// blockedOutcome says what a wave with blocked targets does: waits (and
+// why), or passes without them.
+func blockedOutcome(ro *fleetv1alpha1.FleetRollout, w *fleetv1alpha1.WaveProgress) string {
+	if w.Waiting != "" {
+		return w.Waiting
+	}
+	if ro.Status.Message != "" {
+		return ro.Status.Message
+	}
+	return "see kargo-fleet plan " + ro.Spec.FleetStage + " --freight " + ro.Spec.Freight.Name
 }
 
 // analysisMetrics notes every metric of a wave's analysis that failed

@@ -51,6 +51,27 @@ func TestTransitionsOf(t *testing.T) {
 			wantRefreshAll: true,
 		},
 		{
+			name:   "FreightPolicies block targets of a wave: one Event when they first do",
+			obs:    obs,
+			dir:    fwd,
+			before: fleetv1alpha1.FleetRolloutStatus{Phase: fleetv1alpha1.RolloutProgressing, Snapshot: snap},
+			after: fleetv1alpha1.FleetRolloutStatus{Phase: fleetv1alpha1.RolloutProgressing, Snapshot: snap, Waves: []fleetv1alpha1.WaveProgress{
+				{Name: "general", Phase: fleetv1alpha1.WaveProgressing, Total: 4, Blocked: 3, Waiting: "3 target(s) blocked by rule pci-digest"}}},
+			wantEvents: []string{
+				"Warning TargetsBlocked Wave general: 3 target(s) may not run Freight 9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c under the FreightPolicies and are never started; 3 target(s) blocked by rule pci-digest",
+				"Normal WaveStarted Wave general started: 4 target(s), at most 0 at once (kubernetes:alice)",
+			},
+		},
+		{
+			name: "targets still blocked: no new Event",
+			obs:  obs,
+			dir:  fwd,
+			before: fleetv1alpha1.FleetRolloutStatus{Phase: fleetv1alpha1.RolloutProgressing, Snapshot: snap, Waves: []fleetv1alpha1.WaveProgress{
+				{Name: "general", Phase: fleetv1alpha1.WaveProgressing, Total: 4, Blocked: 3}}},
+			after: fleetv1alpha1.FleetRolloutStatus{Phase: fleetv1alpha1.RolloutProgressing, Snapshot: snap, Waves: []fleetv1alpha1.WaveProgress{
+				{Name: "general", Phase: fleetv1alpha1.WaveProgressing, Total: 4, Blocked: 2}}},
+		},
+		{
 			name:       "a wave starts, naming the actor and its concurrency",
 			obs:        obs,
 			dir:        fwd,

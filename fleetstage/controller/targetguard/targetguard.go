@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/audit"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoclient"
@@ -322,6 +323,7 @@ func (r *Reconciler) recordBreakGlass(ctx context.Context, fs *fleetv1alpha1.Fle
 	if r.recorder == nil {
 		return nil
 	}
+	ctx = audit.WithDetail(ctx, audit.Detail{Actor: p.Annotations[kargo.CreateActorAnnotation], Freight: p.Spec.Freight})
 	_, err := r.recorder.EventOnce(ctx, "break-glass."+string(p.UID), fs, kargoevents.Stage(p.Namespace, p.Spec.Stage),
 		corev1.EventTypeWarning, BreakGlassPromotionReason, "BreakGlass", "%s",
 		strutil.Ellipsis(fmt.Sprintf("Break-glass Promotion %s by %s: Freight %s into target Stage %s, intended (not drift): %s",
