@@ -32,8 +32,8 @@ type FleetAuditSegment struct {
 }
 
 // FleetAuditSegmentSpec is a run of audit records.
-// +kubebuilder:validation:XValidation:rule="self.fleetStage == oldSelf.fleetStage && self.first == oldSelf.first && self.previousHash == oldSelf.previousHash",message="spec: fleetStage, first and previousHash never change"
-// +kubebuilder:validation:XValidation:rule="size(self.records) >= size(oldSelf.records)",message="spec.records: records are only appended"
+// +kubebuilder:validation:XValidation:rule="self.fleetStage == oldSelf.fleetStage && self.first == oldSelf.first && has(self.previousHash) == has(oldSelf.previousHash) && (!has(self.previousHash) || self.previousHash == oldSelf.previousHash)",message="spec: fleetStage, first and previousHash never change"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.records) || (has(self.records) && size(self.records) >= size(oldSelf.records))",message="spec.records: records are only appended"
 type FleetAuditSegmentSpec struct {
 	// fleetStage names the FleetStage, in this namespace, the records are
 	// about.

@@ -50,6 +50,8 @@ type Writer struct {
 	queue   chan audit.Entry
 	trails  map[types.NamespacedName]*trail
 	pending map[types.NamespacedName][]audit.Entry
+	// failing holds when each trail whose last write failed is tried again.
+	failing map[types.NamespacedName]retry
 	log     logr.Logger
 	flushed chan chan struct{}
 }
@@ -72,7 +74,8 @@ func NewWriter(c client.Client, r client.Reader, clk clock.PassiveClock, keep in
 	}
 	return &Writer{client: c, reader: r, clock: clk, keep: keep, log: log,
 		queue: make(chan audit.Entry, queueSize), trails: map[types.NamespacedName]*trail{},
-		pending: map[types.NamespacedName][]audit.Entry{}, flushed: make(chan chan struct{})}
+		pending: map[types.NamespacedName][]audit.Entry{}, failing: map[types.NamespacedName]retry{},
+		flushed: make(chan chan struct{})}
 }
 
 var _ audit.Sink = &Writer{}
@@ -155,13 +158,32 @@ func (w *Writer) drain() {
 // maxPending bounds the records kept for a trail the API server refuses.
 const maxPending = 4 * fleetv1alpha1.MaxAuditRecordsPerSegment
 
+// retry is when a failing trail is written again, backing off.
+type retry struct {
+	at    time.Time
+	delay time.Duration
+}
+
+// maxRetryDelay bounds the backoff of a trail the API server refuses.
+const maxRetryDelay = 30 * time.Second
+
 func (w *Writer) flush(ctx context.Context) {
+	now := w.clock.Now()
 	for k, entries := range w.pending {
+		if r, ok := w.failing[k]; ok && now.Before(r.at) {
+			continue
+		}
 		left, err := w.append(ctx, k, entries)
 		if err != nil {
 			writeErrors.Inc()
+			r := w.failing[k]
+			r.delay = min(max(2*r.delay, flushEvery), maxRetryDelay)
+			r.at = now.Add(r.delay)
+			w.failing[k] = r
 			w.log.Error(err, "Writing the audit trail failed; retrying", "namespace", k.Namespace, "fleetStage", k.Name,
-				"records", len(left))
+				"records", len(left), "in", r.delay.String())
+		} else {
+			delete(w.failing, k)
 		}
 		if over := len(left) - maxPending; over > 0 {
 			recordsDropped.Add(float64(over))

@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -40,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	fswebhook "github.com/kargo-fleet/kargo-fleet/fleetstage/webhook"
+	"github.com/kargo-fleet/kargo-fleet/internal/auditstore"
 	"github.com/kargo-fleet/kargo-fleet/internal/envtest"
 	"github.com/kargo-fleet/kargo-fleet/internal/helmchart"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
@@ -303,9 +305,19 @@ func (e *Env) startSimulator() error {
 		return err
 	}
 	// The FleetStage and FleetRollout webhooks are served next to Kargo's:
-	// they stay up while the controller is stopped and restarted.
+	// they stay up while the controller is stopped and restarted. What they
+	// refuse goes into the audit trails as the controller's user, as a
+	// controller replica serving them records it.
+	trails, err := e.auditWriter()
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(trails); err != nil {
+		return err
+	}
 	if err := fswebhook.Setup(mgr, fswebhook.Options{
 		InventoryNamespaces: inventory.DefaultNamespacePolicy(), ControllerUsername: cmp.Or(e.opts.ControllerUsername, ControllerUser),
+		Audit: trails,
 	}); err != nil {
 		return err
 	}
@@ -313,6 +325,15 @@ func (e *Env) startSimulator() error {
 	e.simStop, e.simDone = cancel, make(chan error, 1)
 	go func() { e.simDone <- mgr.Start(ctx) }()
 	return waitFor(20*time.Second, func() error { return mgr.GetWebhookServer().StartedChecker()(nil) })
+}
+
+// auditWriter is an audit trail writer with the controller's identity.
+func (e *Env) auditWriter() (*auditstore.Writer, error) {
+	c, err := client.New(e.ControllerConfig(), client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("error creating the audit writer's client: %w", err)
+	}
+	return auditstore.NewWriter(c, c, clock.RealClock{}, 0, ctrl.Log.WithName("audit")), nil
 }
 
 // startStepServer runs the step server in a manager of its own, as a

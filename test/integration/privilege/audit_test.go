@@ -70,6 +70,16 @@ func TestAuditTrailsAreTheControllersAlone(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, fs))
 
 	a, b := startWriter(t, 2), startWriter(t, 2)
+	flush, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	// The first segment is created, then appended to.
+	for i := range 2 {
+		a.Record(decision(ns, "prod", -1-i, ""))
+		a.Flush(flush)
+	}
+	first := &fleetv1alpha1.FleetAuditSegment{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: audit.SegmentName("prod", 1)}, first))
+	require.Len(t, first.Spec.Records, 2)
 	const n = 700
 	var wg sync.WaitGroup
 	for _, w := range []*auditstore.Writer{a, b} {
@@ -84,8 +94,6 @@ func TestAuditTrailsAreTheControllersAlone(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	flush, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
 	a.Flush(flush)
 	b.Flush(flush)
 
@@ -107,7 +115,7 @@ func TestAuditTrailsAreTheControllersAlone(t *testing.T) {
 		}
 	}
 	written := int(rep.Last) - retention
-	require.Equal(t, n+7, written, "every decision once, each approval once")
+	require.Equal(t, 2+n+7, written, "every decision once, each approval once")
 	for k, c := range keyed {
 		require.Equal(t, 1, c, "approval %s recorded once", k)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/audit"
 	"github.com/kargo-fleet/kargo-fleet/internal/cli"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
@@ -127,4 +128,16 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 	for id, freight := range f.targetFreight() {
 		require.Equal(t, compliant.Name, freight, "target %s", id)
 	}
+
+	// The audit trail, after the Events are gone: the block, the refused
+	// break-glass with who asked, and both rollouts.
+	trail := auditTrail(t, f.ns, "fleet", "TargetsBlocked", "PromotionRefused", "RolloutSucceeded")
+	blocked := firstOf(trail, "TargetsBlocked", func(e *audit.Entry) bool { return e.Freight == f.good })
+	refused := firstOf(trail, "PromotionRefused", func(e *audit.Entry) bool { return e.Stage == glass.Spec.Stage })
+	pinned := firstOf(trail, "RolloutStarted", func(e *audit.Entry) bool { return e.Freight == compliant.Name })
+	require.True(t, blocked >= 0 && blocked < refused && refused < pinned, "in order: blocked %d, refused %d, pinned %d", blocked, refused, pinned)
+	require.Contains(t, trail[blocked].Message, "2 target(s) may not run Freight "+f.good)
+	require.Equal(t, "oncall-"+f.ns, trail[refused].Identity)
+	require.Equal(t, f.good, trail[refused].Freight)
+	require.Contains(t, trail[refused].Message, "rule pci-digest of FreightPolicy "+f.ns)
 }

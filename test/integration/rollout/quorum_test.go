@@ -5,12 +5,14 @@ package rollout_test
 import (
 	"bytes"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/audit"
 	"github.com/kargo-fleet/kargo-fleet/internal/cli"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetenv"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
@@ -72,4 +74,22 @@ func TestTwoPersonApproval(t *testing.T) {
 	require.Contains(t, out, "2 of 2 approvals (alice-"+f.ns+", bob-"+f.ns+")")
 	done := f.rollout(f.good, fleetv1alpha1.RolloutSucceeded, fleetv1alpha1.RolloutFailed)
 	require.Equal(t, fleetv1alpha1.RolloutSucceeded, done.Status.Phase, done.Status.Message)
+
+	// The audit trail names both approvers, as the API server authenticated
+	// them, between the wave's wait and its start, after the Events are gone.
+	trail := auditTrail(t, f.ns, "fleet", "ApprovalGiven", "RolloutSucceeded")
+	started := firstOf(trail, "RolloutStarted", func(e *audit.Entry) bool { return e.Rollout == done.Name })
+	waiting := firstOf(trail, "GateWaiting", func(e *audit.Entry) bool { return e.Wave == "rest" })
+	alice := firstOf(trail, "ApprovalGiven", func(e *audit.Entry) bool { return e.Identity == "alice-"+f.ns })
+	bob := firstOf(trail, "ApprovalGiven", func(e *audit.Entry) bool { return e.Identity == "bob-"+f.ns })
+	rest := firstOf(trail, "WaveStarted", func(e *audit.Entry) bool { return e.Wave == "rest" })
+	succeeded := firstOf(trail, "RolloutSucceeded", nil)
+	require.True(t, started >= 0 && started < waiting && waiting < alice && alice < bob && bob < rest && rest < succeeded,
+		"in order: started %d, waiting %d, alice %d, bob %d, rest started %d, succeeded %d", started, waiting, alice, bob, rest, succeeded)
+	require.Equal(t, "kubernetes:alice-"+f.ns, trail[alice].Actor)
+	require.Equal(t, done.Spec.Freight.Name, trail[bob].Freight)
+	require.Equal(t, "rest", trail[bob].Wave)
+	require.Equal(t, 1, len(slices.DeleteFunc(slices.Clone(trail), func(e audit.Entry) bool {
+		return e.Action != "ApprovalGiven" || e.Identity != "alice-"+f.ns
+	})), "alice's approval is recorded once")
 }
