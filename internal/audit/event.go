@@ -23,7 +23,7 @@ const ControllerActor = "kargo-fleet"
 // startedBy are the actions a rollout's starter asked for: the record
 // names spec.actor. intentOf are those its intent's last writer asked for.
 var (
-	startedBy = map[string]bool{"SnapshotTaken": true, "WavePromoted": true}
+	startedBy = map[string]bool{"SnapshotTaken": true, "WavePromoted": true, "RollbackStarted": true}
 	intentOf  = map[string]bool{"RolloutPaused": true, "RolloutResumed": true, "RolloutAborted": true}
 )
 

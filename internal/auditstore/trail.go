@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -100,4 +101,18 @@ func (w *Writer) retain(ctx context.Context, k types.NamespacedName) error {
 		t.segments = t.segments[len(drop):]
 	}
 	return nil
+}
+
+// Head is the head of a FleetStage's trail the controller recorded in its
+// status; nil when the FleetStage is gone or has none.
+func Head(ctx context.Context, r client.Reader, namespace, fleetStage string) (*fleetv1alpha1.AuditHead, error) {
+	fs := &fleetv1alpha1.FleetStage{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleetStage}, fs)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error reading FleetStage %s/%s for its audit head: %w", namespace, fleetStage, err)
+	}
+	return fs.Status.Audit, nil
 }

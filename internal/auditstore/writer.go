@@ -20,9 +20,9 @@ import (
 
 // Defaults of a Writer.
 const (
-	// DefaultKeep is how many segments a trail keeps: 40 × 256 = 10,240
-	// records per FleetStage.
-	DefaultKeep = 40
+	// DefaultKeep is how many segments a trail keeps: 20 × 256 = 5,120
+	// records per FleetStage, about 2.3 MB in etcd (docs/audit.md).
+	DefaultKeep = 20
 	// flushEvery is how long a decision waits at most before it is
 	// written: records of one reconcile go out in one write.
 	flushEvery = 500 * time.Millisecond

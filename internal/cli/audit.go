@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/audit"
@@ -117,7 +115,7 @@ func (o *auditOptions) run(ctx context.Context) error {
 	broken := 0
 	var entries []audit.Entry
 	for _, name := range slices.Sorted(maps.Keys(trails)) {
-		head, err := auditHead(ctx, c, ns, name)
+		head, err := auditstore.Head(ctx, c, ns, name)
 		if err != nil {
 			return err
 		}
@@ -199,18 +197,4 @@ func byFleetStage(segs []fleetv1alpha1.FleetAuditSegment) map[string][]fleetv1al
 		audit.Sort(v)
 	}
 	return out
-}
-
-// auditHead is the head the controller recorded in the FleetStage's status;
-// nil when the FleetStage is gone.
-func auditHead(ctx context.Context, c client.Reader, ns, name string) (*fleetv1alpha1.AuditHead, error) {
-	fs := &fleetv1alpha1.FleetStage{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fs)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("error reading FleetStage %s/%s for its audit head: %w", ns, name, err)
-	}
-	return fs.Status.Audit, nil
 }

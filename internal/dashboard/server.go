@@ -415,6 +415,7 @@ func (s *Server) Handler(listen net.Addr) http.Handler {
 	mux.HandleFunc("GET /api/projects/{ns}/fleetstages/{name}/grid", s.handleGrid)
 	mux.HandleFunc("GET /api/projects/{ns}/fleetstages/{name}/targets/{id}", s.handleTarget)
 	mux.HandleFunc("GET /api/projects/{ns}/fleetstages/{name}/events", s.handleEvents)
+	mux.HandleFunc("GET /api/projects/{ns}/fleetstages/{name}/audit", s.handleAudit)
 	return guarded(newHostPolicy(listen, s.o.AllowedHosts), readOnly(gzipped(mux)))
 }
 
