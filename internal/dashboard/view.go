@@ -11,6 +11,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
+	fleetrule "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // FleetInput is what a FleetStage's page is built from. It is read from the
@@ -124,6 +125,27 @@ type Gate struct {
 	Wave, Stage string
 	// Command approves it.
 	Command string
+	// Quorum says where an N-person approval stands: "1 of 2 approvals
+	// (alice); one more from group sre".
+	Quorum string
+}
+
+// gateOf is the approval a wave waits for: N people's kargo-fleet approve
+// when the wave asks for it and its wait says so, else kargo approve of
+// the Freight for its wave Stage.
+func gateOf(fs *fleetv1alpha1.FleetStage, r report.Rollout, w *fleetv1alpha1.WaveProgress, stage string) *Gate {
+	g := &Gate{Wave: w.Name, Stage: stage, Command: kargo.ApproveCommand(fs.Namespace, r.Freight.Name, stage)}
+	i := slices.IndexFunc(fs.Spec.Waves, func(sw fleetv1alpha1.Wave) bool { return sw.Name == w.Name })
+	if i < 0 || fs.Spec.Waves[i].Approvals == nil {
+		return g
+	}
+	cmd := fleetrule.ApproveCommand(fs.Name, fs.Namespace, w.Name)
+	quorum, ok := strings.CutSuffix(strings.TrimPrefix(w.Waiting, "waiting for approval: "), ": "+cmd)
+	if !ok {
+		return g
+	}
+	g.Command, g.Quorum = cmd, quorum
+	return g
 }
 
 // rolledBack returns the rollout a rollback returns, nil when ro is not a
@@ -217,8 +239,7 @@ func buildRollout(fs *fleetv1alpha1.FleetStage, r report.Rollout, p *plan.WavePl
 			}
 		}
 		if w.Phase == fleetv1alpha1.WaveWaitingForApproval && rv.Gate == nil {
-			rv.Gate = &Gate{Wave: w.Name, Stage: wv.Stage,
-				Command: kargo.ApproveCommand(fs.Namespace, r.Freight.Name, wv.Stage)}
+			rv.Gate = gateOf(fs, r, &w, wv.Stage)
 		}
 		rv.Waves = append(rv.Waves, wv)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
+	fleetrule "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -95,6 +96,24 @@ func TestBuildFleet(t *testing.T) {
 				require.Equal(t, "waiting: change window closed", v.Rollout.Waves[2].Note)
 				require.Equal(t, &Gate{Wave: "critical", Stage: "prod-critical",
 					Command: "kargo approve --project shop --freight " + dashtest.BadFreight + " --stage prod-critical"}, v.Rollout.Gate)
+			},
+		},
+		{
+			name: "a wave waiting for several people's approval shows where the quorum stands and kargo-fleet approve",
+			edit: func(in *FleetInput) {
+				in.FleetStage.Spec.Waves[3].Approvals = &fleetv1alpha1.WaveApprovals{Count: 2, Groups: []string{"sre"}}
+				ro := &in.Rollouts[0]
+				ro.Status.Waves[3].Phase = fleetv1alpha1.WaveWaitingForApproval
+				ro.Status.Waves[3].Waiting = "waiting for approval: 1 of 2 approvals (alice); one more from group sre: " +
+					fleetrule.ApproveCommand("prod", "shop", "critical")
+				ro.Status.Phase, ro.Status.Message = fleetv1alpha1.RolloutWaitingForApproval, ro.Status.Waves[3].Waiting
+			},
+			assertions: func(t *testing.T, v FleetView) {
+				require.Equal(t, &Gate{Wave: "critical", Stage: "prod-critical",
+					Quorum:  "1 of 2 approvals (alice); one more from group sre",
+					Command: "kargo-fleet approve prod -n shop --wave critical"}, v.Rollout.Gate)
+				require.Empty(t, v.Rollout.Message, "the gate box says it")
+				require.Empty(t, v.Rollout.Waves[3].Note, "the gate box says it")
 			},
 		},
 		{

@@ -16,6 +16,12 @@ import (
 // approve a wave of that fleet's rollouts (kargo-fleet approve).
 const ApproveVerb = "approve"
 
+// ApproveCommand is the command that gives one's approval to a wave that
+// needs several people's.
+func ApproveCommand(fleetStage, namespace, wave string) string {
+	return fmt.Sprintf("kargo-fleet approve %s -n %s --wave %s", fleetStage, namespace, wave)
+}
+
 // Approval is one person's approval of a wave of a rollout, as the
 // API server authenticated them when they gave it.
 type Approval struct {

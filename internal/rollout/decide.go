@@ -335,8 +335,8 @@ func run(o Observation, d Decision, states []*waveState, current int) Decision {
 		return d
 	case !rollback && ws.succeeded+ws.failed+ws.inFlight == 0 && quorumMissing(o, ws.pw.Name):
 		wp.Phase = fleetv1alpha1.WaveWaitingForApproval
-		wp.Waiting = strutil.Ellipsis(fmt.Sprintf("waiting for approval: %s: kargo-fleet approve %s -n %s --wave %s",
-			o.Quorums[ws.pw.Name], r.Spec.FleetStage, r.Namespace, ws.pw.Name), 512)
+		wp.Waiting = strutil.Ellipsis(fmt.Sprintf("waiting for approval: %s: %s",
+			o.Quorums[ws.pw.Name], ApproveCommand(r.Spec.FleetStage, r.Namespace, ws.pw.Name)), 512)
 		d.Phase, d.Message = fleetv1alpha1.RolloutWaitingForApproval, wp.Waiting
 		return d
 	}
