@@ -35,11 +35,7 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 		waves: []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(6)}}, autoPromote: true})
 	waitGuarded(t, f.ns)
 
-	// The policy governs this Project only (the envtest cluster is shared).
-	ns := &corev1.Namespace{}
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: f.ns}, ns))
-	ns.Labels["compliance.example.com/scope"] = f.ns
-	require.NoError(t, env.Client.Update(ctx, ns))
+	scope := scopeToProject(t, f.ns)
 	rule := fleetv1alpha1.FreightRule{Name: "pci-digest", Targets: `target.labels.tier == "pci"`,
 		Require: `all(freight.images, {.repoURL startsWith "registry.corp/pci/" && .digest != ""})`,
 		Message: "PCI targets run only images from registry.corp/pci/ pinned by digest"}
@@ -48,7 +44,7 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 	require.ErrorContains(t, env.Client.Create(ctx, bad), "spec.rules[0].require", "a rule that does not compile is refused at admission")
 	pol := &fleetv1alpha1.FreightPolicy{ObjectMeta: metav1.ObjectMeta{Name: f.ns},
 		Spec: fleetv1alpha1.FreightPolicySpec{Rules: []fleetv1alpha1.FreightRule{rule},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"compliance.example.com/scope": f.ns}}}}
+			NamespaceSelector: scope}}
 	require.NoError(t, env.Client.Create(ctx, pol))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
 
@@ -74,11 +70,7 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 
 	// f.good is tagged, not pinned: the wave holds on the PCI targets.
 	f.ship(f.good)
-	var ro *fleetv1alpha1.FleetRollout
-	require.Eventually(t, func() bool {
-		ro = f.findRollout(f.good, fleetv1alpha1.DirectionForward)
-		return ro != nil && len(ro.Status.Waves) == 1 && ro.Status.Waves[0].Succeeded == 4 && ro.Status.Waves[0].Blocked == 2
-	}, wait, tick, "the four general targets pass and the two PCI ones are blocked: %v", describe(&ro))
+	ro := f.waitBlocked(f.good, 4, 2)
 	require.Equal(t, fleetv1alpha1.RolloutProgressing, ro.Status.Phase, ro.Status.Message)
 	require.Contains(t, ro.Status.Waves[0].Waiting, "2 target(s) blocked by FreightPolicy")
 	require.Contains(t, ro.Status.Message, "rule pci-digest of FreightPolicy "+f.ns+": PCI targets run only images")
@@ -127,4 +119,29 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 	for id, freight := range f.targetFreight() {
 		require.Equal(t, compliant.Name, freight, "target %s", id)
 	}
+}
+
+// scopeToProject labels the Project ns and returns a namespace selector
+// matching it alone: a policy that uses it governs this Project only (the
+// envtest cluster is shared).
+func scopeToProject(t *testing.T, ns string) *metav1.LabelSelector {
+	t.Helper()
+	project := &corev1.Namespace{}
+	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Name: ns}, project))
+	project.Labels["compliance.example.com/scope"] = ns
+	require.NoError(t, env.Client.Update(context.Background(), project))
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"compliance.example.com/scope": ns}}
+}
+
+// waitBlocked waits until the one-wave rollout of freight has succeeded
+// targets done and blocked targets kept off it, and returns it.
+func (f *fleet) waitBlocked(freight string, succeeded, blocked int32) *fleetv1alpha1.FleetRollout {
+	f.t.Helper()
+	var ro *fleetv1alpha1.FleetRollout
+	require.Eventually(f.t, func() bool {
+		ro = f.findRollout(freight, fleetv1alpha1.DirectionForward)
+		return ro != nil && len(ro.Status.Waves) == 1 && ro.Status.Waves[0].Succeeded == succeeded &&
+			ro.Status.Waves[0].Blocked == blocked
+	}, wait, tick, "%d target(s) succeed and %d are blocked: %v", succeeded, blocked, describe(&ro))
+	return ro
 }
