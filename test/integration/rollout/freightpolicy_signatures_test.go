@@ -60,8 +60,15 @@ func TestFreightPolicyRequiresSignedImages(t *testing.T) {
 		return fr
 	}
 
-	// An unsigned image: the general targets get it, the PCI ones never do.
+	// An unsigned image: `kargo-fleet plan --freight` says where it is
+	// blocked and why; the general targets get it, the PCI ones never do.
 	unsigned := freightOf("f1-unsigned", image("shop-unsigned", false))
+	out, errOut, err := runCLI(t, "plan", "fleet", "-n", f.ns, "--freight", unsigned.Name)
+	require.NoError(t, err, errOut)
+	require.Contains(t, out, fmt.Sprintf("FreightPolicy: Freight %s is blocked on 2 of 4 target(s):\n"+
+		"  wave all holds: it will not pass while they are blocked\n"+
+		"    pci-00, pci-01: rule pci-signed of FreightPolicy %s: image %s/shop-unsigned@sha256:", unsigned.Name, f.ns, reg.Host))
+	require.Contains(t, out, "no signature")
 	ro := f.waitBlocked(unsigned.Name, 2, 2)
 	require.Equal(t, fleetv1alpha1.RolloutProgressing, ro.Status.Phase, ro.Status.Message)
 	require.Contains(t, ro.Status.Message, "is not signed as required")
@@ -71,7 +78,7 @@ func TestFreightPolicyRequiresSignedImages(t *testing.T) {
 			require.Empty(t, freight, "PCI target %s got Freight", id)
 		}
 	}
-	err := env.Client.Create(ctx, kargo.NewPromotion(f.ns, render.TargetStageName("fleet", "pci-00"), unsigned.Name, nil, nil),
+	err = env.Client.Create(ctx, kargo.NewPromotion(f.ns, render.TargetStageName("fleet", "pci-00"), unsigned.Name, nil, nil),
 		client.DryRunAll)
 	require.ErrorContains(t, err, "rule pci-signed of FreightPolicy "+f.ns+": image "+reg.Host+"/shop-unsigned@sha256:")
 	require.ErrorContains(t, err, "no signature", "the guard refuses it too, naming the image and why")

@@ -50,22 +50,15 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 
 	// Before the rollout, `kargo-fleet plan --freight` shows what it will hold on.
 	f.ensureFreight(f.good)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, fleetenv.WriteKubeconfig(env.Config, kubeconfig))
-	var out, errOut bytes.Buffer
-	cmd := cli.NewRootCommand(&out, &errOut)
-	cmd.SetArgs([]string{"plan", "fleet", "-n", f.ns, "--freight", f.good, "--kubeconfig", kubeconfig})
-	require.NoError(t, cmd.Execute(), errOut.String())
-	require.Contains(t, out.String(), fmt.Sprintf("FreightPolicy: Freight %s is blocked on 2 of 6 target(s):\n"+
+	out, errOut, err := runCLI(t, "plan", "fleet", "-n", f.ns, "--freight", f.good)
+	require.NoError(t, err, errOut)
+	require.Contains(t, out, fmt.Sprintf("FreightPolicy: Freight %s is blocked on 2 of 6 target(s):\n"+
 		"  wave all holds: it will not pass while they are blocked\n"+
 		"    pci-00, pci-01: rule pci-digest of FreightPolicy %s: PCI targets run only", f.good, f.ns))
 
 	// And `kargo-fleet doctor` (the newest Freight is f.good).
-	out.Reset()
-	cmd = cli.NewRootCommand(&out, &errOut)
-	cmd.SetArgs([]string{"doctor", "fleet", "-n", f.ns, "--kubeconfig", kubeconfig})
-	_ = cmd.Execute() // the install checks fail here: no controller Deployment
-	require.Contains(t, out.String(), fmt.Sprintf("the newest Freight %s is blocked on 2 of 6 target(s); wave all (holds): "+
+	out, _, _ = runCLI(t, "doctor", "fleet", "-n", f.ns) // the install checks fail here: no controller Deployment
+	require.Contains(t, out, fmt.Sprintf("the newest Freight %s is blocked on 2 of 6 target(s); wave all (holds): "+
 		"pci-00, pci-01 by rule pci-digest of FreightPolicy %s", f.good, f.ns))
 
 	// f.good is tagged, not pinned: the wave holds on the PCI targets.
@@ -86,7 +79,7 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 	_, oncall := kargoPromoter(t, f.ns, "oncall-"+f.ns, "kargo-fleet-break-glass")
 	glass := kargo.NewPromotion(f.ns, render.TargetStageName("fleet", "pci-00"), f.good,
 		map[string]string{fleetv1alpha1.BreakGlassLabel: "fleet"}, map[string]string{fleetv1alpha1.BreakGlassReasonAnnotation: "INC-1"})
-	err := oncall.Create(ctx, glass)
+	err = oncall.Create(ctx, glass)
 	require.ErrorContains(t, err, fmt.Sprintf("Freight %s may not run on target Stage %q", f.good, glass.Spec.Stage))
 	require.ErrorContains(t, err, "rule pci-digest of FreightPolicy "+f.ns)
 	require.ErrorContains(t, err, "Break-glass does not pass it")
@@ -144,4 +137,17 @@ func (f *fleet) waitBlocked(freight string, succeeded, blocked int32) *fleetv1al
 			ro.Status.Waves[0].Blocked == blocked
 	}, wait, tick, "%d target(s) succeed and %d are blocked: %v", succeeded, blocked, describe(&ro))
 	return ro
+}
+
+// runCLI runs kargo-fleet with args against the envtest cluster and
+// returns what it wrote.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, fleetenv.WriteKubeconfig(env.Config, kubeconfig))
+	var out, errOut bytes.Buffer
+	cmd := cli.NewRootCommand(&out, &errOut)
+	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	err = cmd.Execute()
+	return out.String(), errOut.String(), err
 }
