@@ -71,6 +71,7 @@ type FreightPolicySpec struct {
 // and digest, commits[] with repoURL, id, branch and tag, charts[] with
 // repoURL, name and version), plus the function semver(a, b) comparing two
 // versions (-1, 0, 1).
+// +kubebuilder:validation:XValidation:rule="has(self.require) || has(self.signatures)",message="a rule sets require, signatures or both"
 type FreightRule struct {
 	// name identifies the rule in status, refusals and Events.
 	// +required
@@ -87,11 +88,21 @@ type FreightRule struct {
 
 	// require must hold for the Freight to run on a governed target, e.g.
 	// `all(freight.images, {.repoURL startsWith "registry.corp/pci/" && .digest != ""})`.
-	// An expression that fails to evaluate blocks the target.
-	// +required
+	// An expression that fails to evaluate blocks the target. A rule sets
+	// require, signatures or both.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	Require string `json:"require"`
+	Require string `json:"require,omitempty"`
+
+	// signatures, when set, requires every image of the Freight to be
+	// pinned by digest and signed (cosign-compatible signature in the
+	// image's registry) by publicKey, and, when provenance is set, to carry
+	// a signed SLSA provenance attestation from the given builder. An image
+	// that cannot be verified (its registry unreachable) blocks the target
+	// too, until it can be.
+	// +optional
+	Signatures *SignatureRequirement `json:"signatures,omitempty"`
 
 	// message says, for people, what the rule demands; refusals quote it.
 	// +optional
@@ -103,6 +114,32 @@ type FreightRule struct {
 	// puts a blocked Freight on a governed target.
 	// +optional
 	AllowBreakGlass bool `json:"allowBreakGlass,omitempty"`
+}
+
+// SignatureRequirement says who must have signed a Freight's images.
+type SignatureRequirement struct {
+	// publicKey is the PEM public key ("PUBLIC KEY", as cosign.pub holds
+	// it: ECDSA, RSA or Ed25519) the images' signatures must verify with.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=8192
+	PublicKey string `json:"publicKey"`
+
+	// provenance, when set, also requires an SLSA provenance attestation
+	// of each image (cosign's sha256-<digest>.att), signed by publicKey.
+	// +optional
+	Provenance *ProvenanceRequirement `json:"provenance,omitempty"`
+}
+
+// ProvenanceRequirement says which builder must have built the images.
+type ProvenanceRequirement struct {
+	// builderID must equal the provenance's builder id (SLSA v1
+	// runDetails.builder.id, or v0.2 builder.id), e.g.
+	// `https://github.com/slsa-framework/slsa-github-generator/.github/workflows/builder_go_slsa3.yml@refs/tags/v2.1.0`.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	BuilderID string `json:"builderID"`
 }
 
 // +kubebuilder:object:root=true

@@ -66,7 +66,7 @@ func (g *PromotionGuard) policyVerdict(ctx context.Context, fs *fleetv1alpha1.Fl
 		return nil, err
 	}
 	var k policy.Checker
-	v := k.Check(governing, &f, &t)
+	v := k.Check(governing, &f, g.policies.read.Signatures(ctx, governing, &f), &t)
 	if v.Allowed() {
 		return nil, nil
 	}

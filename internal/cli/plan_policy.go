@@ -55,7 +55,7 @@ func checkFreightPolicies(ctx context.Context, c client.Client, fs *fleetv1alpha
 	if err != nil {
 		return out, err
 	}
-	blocked := policy.CheckPlan(governing, &f, p)
+	blocked := policy.CheckPlan(governing, &f, read.Signatures(ctx, governing, &f), p)
 	out.Blocked, out.Waves = len(blocked), policy.Summarize(p, blocked)
 	return out, nil
 }

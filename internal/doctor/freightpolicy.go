@@ -46,7 +46,7 @@ func (d *Doctor) checkFreightPolicy(ctx context.Context, fs *fleetv1alpha1.Fleet
 	if err != nil {
 		return fail(CheckFreightPolicy, "grant this user get on freights in "+fs.Namespace, "%v", err)
 	}
-	blocked := policy.CheckPlan(governing, &f, p)
+	blocked := policy.CheckPlan(governing, &f, read.Signatures(ctx, governing, &f), p)
 	if len(blocked) == 0 {
 		return ok(CheckFreightPolicy, "%d FreightPolicy(ies) govern Project %s; the newest Freight %s may run on all %d target(s)",
 			len(governing), fs.Namespace, newest, p.Members())

@@ -17,8 +17,13 @@ type Block struct {
 	Reason string
 	// AllowBreakGlass says break-glass may bypass the rule.
 	AllowBreakGlass bool
-	// Hold says the policy holds a wave with a blocked target.
+	// Hold says the policy holds a wave with a blocked target. An
+	// inconclusive block always holds, whatever the policy says.
 	Hold bool
+	// Inconclusive says the rule blocks because an image's signature
+	// could not be verified yet (its registry unreachable): the block is
+	// not final, and the target waits rather than being skipped.
+	Inconclusive bool
 }
 
 // String reads "rule <rule> of FreightPolicy <policy>: <reason>".
@@ -56,6 +61,17 @@ func (v Verdict) Hold() bool {
 	return false
 }
 
+// Inconclusive says a block is only there because a signature could not
+// be verified yet: the check is worth making again.
+func (v Verdict) Inconclusive() bool {
+	for _, b := range v.Blocks {
+		if b.Inconclusive {
+			return true
+		}
+	}
+	return false
+}
+
 // String joins the blocks for a message.
 func (v Verdict) String() string {
 	parts := make([]string, len(v.Blocks))
@@ -74,8 +90,10 @@ type Checker struct {
 }
 
 // Check says whether freight may run on target under policies (those that
-// govern the target's Project, see Compiled.Governs).
-func (k *Checker) Check(policies []*Compiled, freight *Freight, target *Target) Verdict {
+// govern the target's Project, see Compiled.Governs). sigs are the
+// verifications of the Freight's images against the policies'
+// Requirements; an image it lacks counts as not verified yet.
+func (k *Checker) Check(policies []*Compiled, freight *Freight, sigs Signatures, target *Target) Verdict {
 	var v Verdict
 	k.env = env{Target: *target, Freight: *freight}
 	for _, p := range policies {
@@ -91,20 +109,44 @@ func (k *Checker) Check(policies []*Compiled, freight *Freight, target *Target) 
 					continue
 				}
 			}
-			ok, err := k.run(r.check)
-			switch {
-			case err != nil:
-				v.Blocks = append(v.Blocks, p.block(r, "its require expression could not be evaluated: "+err.Error()))
-			case !ok:
-				reason := r.message
-				if reason == "" {
-					reason = "the Freight does not satisfy " + r.require
-				}
-				v.Blocks = append(v.Blocks, p.block(r, reason))
+			if b, blocked := k.checkRule(p, r, freight, sigs); blocked {
+				v.Blocks = append(v.Blocks, b)
 			}
 		}
 	}
 	return v
+}
+
+// checkRule checks one rule on a target it governs: its require
+// expression first, then its signatures.
+func (k *Checker) checkRule(p *Compiled, r *rule, freight *Freight, sigs Signatures) (Block, bool) {
+	if r.check != nil {
+		ok, err := k.run(r.check)
+		switch {
+		case err != nil:
+			return p.block(r, "its require expression could not be evaluated: "+err.Error()), true
+		case !ok:
+			reason := r.message
+			if reason == "" {
+				reason = "the Freight does not satisfy " + r.require
+			}
+			return p.block(r, reason), true
+		}
+	}
+	if r.signatures == nil {
+		return Block{}, false
+	}
+	reason, inconclusive, ok := checkSignatures(sigs, freight, r.signatures)
+	if ok {
+		return Block{}, false
+	}
+	if r.message != "" && !inconclusive {
+		reason = r.message + ": " + reason
+	}
+	b := p.block(r, reason)
+	b.Inconclusive = inconclusive
+	b.Hold = b.Hold || inconclusive
+	return b, true
 }
 
 func (k *Checker) run(program *vm.Program) (bool, error) {

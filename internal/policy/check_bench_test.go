@@ -29,7 +29,7 @@ func BenchmarkCheck1000Targets(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := range targets {
-			if v := k.Check(policies, &f, &targets[i]); !v.Allowed() {
+			if v := k.Check(policies, &f, nil, &targets[i]); !v.Allowed() {
 				b.Fatal(v)
 			}
 		}

@@ -23,7 +23,7 @@ func FuzzCompileAndCheck(f *testing.F) {
 		var k Checker
 		fr := Freight{Name: "f", Alias: chartVersion, Images: []Image{{RepoURL: repo, Digest: digest}},
 			Charts: []Chart{{Version: chartVersion}}}
-		v := k.Check([]*Compiled{c}, &fr, &Target{ID: "t", Labels: map[string]string{"tier": label, "region": label}})
+		v := k.Check([]*Compiled{c}, &fr, nil, &Target{ID: "t", Labels: map[string]string{"tier": label, "region": label}})
 		for _, b := range v.Blocks {
 			if b.Policy != "fuzz" || b.Rule != "r" || b.Reason == "" {
 				t.Fatalf("malformed block %+v", b)

@@ -98,7 +98,7 @@ func TestCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			var k Checker
-			v := k.Check([]*Compiled{pci, cn}, &f, &Target{ID: "t", Name: "t", Labels: tc.labels})
+			v := k.Check([]*Compiled{pci, cn}, &f, nil, &Target{ID: "t", Name: "t", Labels: tc.labels})
 			var got []string
 			for _, b := range v.Blocks {
 				got = append(got, b.Policy+"/"+b.Rule)
@@ -164,7 +164,7 @@ func TestCacheGoverningAndFailingClosed(t *testing.T) {
 	}
 	var k Checker
 	f := Freight{Name: "f"}
-	v := k.Check(got[:1], &f, &Target{ID: "any"})
+	v := k.Check(got[:1], &f, nil, &Target{ID: "any"})
 	if v.Allowed() || !v.Hold() || v.BreakGlassAllowed() || !strings.Contains(v.String(), "does not compile") {
 		t.Errorf("a broken policy must block every target, hold and refuse break-glass: %s", v)
 	}
@@ -180,7 +180,7 @@ func TestCacheGoverningAndFailingClosed(t *testing.T) {
 	if again[0] == first {
 		t.Fatal("a new generation was not compiled again")
 	}
-	if v := k.Check(again, &f, &Target{ID: "t", Labels: map[string]string{"tier": "pci"}}); !v.Allowed() {
+	if v := k.Check(again, &f, nil, &Target{ID: "t", Labels: map[string]string{"tier": "pci"}}); !v.Allowed() {
 		t.Errorf("the new generation's rule was not used: %s", v)
 	}
 }

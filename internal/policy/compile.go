@@ -39,8 +39,11 @@ type Compiled struct {
 
 type rule struct {
 	name, message, require string
-	targets, check         *vm.Program
-	allowBreakGlass        bool
+	// check is nil when the rule sets no require expression.
+	targets, check *vm.Program
+	// signatures is nil when the rule requires no signatures.
+	signatures      *Requirement
+	allowBreakGlass bool
 }
 
 // semver compares two versions (a leading "v" is ignored; "2.0" is
@@ -87,8 +90,19 @@ func Compile(p *fleetv1alpha1.FreightPolicy) (*Compiled, field.ErrorList) {
 				errs = append(errs, field.Invalid(path.Child("targets"), r.Targets, plan.FirstLine(err)))
 			}
 		}
-		if cr.check, err = compileRule(r.Require); err != nil {
-			errs = append(errs, field.Invalid(path.Child("require"), r.Require, plan.FirstLine(err)))
+		if r.Require != "" {
+			if cr.check, err = compileRule(r.Require); err != nil {
+				errs = append(errs, field.Invalid(path.Child("require"), r.Require, plan.FirstLine(err)))
+			}
+		}
+		if r.Signatures != nil {
+			var ferr *field.Error
+			if cr.signatures, ferr = compileRequirement(r.Signatures, path.Child("signatures")); ferr != nil {
+				errs = append(errs, ferr)
+			}
+		}
+		if r.Require == "" && r.Signatures == nil {
+			errs = append(errs, field.Required(path.Child("require"), "a rule sets require, signatures or both"))
 		}
 		c.rules = append(c.rules, cr)
 	}

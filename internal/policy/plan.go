@@ -8,8 +8,9 @@ import (
 
 // CheckPlan checks freight against every member of p and returns the
 // verdicts of the blocked members by target ID; nil when none is blocked.
-// The rollout controller, `kargo-fleet plan` and `doctor` all call it.
-func CheckPlan(policies []*Compiled, freight *Freight, p *plan.WavePlan) map[string]Verdict {
+// sigs are the verifications of the Freight's images (see Check). The
+// rollout controller, `kargo-fleet plan` and `doctor` all call it.
+func CheckPlan(policies []*Compiled, freight *Freight, sigs Signatures, p *plan.WavePlan) map[string]Verdict {
 	if len(policies) == 0 {
 		return nil
 	}
@@ -18,7 +19,7 @@ func CheckPlan(policies []*Compiled, freight *Freight, p *plan.WavePlan) map[str
 	for i := range p.Waves {
 		for j := range p.Waves[i].Members {
 			t := TargetOf(&p.Waves[i].Members[j])
-			if v := k.Check(policies, freight, &t); !v.Allowed() {
+			if v := k.Check(policies, freight, sigs, &t); !v.Allowed() {
 				if out == nil {
 					out = map[string]Verdict{}
 				}

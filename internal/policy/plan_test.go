@@ -22,8 +22,8 @@ func TestCheckPlanAndSummarize(t *testing.T) {
 			member("g3", map[string]string{"tier": "pci"}), member("g4", map[string]string{"ring": "critical"})}},
 	}}
 	f := Freight{Name: "f", Images: []Image{{RepoURL: "docker.io/x", Tag: "latest"}}}
-	require.Nil(t, CheckPlan(nil, &f, p), "no policy: nothing to check")
-	blocked := CheckPlan([]*Compiled{pci, skip}, &f, p)
+	require.Nil(t, CheckPlan(nil, &f, nil, p), "no policy: nothing to check")
+	blocked := CheckPlan([]*Compiled{pci, skip}, &f, nil, p)
 	require.Len(t, blocked, 3)
 	got := Summarize(p, blocked)
 	require.Len(t, got, 1, "pilot has nothing blocked")
@@ -34,6 +34,6 @@ func TestCheckPlanAndSummarize(t *testing.T) {
 	require.Contains(t, got[0].Groups[0].Rules, "rule pci-digest of FreightPolicy pci")
 	require.Equal(t, []string{"g4"}, got[0].Groups[1].Targets)
 
-	onlySkip := Summarize(p, CheckPlan([]*Compiled{skip}, &f, p))
+	onlySkip := Summarize(p, CheckPlan([]*Compiled{skip}, &f, nil, p))
 	require.False(t, onlySkip[0].Hold, "a Skip policy alone does not hold the wave")
 }

@@ -1,7 +1,8 @@
 // Package policyread reads what internal/policy decides on: the
-// FreightPolicies governing a Project and the artifacts of a Freight. The
-// FleetRollout reconciler, the Promotion guard and the CLI read through it,
-// so they all check the same policies against the same artifacts.
+// FreightPolicies governing a Project, the artifacts of a Freight and the
+// verification of its images' signatures (internal/imagesig). The
+// FleetRollout reconciler, the Promotion guard, the CLI and doctor read
+// through it, so they all check the same policies against the same facts.
 package policyread
 
 import (
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/imagesig"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/policy"
 )
@@ -30,13 +32,22 @@ const maxRememberedFreight = 1024
 type Reader struct {
 	objects, freight client.Reader
 	compiled         policy.Cache
+	signatures       *imagesig.Verifier
 	mu               sync.Mutex
 	artifacts        map[types.NamespacedName]policy.Freight
 }
 
-// NewReader returns a Reader.
+// NewReader returns a Reader. Image signatures are verified with a
+// Verifier of its own, asking registries anonymously.
 func NewReader(objects, freight client.Reader) *Reader {
-	return &Reader{objects: objects, freight: freight}
+	return &Reader{objects: objects, freight: freight, signatures: imagesig.NewVerifier()}
+}
+
+// Signatures verifies the images of f against the signature requirements
+// of governing (each image and key once; the Verifier remembers results):
+// the facts policy.Check decides on. nil when no rule requires signatures.
+func (r *Reader) Signatures(ctx context.Context, governing []*policy.Compiled, f *policy.Freight) policy.Signatures {
+	return r.signatures.Freight(ctx, f, policy.Requirements(governing))
 }
 
 // Governing returns the compiled FreightPolicies that govern namespace, by

@@ -13,15 +13,17 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/imagesig"
 )
 
 // What cosign reads in a signature manifest.
 const (
 	// SimpleSigningMediaType is the media type of the signed payload layer.
-	SimpleSigningMediaType types.MediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
+	SimpleSigningMediaType types.MediaType = imagesig.SimpleSigningMediaType
 	// SignatureAnnotation holds the base64 signature of the payload on the
 	// layer's descriptor.
-	SignatureAnnotation = "dev.cosignproject.cosign/signature"
+	SignatureAnnotation = imagesig.SignatureAnnotation
 	// simpleSigningType is the payload's critical.type.
 	simpleSigningType = "cosign container image signature"
 )

@@ -1,8 +1,15 @@
 package rollout
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"strings"
 	"testing"
+
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/policy"
@@ -78,5 +85,50 @@ func TestABlockedTargetWithAPromotionIsJudgedByIt(t *testing.T) {
 		Blocks: []policy.Block{{Policy: "p", Rule: "r", Reason: "x", Hold: true}}}}
 	if j := Judge(obs, Limits{}, now); j.State != TargetInFlight {
 		t.Errorf("a target whose Promotion runs is %s, want InFlight: the policy stops new Promotions, not Kargo's", j.State)
+	}
+}
+
+// TestAnUnverifiedImageHoldsTheWaveUnderSkip: a target blocked only because
+// its image's signature could not be verified yet (its registry down)
+// holds the wave although its policy says Skip: the outage says nothing
+// about the Freight, and skipping would leave the target behind for good.
+func TestAnUnverifiedImageHoldsTheWaveUnderSkip(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	pem, err := cryptoutils.MarshalPublicKeyToPEM(&key.PublicKey)
+	require.NoError(t, err)
+	compiled, errs := policy.Compile(&fleetv1alpha1.FreightPolicy{ObjectMeta: metav1.ObjectMeta{Name: "signed"},
+		Spec: fleetv1alpha1.FreightPolicySpec{BlockedTargets: fleetv1alpha1.BlockedTargetsSkip, Rules: []fleetv1alpha1.FreightRule{
+			{Name: "ci", Signatures: &fleetv1alpha1.SignatureRequirement{PublicKey: string(pem)}}}}})
+	require.Empty(t, errs)
+	req := policy.Requirements([]*policy.Compiled{compiled})[0]
+	img := policy.Image{RepoURL: "registry.corp/shop", Digest: "sha256:abc"}
+	freight := policy.Freight{Name: "f", Images: []policy.Image{img}}
+	verdictFor := func(r policy.SignatureResult) *policy.Verdict {
+		sigs := policy.Signatures{}
+		sigs.Set(&img, &req, r)
+		var k policy.Checker
+		v := k.Check([]*policy.Compiled{compiled}, &freight, sigs, &policy.Target{ID: "t"})
+		return &v
+	}
+	for _, tc := range []struct {
+		name       string
+		result     policy.SignatureResult
+		wantPassed bool
+	}{
+		{name: "failed: skipped", result: policy.SignatureResult{Outcome: policy.Failed, Reason: "no signature"}, wantPassed: true},
+		{name: "inconclusive: held", result: policy.SignatureResult{Outcome: policy.Inconclusive, Reason: "registry unreachable"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := verdictFor(tc.result)
+			d := Decide(observe(fleet(), requested("pilot", "canary"), succeeded("pilot-00", "canary-00", "canary-01", "canary-02"),
+				func(o *Observation) { o.Targets["canary-03"] = TargetObservation{Blocked: v} }))
+			canary := d.Waves[1]
+			require.EqualValues(t, 1, canary.Blocked)
+			require.Equal(t, tc.wantPassed, canary.Phase == fleetv1alpha1.WaveSucceeded, d.Message)
+			if !tc.wantPassed {
+				require.Contains(t, canary.Waiting, "could not verify registry.corp/shop@sha256:abc: registry unreachable")
+			}
+		})
 	}
 }

@@ -294,6 +294,7 @@ func (r *FleetRolloutReconciler) run(ctx context.Context, s *scope) (ctrl.Result
 		res.RequeueAfter = max(d.RequeueAt.Sub(r.clock.Now()), 100*time.Millisecond)
 	}
 	res.RequeueAfter = minPositive(res.RequeueAfter, retry)
+	res.RequeueAfter = minPositive(res.RequeueAfter, verifyAgain(obs))
 	return res, nil
 }
 

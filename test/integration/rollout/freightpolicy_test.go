@@ -36,11 +36,7 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 		waves: []fleetv1alpha1.Wave{{Name: "all", MaxConcurrent: testutil.Int(6)}}, autoPromote: true})
 	waitGuarded(t, f.ns)
 
-	// The policy governs this Project only (the envtest cluster is shared).
-	ns := &corev1.Namespace{}
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: f.ns}, ns))
-	ns.Labels["compliance.example.com/scope"] = f.ns
-	require.NoError(t, env.Client.Update(ctx, ns))
+	scope := scopeToProject(t, f.ns)
 	rule := fleetv1alpha1.FreightRule{Name: "pci-digest", Targets: `target.labels.tier == "pci"`,
 		Require: `all(freight.images, {.repoURL startsWith "registry.corp/pci/" && .digest != ""})`,
 		Message: "PCI targets run only images from registry.corp/pci/ pinned by digest"}
@@ -49,37 +45,26 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 	require.ErrorContains(t, env.Client.Create(ctx, bad), "spec.rules[0].require", "a rule that does not compile is refused at admission")
 	pol := &fleetv1alpha1.FreightPolicy{ObjectMeta: metav1.ObjectMeta{Name: f.ns},
 		Spec: fleetv1alpha1.FreightPolicySpec{Rules: []fleetv1alpha1.FreightRule{rule},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"compliance.example.com/scope": f.ns}}}}
+			NamespaceSelector: scope}}
 	require.NoError(t, env.Client.Create(ctx, pol))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
 
 	// Before the rollout, `kargo-fleet plan --freight` shows what it will hold on.
 	f.ensureFreight(f.good)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, fleetenv.WriteKubeconfig(env.Config, kubeconfig))
-	var out, errOut bytes.Buffer
-	cmd := cli.NewRootCommand(&out, &errOut)
-	cmd.SetArgs([]string{"plan", "fleet", "-n", f.ns, "--freight", f.good, "--kubeconfig", kubeconfig})
-	require.NoError(t, cmd.Execute(), errOut.String())
-	require.Contains(t, out.String(), fmt.Sprintf("FreightPolicy: Freight %s is blocked on 2 of 6 target(s):\n"+
+	out, errOut, err := runCLI(t, "plan", "fleet", "-n", f.ns, "--freight", f.good)
+	require.NoError(t, err, errOut)
+	require.Contains(t, out, fmt.Sprintf("FreightPolicy: Freight %s is blocked on 2 of 6 target(s):\n"+
 		"  wave all holds: it will not pass while they are blocked\n"+
 		"    pci-00, pci-01: rule pci-digest of FreightPolicy %s: PCI targets run only", f.good, f.ns))
 
 	// And `kargo-fleet doctor` (the newest Freight is f.good).
-	out.Reset()
-	cmd = cli.NewRootCommand(&out, &errOut)
-	cmd.SetArgs([]string{"doctor", "fleet", "-n", f.ns, "--kubeconfig", kubeconfig})
-	_ = cmd.Execute() // the install checks fail here: no controller Deployment
-	require.Contains(t, out.String(), fmt.Sprintf("the newest Freight %s is blocked on 2 of 6 target(s); wave all (holds): "+
+	out, _, _ = runCLI(t, "doctor", "fleet", "-n", f.ns) // the install checks fail here: no controller Deployment
+	require.Contains(t, out, fmt.Sprintf("the newest Freight %s is blocked on 2 of 6 target(s); wave all (holds): "+
 		"pci-00, pci-01 by rule pci-digest of FreightPolicy %s", f.good, f.ns))
 
 	// f.good is tagged, not pinned: the wave holds on the PCI targets.
 	f.ship(f.good)
-	var ro *fleetv1alpha1.FleetRollout
-	require.Eventually(t, func() bool {
-		ro = f.findRollout(f.good, fleetv1alpha1.DirectionForward)
-		return ro != nil && len(ro.Status.Waves) == 1 && ro.Status.Waves[0].Succeeded == 4 && ro.Status.Waves[0].Blocked == 2
-	}, wait, tick, "the four general targets pass and the two PCI ones are blocked: %v", describe(&ro))
+	ro := f.waitBlocked(f.good, 4, 2)
 	require.Equal(t, fleetv1alpha1.RolloutProgressing, ro.Status.Phase, ro.Status.Message)
 	require.Contains(t, ro.Status.Waves[0].Waiting, "2 target(s) blocked by FreightPolicy")
 	require.Contains(t, ro.Status.Message, "rule pci-digest of FreightPolicy "+f.ns+": PCI targets run only images")
@@ -95,7 +80,7 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 	_, oncall := kargoPromoter(t, f.ns, "oncall-"+f.ns, "kargo-fleet-break-glass")
 	glass := kargo.NewPromotion(f.ns, render.TargetStageName("fleet", "pci-00"), f.good,
 		map[string]string{fleetv1alpha1.BreakGlassLabel: "fleet"}, map[string]string{fleetv1alpha1.BreakGlassReasonAnnotation: "INC-1"})
-	err := oncall.Create(ctx, glass)
+	err = oncall.Create(ctx, glass)
 	require.ErrorContains(t, err, fmt.Sprintf("Freight %s may not run on target Stage %q", f.good, glass.Spec.Stage))
 	require.ErrorContains(t, err, "rule pci-digest of FreightPolicy "+f.ns)
 	require.ErrorContains(t, err, "Break-glass does not pass it")
@@ -140,4 +125,42 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 	require.Equal(t, "oncall-"+f.ns, trail[refused].Identity)
 	require.Equal(t, f.good, trail[refused].Freight)
 	require.Contains(t, trail[refused].Message, "rule pci-digest of FreightPolicy "+f.ns)
+}
+
+// scopeToProject labels the Project ns and returns a namespace selector
+// matching it alone: a policy that uses it governs this Project only (the
+// envtest cluster is shared).
+func scopeToProject(t *testing.T, ns string) *metav1.LabelSelector {
+	t.Helper()
+	project := &corev1.Namespace{}
+	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Name: ns}, project))
+	project.Labels["compliance.example.com/scope"] = ns
+	require.NoError(t, env.Client.Update(context.Background(), project))
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"compliance.example.com/scope": ns}}
+}
+
+// waitBlocked waits until the one-wave rollout of freight has succeeded
+// targets done and blocked targets kept off it, and returns it.
+func (f *fleet) waitBlocked(freight string, succeeded, blocked int32) *fleetv1alpha1.FleetRollout {
+	f.t.Helper()
+	var ro *fleetv1alpha1.FleetRollout
+	require.Eventually(f.t, func() bool {
+		ro = f.findRollout(freight, fleetv1alpha1.DirectionForward)
+		return ro != nil && len(ro.Status.Waves) == 1 && ro.Status.Waves[0].Succeeded == succeeded &&
+			ro.Status.Waves[0].Blocked == blocked
+	}, wait, tick, "%d target(s) succeed and %d are blocked: %v", succeeded, blocked, describe(&ro))
+	return ro
+}
+
+// runCLI runs kargo-fleet with args against the envtest cluster and
+// returns what it wrote.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, fleetenv.WriteKubeconfig(env.Config, kubeconfig))
+	var out, errOut bytes.Buffer
+	cmd := cli.NewRootCommand(&out, &errOut)
+	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	err = cmd.Execute()
+	return out.String(), errOut.String(), err
 }
