@@ -205,7 +205,9 @@ func (s *story) expectations() []expectation {
 		out = append(out, s.analysisExpectations()...)
 	}
 	return append(out, expectation{fmt.Sprintf("kargo-fleet status, through a kubeconfig, shows every target on %s",
-		GoodAlias), s.checkStatusCommand})
+		GoodAlias), s.checkStatusCommand},
+		expectation{"kargo-fleet audit: every turn of the story recorded with who decided it, the hash chain whole",
+			s.checkAudit})
 }
 
 // startEnv starts the control plane, the simulator and the controller.
