@@ -82,9 +82,28 @@ func argocdEnv(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
+	lookup := argocdKeys(context.Background(), c)
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	for component, ref := range argocdWorkloads {
+		spec, err := workloadPodSpec(objs, ref)
+		if err != nil {
+			return err
+		}
+		lines := envLines(spec, lookup)
+		if err := os.WriteFile(filepath.Join(*out, component+".env"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// argocdKeys reads keys of ConfigMaps and Secrets in the argocd namespace,
+// each object once; a missing object has no keys.
+func argocdKeys(ctx context.Context, c client.Client) func(secret bool, name, key string) (string, bool) {
 	cms, secrets := map[string]map[string]string{}, map[string]map[string]string{}
-	lookup := func(secret bool, name, key string) (string, bool) {
+	return func(secret bool, name, key string) (string, bool) {
 		cache := cms
 		if secret {
 			cache = secrets
@@ -110,55 +129,58 @@ func argocdEnv(args []string) error {
 		v, ok := m[key]
 		return v, ok
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	for component, ref := range argocdWorkloads {
-		kind, name, _ := strings.Cut(ref, "/")
-		var spec *corev1.PodSpec
-		for _, o := range objs {
-			if o.GetKind() != kind || o.GetName() != name {
-				continue
-			}
-			switch kind {
-			case "Deployment":
-				d := &appsv1.Deployment{}
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
-					return err
-				}
-				spec = &d.Spec.Template.Spec
-			default:
-				s := &appsv1.StatefulSet{}
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, s); err != nil {
-					return err
-				}
-				spec = &s.Spec.Template.Spec
-			}
+}
+
+// workloadPodSpec finds the pod template of workload ref (Kind/name: a
+// Deployment or a StatefulSet) in install.yaml.
+func workloadPodSpec(objs []*unstructured.Unstructured, ref string) (*corev1.PodSpec, error) {
+	kind, name, _ := strings.Cut(ref, "/")
+	var spec *corev1.PodSpec
+	for _, o := range objs {
+		if o.GetKind() != kind || o.GetName() != name {
+			continue
 		}
-		if spec == nil {
-			return fmt.Errorf("%s not found in install.yaml", ref)
-		}
-		var lines []string
-		for _, e := range spec.Containers[0].Env {
-			vf := e.ValueFrom
-			switch {
-			case vf == nil:
-				lines = append(lines, e.Name+"="+e.Value)
-			case vf.FieldRef != nil:
-				lines = append(lines, e.Name+"=argocd")
-			case vf.ConfigMapKeyRef != nil:
-				if v, ok := lookup(false, vf.ConfigMapKeyRef.Name, vf.ConfigMapKeyRef.Key); ok {
-					lines = append(lines, e.Name+"="+v)
-				}
-			case vf.SecretKeyRef != nil:
-				if v, ok := lookup(true, vf.SecretKeyRef.Name, vf.SecretKeyRef.Key); ok {
-					lines = append(lines, e.Name+"="+v)
-				}
+		switch kind {
+		case "Deployment":
+			d := &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+				return nil, err
 			}
-		}
-		if err := os.WriteFile(filepath.Join(*out, component+".env"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-			return err
+			spec = &d.Spec.Template.Spec
+		default:
+			s := &appsv1.StatefulSet{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, s); err != nil {
+				return nil, err
+			}
+			spec = &s.Spec.Template.Spec
 		}
 	}
-	return nil
+	if spec == nil {
+		return nil, fmt.Errorf("%s not found in install.yaml", ref)
+	}
+	return spec, nil
+}
+
+// envLines resolves the first container's environment as the kubelet
+// would, NAME=VALUE; a reference to a missing key sets nothing.
+func envLines(spec *corev1.PodSpec, lookup func(secret bool, name, key string) (string, bool)) []string {
+	var lines []string
+	for _, e := range spec.Containers[0].Env {
+		vf := e.ValueFrom
+		switch {
+		case vf == nil:
+			lines = append(lines, e.Name+"="+e.Value)
+		case vf.FieldRef != nil:
+			lines = append(lines, e.Name+"=argocd")
+		case vf.ConfigMapKeyRef != nil:
+			if v, ok := lookup(false, vf.ConfigMapKeyRef.Name, vf.ConfigMapKeyRef.Key); ok {
+				lines = append(lines, e.Name+"="+v)
+			}
+		case vf.SecretKeyRef != nil:
+			if v, ok := lookup(true, vf.SecretKeyRef.Name, vf.SecretKeyRef.Key); ok {
+				lines = append(lines, e.Name+"="+v)
+			}
+		}
+	}
+	return lines
 }

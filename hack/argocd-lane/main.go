@@ -263,29 +263,6 @@ func envOf(out string, o *unstructured.Unstructured, byName map[string]*unstruct
 		return err
 	}
 	c := d.Spec.Template.Spec.Containers[0]
-	data := func(kind, name string) map[string]string {
-		obj := byName[kind+"/"+name]
-		out := map[string]string{}
-		if obj == nil {
-			return out
-		}
-		switch kind {
-		case "ConfigMap":
-			cm := &corev1.ConfigMap{}
-			_ = runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, cm)
-			return cm.Data
-		default:
-			s := &corev1.Secret{}
-			_ = runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, s)
-			for k, v := range s.Data {
-				out[k] = string(v)
-			}
-			for k, v := range s.StringData {
-				out[k] = v
-			}
-		}
-		return out
-	}
 	var lines []string
 	add := func(k, v string) {
 		if !strings.ContainsAny(v, "\n") {
@@ -296,9 +273,9 @@ func envOf(out string, o *unstructured.Unstructured, byName map[string]*unstruct
 		var m map[string]string
 		switch {
 		case ef.ConfigMapRef != nil:
-			m = data("ConfigMap", ef.ConfigMapRef.Name)
+			m = renderedData(byName, "ConfigMap", ef.ConfigMapRef.Name)
 		case ef.SecretRef != nil:
-			m = data("Secret", ef.SecretRef.Name)
+			m = renderedData(byName, "Secret", ef.SecretRef.Name)
 		}
 		keys := make([]string, 0, len(m))
 		for k := range m {
@@ -318,11 +295,11 @@ func envOf(out string, o *unstructured.Unstructured, byName map[string]*unstruct
 		case vf.FieldRef != nil && vf.FieldRef.FieldPath == "spec.serviceAccountName":
 			add(e.Name, d.Spec.Template.Spec.ServiceAccountName)
 		case vf.ConfigMapKeyRef != nil:
-			if v, ok := data("ConfigMap", vf.ConfigMapKeyRef.Name)[vf.ConfigMapKeyRef.Key]; ok {
+			if v, ok := renderedData(byName, "ConfigMap", vf.ConfigMapKeyRef.Name)[vf.ConfigMapKeyRef.Key]; ok {
 				add(e.Name, v)
 			}
 		case vf.SecretKeyRef != nil:
-			if v, ok := data("Secret", vf.SecretKeyRef.Name)[vf.SecretKeyRef.Key]; ok {
+			if v, ok := renderedData(byName, "Secret", vf.SecretKeyRef.Name)[vf.SecretKeyRef.Key]; ok {
 				add(e.Name, v)
 			}
 		}
@@ -331,14 +308,44 @@ func envOf(out string, o *unstructured.Unstructured, byName map[string]*unstruct
 	if err := os.WriteFile(filepath.Join(out, "env", d.Name+".env"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
-	// The arguments of the binary: what follows the binary's own path in the
-	// command (Kargo's run it behind tini), then the container's args.
+	return os.WriteFile(filepath.Join(out, "env", d.Name+".args"), []byte(strings.Join(binaryArgs(c), "\n")+"\n"), 0o644)
+}
+
+// binaryArgs are the arguments of the binary: what follows the binary's own
+// path in the command (Kargo's run it behind tini), then the container's
+// args.
+func binaryArgs(c corev1.Container) []string {
 	var args []string
 	for i, w := range c.Command {
 		if filepath.Base(w) == "kargo" || filepath.Base(w) == "kargo-fleet" {
 			args = slices.Clone(c.Command[i+1:])
 		}
 	}
-	args = append(args, c.Args...)
-	return os.WriteFile(filepath.Join(out, "env", d.Name+".args"), []byte(strings.Join(args, "\n")+"\n"), 0o644)
+	return append(args, c.Args...)
+}
+
+// renderedData is the data of the rendered ConfigMap or Secret kind/name;
+// empty when it was not rendered.
+func renderedData(byName map[string]*unstructured.Unstructured, kind, name string) map[string]string {
+	obj := byName[kind+"/"+name]
+	out := map[string]string{}
+	if obj == nil {
+		return out
+	}
+	switch kind {
+	case "ConfigMap":
+		cm := &corev1.ConfigMap{}
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, cm)
+		return cm.Data
+	default:
+		s := &corev1.Secret{}
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, s)
+		for k, v := range s.Data {
+			out[k] = string(v)
+		}
+		for k, v := range s.StringData {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -133,11 +133,8 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	if cfg.build {
-		logf("building %s", cfg.binary)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", cfg.binary, "./cmd/kargo-fleet")
-		cmd.Dir, cmd.Stdout, cmd.Stderr = envtest.RepoRoot(), os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("error building the controller: %w", err)
+		if err := buildController(ctx, cfg.binary); err != nil {
+			return err
 		}
 	}
 	targets, failing, err := cfg.inlineTargets()
@@ -193,18 +190,8 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := h.phases(ctx, cfg, res, targets); err != nil {
 		return err
 	}
-	if cfg.hold > 0 {
-		logf("holding the controller for %s", cfg.hold)
-		if res.hold, err = h.hold(ctx, cfg.hold); err != nil {
-			return err
-		}
-		logf("  %s", res.hold)
-	}
-	if cfg.probe {
-		logf("probing a Freight whose status names %d target Stages", cfg.targets)
-		if res.probe, err = probeFreight(ctx, env.Client, cfg.targets); err != nil {
-			return err
-		}
+	if err := h.holdAndProbe(ctx, cfg, res); err != nil {
+		return err
 	}
 
 	if res.sizes, err = h.largestObjects(ctx); err != nil {
@@ -222,7 +209,42 @@ func run(ctx context.Context, cfg config) (err error) {
 	res.peakRSS, res.hwm, res.finalRSS = proc.rss.peaks()
 	res.total = time.Since(started)
 
-	f, err := os.Create(cfg.report)
+	return writeReport(cfg.report, res)
+}
+
+// buildController builds the controller binary the run starts.
+func buildController(ctx context.Context, binary string) error {
+	logf("building %s", binary)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", binary, "./cmd/kargo-fleet")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = envtest.RepoRoot(), os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("error building the controller: %w", err)
+	}
+	return nil
+}
+
+// holdAndProbe holds the controller and probes a large Freight, when the
+// command line asks for them.
+func (h *harness) holdAndProbe(ctx context.Context, cfg config, res *results) (err error) {
+	if cfg.hold > 0 {
+		logf("holding the controller for %s", cfg.hold)
+		if res.hold, err = h.hold(ctx, cfg.hold); err != nil {
+			return err
+		}
+		logf("  %s", res.hold)
+	}
+	if cfg.probe {
+		logf("probing a Freight whose status names %d target Stages", cfg.targets)
+		if res.probe, err = probeFreight(ctx, h.c, cfg.targets); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeReport prints the report and writes it to path.
+func writeReport(path string, res *results) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
@@ -231,7 +253,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	logf("report written to %s", cfg.report)
+	logf("report written to %s", path)
 	return nil
 }
 

@@ -90,26 +90,9 @@ func (o *intentOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var targets []*fleetv1alpha1.FleetRollout
-	for i := range all {
-		ro := &all[i]
-		if o.rollout != "" && ro.Name != o.rollout {
-			continue
-		}
-		if !ro.Status.Phase.IsFinal() {
-			targets = append(targets, ro)
-		}
-	}
+	targets := o.unfinished(all)
 	if len(targets) == 0 {
-		if o.rollout != "" {
-			return o.explainNoRollout(all, fs)
-		}
-		if !o.output.text() {
-			return o.output.printObjects(o.streams.Out)
-		}
-		_, err := fmt.Fprintf(newFitWriter(o.streams.Out), "FleetStage %s/%s has no unfinished FleetRollout: nothing to %s.\n",
-			fs.Namespace, fs.Name, o.verb)
-		return err
+		return o.reportNone(all, fs)
 	}
 	// In text mode each rollout gets a sentence; otherwise the rollouts at
 	// the asked intent are printed as objects.
@@ -125,35 +108,15 @@ func (o *intentOptions) run(ctx context.Context) error {
 	}
 	changed := 0
 	for _, ro := range targets {
-		current := cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun)
-		switch {
-		case o.spareRollbacks && o.rollout == "" && ro.Spec.Direction == fleetv1alpha1.DirectionRollback:
-			_, err = fmt.Fprintf(text, "FleetRollout %s (%s): left as it is: it returns the fleet to its last good Freight; "+
-				"to %s it anyway: kargo-fleet %s %s -n %s --rollout %s\n", ro.Name, describeRollout(ro), o.verb, o.verb,
-				fs.Name, fs.Namespace, ro.Name)
-		case current == o.intent:
-			atIntent = append(atIntent, ro)
-			_, err = fmt.Fprintf(text, "FleetRollout %s (%s): intent already %s\n", ro.Name, describeRollout(ro), o.intent)
-		case !slices.Contains(o.from, current):
-			_, err = fmt.Fprintf(text, "FleetRollout %s (%s): intent %s left as it is: %s cannot follow it\n",
-				ro.Name, describeRollout(ro), current, o.verb)
-		default:
-			if o.dryRun {
-				ro.Spec.Intent = o.intent
-			} else if err := setIntent(ctx, c, ro, o.intent, actor); err != nil {
-				return err
-			}
-			atIntent = append(atIntent, ro)
-			changed++
-			suffix := ""
-			if o.dryRun {
-				suffix = " (dry run)"
-			}
-			_, err = fmt.Fprintf(text, "FleetRollout %s (%s): intent %s -> %s%s\n", ro.Name, describeRollout(ro),
-				current, o.intent, suffix)
-		}
+		at, set, err := o.setOne(ctx, c, fs, ro, text, actor)
 		if err != nil {
 			return err
+		}
+		if at {
+			atIntent = append(atIntent, ro)
+		}
+		if set {
+			changed++
 		}
 	}
 	if !o.output.text() {
@@ -163,6 +126,71 @@ func (o *intentOptions) run(ctx context.Context) error {
 		_, err = fmt.Fprintf(out, o.after+"\n", fs.Name, fs.Namespace)
 	}
 	return err
+}
+
+// unfinished are the rollouts the command acts on: the unfinished ones, or
+// only the one --rollout names.
+func (o *intentOptions) unfinished(all []fleetv1alpha1.FleetRollout) []*fleetv1alpha1.FleetRollout {
+	var targets []*fleetv1alpha1.FleetRollout
+	for i := range all {
+		ro := &all[i]
+		if o.rollout != "" && ro.Name != o.rollout {
+			continue
+		}
+		if !ro.Status.Phase.IsFinal() {
+			targets = append(targets, ro)
+		}
+	}
+	return targets
+}
+
+// reportNone answers when no rollout is unfinished: an error for a
+// --rollout, else nothing to do.
+func (o *intentOptions) reportNone(all []fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) error {
+	if o.rollout != "" {
+		return o.explainNoRollout(all, fs)
+	}
+	if !o.output.text() {
+		return o.output.printObjects(o.streams.Out)
+	}
+	_, err := fmt.Fprintf(newFitWriter(o.streams.Out), "FleetStage %s/%s has no unfinished FleetRollout: nothing to %s.\n",
+		fs.Namespace, fs.Name, o.verb)
+	return err
+}
+
+// setOne sets the intent of one rollout, unless it is a rollback to spare,
+// already there or at an intent the verb cannot follow, and says so in text.
+// atIntent says the rollout is at the asked intent now, changed that this
+// command set it.
+func (o *intentOptions) setOne(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage,
+	ro *fleetv1alpha1.FleetRollout, text io.Writer, actor string) (atIntent, changed bool, err error) {
+	current := cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun)
+	switch {
+	case o.spareRollbacks && o.rollout == "" && ro.Spec.Direction == fleetv1alpha1.DirectionRollback:
+		_, err = fmt.Fprintf(text, "FleetRollout %s (%s): left as it is: it returns the fleet to its last good Freight; "+
+			"to %s it anyway: kargo-fleet %s %s -n %s --rollout %s\n", ro.Name, describeRollout(ro), o.verb, o.verb,
+			fs.Name, fs.Namespace, ro.Name)
+	case current == o.intent:
+		atIntent = true
+		_, err = fmt.Fprintf(text, "FleetRollout %s (%s): intent already %s\n", ro.Name, describeRollout(ro), o.intent)
+	case !slices.Contains(o.from, current):
+		_, err = fmt.Fprintf(text, "FleetRollout %s (%s): intent %s left as it is: %s cannot follow it\n",
+			ro.Name, describeRollout(ro), current, o.verb)
+	default:
+		if o.dryRun {
+			ro.Spec.Intent = o.intent
+		} else if err := setIntent(ctx, c, ro, o.intent, actor); err != nil {
+			return false, false, err
+		}
+		atIntent, changed = true, true
+		suffix := ""
+		if o.dryRun {
+			suffix = " (dry run)"
+		}
+		_, err = fmt.Fprintf(text, "FleetRollout %s (%s): intent %s -> %s%s\n", ro.Name, describeRollout(ro),
+			current, o.intent, suffix)
+	}
+	return atIntent, changed, err
 }
 
 // explainNoRollout is the error for a --rollout that is not unfinished.

@@ -142,6 +142,14 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	if existing != nil && !fleetrollout.NeedsRetry(existing) {
 		return o.report(ctx, c, fs, of, existing, freight)
 	}
+	return o.attempt(ctx, c, fs, of, existing, freight)
+}
+
+// attempt creates the next rollback of rollout of, after the attempt
+// existing that did not return every target, if any; it aborts rollout of
+// first when it could still move targets.
+func (o *rollbackOptions) attempt(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage,
+	of, existing *fleetv1alpha1.FleetRollout, freight fleetv1alpha1.FreightReference) error {
 	attempt := 1
 	if existing != nil {
 		attempt = fleetrollout.RollbackAttempt(existing.Name, of.Name) + 1

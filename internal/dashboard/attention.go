@@ -77,18 +77,29 @@ func FleetAttention(fs *fleetv1alpha1.FleetStage, rollouts []fleetv1alpha1.Fleet
 			a.Foreign, a.Broken)}
 	}
 	if current != nil {
-		if current.Status.Phase == fleetv1alpha1.RolloutPaused || current.Spec.Intent == fleetv1alpha1.IntentPause {
-			return Attention{AttentionPaused, fmt.Sprintf("%s paused%s", current.Name, byActor(current))}
-		}
-		done, total := int32(0), int32(0)
-		for _, w := range current.Status.Waves {
-			done += w.Succeeded
-			total += w.Total
-		}
-		return Attention{AttentionProgressing, fmt.Sprintf("%s: %s to %s, %d/%d targets", current.Name,
-			cmp.Or(current.Spec.Direction, fleetv1alpha1.DirectionForward), report.DisplayFreight(report.FreightName{Name: current.Spec.Freight.Name}), done, total)}
+		return runningAttention(current)
 	}
-	last := byName[fs.Status.LastRollout]
+	return settledAttention(byName[fs.Status.LastRollout])
+}
+
+// runningAttention judges a fleet whose current rollout runs without
+// trouble: paused, or how far it got.
+func runningAttention(current *fleetv1alpha1.FleetRollout) Attention {
+	if current.Status.Phase == fleetv1alpha1.RolloutPaused || current.Spec.Intent == fleetv1alpha1.IntentPause {
+		return Attention{AttentionPaused, fmt.Sprintf("%s paused%s", current.Name, byActor(current))}
+	}
+	done, total := int32(0), int32(0)
+	for _, w := range current.Status.Waves {
+		done += w.Succeeded
+		total += w.Total
+	}
+	return Attention{AttentionProgressing, fmt.Sprintf("%s: %s to %s, %d/%d targets", current.Name,
+		cmp.Or(current.Spec.Direction, fleetv1alpha1.DirectionForward), report.DisplayFreight(report.FreightName{Name: current.Spec.Freight.Name}), done, total)}
+}
+
+// settledAttention judges a fleet with no rollout running by its last
+// rollout, nil when it never had one.
+func settledAttention(last *fleetv1alpha1.FleetRollout) Attention {
 	switch {
 	case last != nil && breached(last):
 		return Attention{AttentionFailed, fmt.Sprintf("%s %s: %s", last.Name, phaseVerb(last.Status.Phase),

@@ -119,16 +119,11 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 		}
 	}
 	labelsByID := fleetLabels(in)
-	g := Grid{GroupBy: in.GroupBy, GroupKeys: groupKeys(labelsByID)}
+	g := Grid{GroupKeys: groupKeys(labelsByID)}
 	if slices.ContainsFunc(in.Stages, func(st kargo.Stage) bool { return st.Spec.Shard != "" }) {
 		g.GroupKeys = slices.Insert(g.GroupKeys, 1, GroupByShard)
 	}
-	if g.GroupBy == "" || (g.GroupBy != GroupByWave && !slices.Contains(g.GroupKeys, g.GroupBy)) {
-		g.GroupBy = GroupByWave
-		if slices.Contains(g.GroupKeys, preferredGroupBy) {
-			g.GroupBy = preferredGroupBy
-		}
-	}
+	g.GroupBy = groupByOf(in.GroupBy, g.GroupKeys)
 	for _, w := range in.FleetStage.Status.Waves {
 		g.Waves = append(g.Waves, w.Name)
 	}
@@ -164,14 +159,7 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 			j := rollout.Judge(observeTarget(st, promos[id], shown.Spec.Freight.Name), limits[id], in.Now)
 			t.state = stateChar(j.State)
 		}
-		switch g.GroupBy {
-		case GroupByWave:
-			t.group = wave
-		case GroupByShard:
-			t.group = plan.DisplayShard(st.Spec.Shard)
-		default:
-			t.group = cmp.Or(labelsByID[id][g.GroupBy], noGroup)
-		}
+		t.group = groupOf(g.GroupBy, wave, st, labelsByID[id])
 		targets = append(targets, t)
 	}
 	slices.SortFunc(targets, func(a, b gridTarget) int {
@@ -181,6 +169,37 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 		return cmp.Or(cmp.Compare(boolRank(a.group == noGroup), boolRank(b.group == noGroup)), cmp.Compare(a.group, b.group),
 			cmp.Compare(a.name, b.name))
 	})
+	g.encode(targets)
+	return g
+}
+
+// groupByOf is the grouping in force: the one asked for when the grid offers
+// it, else the preferred label key when targets carry it, else the wave.
+func groupByOf(asked string, keys []string) string {
+	if asked != "" && (asked == GroupByWave || slices.Contains(keys, asked)) {
+		return asked
+	}
+	if slices.Contains(keys, preferredGroupBy) {
+		return preferredGroupBy
+	}
+	return GroupByWave
+}
+
+// groupOf is the group of a target Stage in wave, whose labels are labels,
+// when the grid groups by groupBy.
+func groupOf(groupBy, wave string, st *kargo.Stage, labels map[string]string) string {
+	switch groupBy {
+	case GroupByWave:
+		return wave
+	case GroupByShard:
+		return plan.DisplayShard(st.Spec.Shard)
+	}
+	return cmp.Or(labels[groupBy], noGroup)
+}
+
+// encode writes the sorted targets into the grid: its groups, its IDs and
+// names, one character per target for state, Freight and wave, and its Key.
+func (g *Grid) encode(targets []gridTarget) {
 	var key strings.Builder
 	key.WriteString(g.GroupBy)
 	states, freights, waves := make([]byte, len(targets)), make([]byte, len(targets)), make([]byte, len(targets))
@@ -202,7 +221,6 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 	}
 	g.States, g.Freight, g.Wave = string(states), string(freights), string(waves)
 	g.Key = shortHash(key.String() + "|" + strings.Join(g.Freights, ",") + "|" + strings.Join(g.Waves, ","))
-	return g
 }
 
 // newestPromotions returns the newest Promotion of the shown rollout per

@@ -68,13 +68,7 @@ type PromotionDetail struct {
 // BuildTarget builds the details of the target with the given ID, and
 // false when the fleet has no such target Stage.
 func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
-	var st *kargo.Stage
-	for i := range in.Stages {
-		if in.Stages[i].Labels[fleetv1alpha1.TargetLabel] == id {
-			st = &in.Stages[i]
-			break
-		}
-	}
+	st := targetStage(in.Stages, id)
 	if st == nil {
 		return TargetDetail{}, false
 	}
@@ -83,25 +77,10 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 		Wave: st.Labels[fleetv1alpha1.WaveLabel], Stage: st.Name, Labels: map[string]string{}, Params: map[string]string{},
 		State: string(rollout.TargetPending), KargoURL: link.KargoStageURL(in.KargoURL, fs.Namespace, st.Name),
 		Drifted: drift.DriftedStages(fs, in.Rollouts, []kargo.Stage{*st}, breakGlassIntent(in))[st.Name]}
-	if apps := fs.Status.Applications; apps != nil {
-		for i := range apps.Examples {
-			if apps.Examples[i].Stage == st.Name {
-				d.Application = &apps.Examples[i]
-				break
-			}
-		}
-	}
-	var member *plan.Target
-	var limits rollout.Limits
-	if in.Plan != nil {
-		for _, w := range in.Plan.Waves {
-			for mi := range w.Members {
-				if w.Members[mi].ID == id {
-					member, d.Wave = &w.Members[mi], w.Name
-					limits = rollout.Limits{ProgressDeadline: w.ProgressDeadline, UnhealthyGrace: w.UnhealthyGrace}
-				}
-			}
-		}
+	d.Application = applicationOf(fs, st.Name)
+	member, wave, limits := planMember(in.Plan, id)
+	if member != nil {
+		d.Wave = wave
 	}
 	if l, ok := in.Labels[id]; ok {
 		d.Labels = l
@@ -134,13 +113,7 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 	} else {
 		d.State = "NotInRollout"
 	}
-	var last *kargo.Promotion
-	for i := range in.Promotions {
-		p := &in.Promotions[i]
-		if p.Spec.Stage == st.Name && (last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp)) {
-			last = p
-		}
-	}
+	last := lastPromotion(in.Promotions, st.Name)
 	if glass := newestBreakGlass(in.Promotions, fs.Name, st.Name); glass != nil &&
 		len(st.Status.FreightHistory) > 0 && firstFreight(st.Status.FreightHistory[0]) == glass.Spec.Freight {
 		d.BreakGlass = &BreakGlassDetail{Promotion: glass.Name, Freight: name(glass.Spec.Freight),
@@ -153,6 +126,61 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 			Rollout: last.Labels[fleetv1alpha1.RolloutLabel], Created: last.CreationTimestamp.UTC().Format(time.RFC3339)}
 	}
 	return d, true
+}
+
+// targetStage finds the target Stage of a target ID, nil when there is none.
+func targetStage(stages []kargo.Stage, id string) *kargo.Stage {
+	for i := range stages {
+		if stages[i].Labels[fleetv1alpha1.TargetLabel] == id {
+			return &stages[i]
+		}
+	}
+	return nil
+}
+
+// applicationOf finds the Argo CD Application sample of a target Stage
+// among the fleet's status examples, nil when it is not one of them.
+func applicationOf(fs *fleetv1alpha1.FleetStage, stage string) *fleetv1alpha1.ApplicationDrift {
+	apps := fs.Status.Applications
+	if apps == nil {
+		return nil
+	}
+	for i := range apps.Examples {
+		if apps.Examples[i].Stage == stage {
+			return &apps.Examples[i]
+		}
+	}
+	return nil
+}
+
+// planMember finds a target among the plan's members, with its wave and the
+// times the wave gives it; nil when the plan does not hold it. Should a
+// target be listed twice, the last wave holding it wins.
+func planMember(p *plan.WavePlan, id string) (member *plan.Target, wave string, limits rollout.Limits) {
+	if p == nil {
+		return nil, "", rollout.Limits{}
+	}
+	for _, w := range p.Waves {
+		for mi := range w.Members {
+			if w.Members[mi].ID == id {
+				member, wave = &w.Members[mi], w.Name
+				limits = rollout.Limits{ProgressDeadline: w.ProgressDeadline, UnhealthyGrace: w.UnhealthyGrace}
+			}
+		}
+	}
+	return member, wave, limits
+}
+
+// lastPromotion is the newest Promotion into a Stage, nil when there is none.
+func lastPromotion(all []kargo.Promotion, stage string) *kargo.Promotion {
+	var last *kargo.Promotion
+	for i := range all {
+		p := &all[i]
+		if p.Spec.Stage == stage && (last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			last = p
+		}
+	}
+	return last
 }
 
 // breakGlassIntent maps each target Stage to the Freight of its newest

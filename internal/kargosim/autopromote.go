@@ -30,28 +30,11 @@ func (s *Simulator) autoPromote(ctx context.Context, stage *kargo.Stage, promos 
 	candidates := autoPromotionCandidates(stage, availableFreight(stage, freight, now))
 	fresh := false
 	cur := currentCollection(&stage.Status)
-	var soak time.Duration
+	soak := shortestSoak(stage, freight, now)
 	for _, req := range stage.Spec.RequestedFreight {
-		for i := range freight {
-			if freight[i].Origin == req.Origin {
-				if left := soakRemaining(req, &freight[i], now); left > 0 && (soak == 0 || left < soak) {
-					soak = left
-				}
-			}
-		}
 		key := req.Origin.Key()
-		if _, held := stage.Status.EffectiveAutoPromotionHolds[key]; held {
-			continue
-		}
 		candidate, ok := candidates[key]
-		if !ok {
-			continue
-		}
-		if cur != nil && cur.Items[key].Name == candidate.Name {
-			continue
-		}
-		if cp := stage.Status.CurrentPromotion; cp != nil && cp.Freight != nil &&
-			cp.Freight.Name == candidate.Name && cp.Freight.Origin.Key() == key {
+		if !ok || !awaited(stage, cur, key, candidate.Name) {
 			continue
 		}
 		if !promotable(stage, promos, candidate.Name) {
@@ -79,6 +62,36 @@ func (s *Simulator) autoPromote(ctx context.Context, stage *kargo.Stage, promos 
 			"promotion", promo.Name)
 	}
 	return soak, nil
+}
+
+// shortestSoak is how long until the first requested Freight still soaking
+// upstream may become available; zero when none soaks.
+func shortestSoak(stage *kargo.Stage, freight []kargo.Freight, now time.Time) time.Duration {
+	var soak time.Duration
+	for _, req := range stage.Spec.RequestedFreight {
+		for i := range freight {
+			if freight[i].Origin == req.Origin {
+				if left := soakRemaining(req, &freight[i], now); left > 0 && (soak == 0 || left < soak) {
+					soak = left
+				}
+			}
+		}
+	}
+	return soak
+}
+
+// awaited reports whether the candidate Freight of an origin may be
+// auto-promoted: the origin is not held, and the candidate is neither
+// current nor on its way.
+func awaited(stage *kargo.Stage, cur *kargo.FreightCollection, key, candidate string) bool {
+	if _, held := stage.Status.EffectiveAutoPromotionHolds[key]; held {
+		return false
+	}
+	if cur != nil && cur.Items[key].Name == candidate {
+		return false
+	}
+	cp := stage.Status.CurrentPromotion
+	return cp == nil || cp.Freight == nil || cp.Freight.Name != candidate || cp.Freight.Origin.Key() != key
 }
 
 // promotable reports whether auto-promotion may promote the Freight: no

@@ -132,13 +132,8 @@ func (s *Simulator) reconcilePromotion(ctx context.Context, req reconcile.Reques
 	}
 	pollKey := req.String()
 	if promo.Status.Phase == kargo.PromotionRunning {
-		// A Running step runs again when its poll interval is up or on a
-		// refresh, not whenever another event brings the Promotion back.
-		if v, ok := s.polls.Load(pollKey); ok {
-			p := v.(nextPoll)
-			if left := p.at.Sub(s.opts.Clock.Now()); left > 0 && p.refresh == promo.Annotations[kargo.RefreshAnnotation] {
-				return ctrl.Result{RequeueAfter: left}, nil
-			}
+		if left := s.pollLeft(promo, pollKey); left > 0 {
+			return ctrl.Result{RequeueAfter: left}, nil
 		}
 	} else {
 		now := s.opts.Clock.Now()
@@ -152,20 +147,8 @@ func (s *Simulator) reconcilePromotion(ctx context.Context, req reconcile.Reques
 	}
 	s.polls.Delete(pollKey)
 	newStatus, retryAfter, stepErr := s.promote(ctx, promo, stage, freight)
-	if newStatus.Phase.IsTerminal() {
-		newStatus.FinishedAt = &metav1.Time{Time: s.opts.Clock.Now()}
-		log.Info("Promotion finished", "phase", newStatus.Phase, "message", newStatus.Message)
-	}
-	if token, ok := promo.Annotations[kargo.RefreshAnnotation]; ok {
-		newStatus.LastHandledRefresh = token
-	}
-	if err := s.patchPromotionStatus(ctx, promo, func(st *kargo.PromotionStatus) { *st = newStatus }); err != nil {
-		if apierrors.IsInvalid(err) {
-			msg := fmt.Sprintf("error updating status: %v", err)
-			err = s.patchPromotionStatus(ctx, promo, func(st *kargo.PromotionStatus) {
-				st.Phase, st.Message = kargo.PromotionErrored, msg
-			})
-		}
+	s.stampStatus(ctx, promo, &newStatus)
+	if err := s.writePromotionStatus(ctx, promo, newStatus); err != nil {
 		return ctrl.Result{}, err
 	}
 	if newStatus.Phase != kargo.PromotionRunning {
@@ -179,6 +162,47 @@ func (s *Simulator) reconcilePromotion(ctx context.Context, req reconcile.Reques
 	after := s.requeueInterval(promo, &newStatus, retryAfter)
 	s.polls.Store(pollKey, nextPoll{at: s.opts.Clock.Now().Add(after), refresh: promo.Annotations[kargo.RefreshAnnotation]})
 	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// stampStatus records in a Promotion's new status when it finished, if it
+// did, and the refresh it handled.
+func (s *Simulator) stampStatus(ctx context.Context, promo *kargo.Promotion, newStatus *kargo.PromotionStatus) {
+	if newStatus.Phase.IsTerminal() {
+		newStatus.FinishedAt = &metav1.Time{Time: s.opts.Clock.Now()}
+		ctrl.LoggerFrom(ctx).Info("Promotion finished", "phase", newStatus.Phase, "message", newStatus.Message)
+	}
+	if token, ok := promo.Annotations[kargo.RefreshAnnotation]; ok {
+		newStatus.LastHandledRefresh = token
+	}
+}
+
+// pollLeft is how long until a Running Promotion's step runs again: when
+// its poll interval is up or on a refresh, not whenever another event brings
+// the Promotion back. Zero or less: now.
+func (s *Simulator) pollLeft(promo *kargo.Promotion, pollKey string) time.Duration {
+	v, ok := s.polls.Load(pollKey)
+	if !ok {
+		return 0
+	}
+	p := v.(nextPoll)
+	if p.refresh != promo.Annotations[kargo.RefreshAnnotation] {
+		return 0
+	}
+	return p.at.Sub(s.opts.Clock.Now())
+}
+
+// writePromotionStatus writes the Promotion's new status. A status the
+// apiserver refuses as invalid errors the Promotion, saying why, rather
+// than failing it again on every retry.
+func (s *Simulator) writePromotionStatus(ctx context.Context, promo *kargo.Promotion, newStatus kargo.PromotionStatus) error {
+	err := s.patchPromotionStatus(ctx, promo, func(st *kargo.PromotionStatus) { *st = newStatus })
+	if err != nil && apierrors.IsInvalid(err) {
+		msg := fmt.Sprintf("error updating status: %v", err)
+		err = s.patchPromotionStatus(ctx, promo, func(st *kargo.PromotionStatus) {
+			st.Phase, st.Message = kargo.PromotionErrored, msg
+		})
+	}
+	return err
 }
 
 // nextPoll is when a Running Promotion's step runs again, and the refresh

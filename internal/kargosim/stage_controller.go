@@ -106,9 +106,7 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 
 	st.verifiedInPending = verifiedInPending(stage, freight)
 	pending := st.syncPromotions(stage, promos, autoEnabled)
-	if lp := stage.Status.LastPromotion; lp != nil && lp.Status != nil && lp.Status.Phase == kargo.PromotionSucceeded {
-		s.recorded.LoadOrStore(stage.Namespace+"/"+lp.Name, s.opts.Clock.Now())
-	}
+	s.noteRecorded(stage)
 	requeue := st.CurrentPromotion == nil && pending
 	s.syncFreight(stage, freight)
 	st.now = s.opts.Clock.Now()
@@ -149,6 +147,14 @@ func (s *Simulator) reconcileStage(ctx context.Context, req reconcile.Request) (
 		after = wait
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// noteRecorded remembers when the Stage's last Promotion, if it succeeded,
+// was first seen recorded.
+func (s *Simulator) noteRecorded(stage *kargo.Stage) {
+	if lp := stage.Status.LastPromotion; lp != nil && lp.Status != nil && lp.Status.Phase == kargo.PromotionSucceeded {
+		s.recorded.LoadOrStore(stage.Namespace+"/"+lp.Name, s.opts.Clock.Now())
+	}
 }
 
 // promotionStageIndex indexes Promotions by the Stage they promote to.

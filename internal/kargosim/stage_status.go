@@ -76,18 +76,7 @@ func (s stageStatus) syncPromotions(stage *kargo.Stage, promos []kargo.Promotion
 	for _, r := range stage.Spec.RequestedFreight {
 		requested[r.Origin.Key()] = r.Origin
 	}
-	if !autoEnabled {
-		s.AutoPromotionHolds = nil
-	} else {
-		for k := range s.AutoPromotionHolds {
-			if _, ok := requested[k]; !ok {
-				delete(s.AutoPromotionHolds, k)
-			}
-		}
-		if len(s.AutoPromotionHolds) == 0 {
-			s.AutoPromotionHolds = nil
-		}
-	}
+	s.pruneHolds(requested, autoEnabled)
 	if len(promos) == 0 {
 		s.deletePromotingCondition()
 		s.CurrentPromotion = nil
@@ -101,19 +90,7 @@ func (s stageStatus) syncPromotions(stage *kargo.Stage, promos []kargo.Promotion
 	if cur := s.CurrentPromotion; cur != nil && (cur.Name != highest.Name || highest.Status.Phase.IsTerminal()) {
 		s.deletePromotingCondition()
 		s.CurrentPromotion = nil
-		var finished []kargo.Promotion
-		for _, p := range promos {
-			if s.LastPromotion != nil && p.Name <= s.LastPromotion.Name {
-				continue
-			}
-			if p.Status.Phase.IsTerminal() {
-				finished = append(finished, p)
-			}
-		}
-		slices.SortFunc(finished, func(a, b kargo.Promotion) int { return strings.Compare(a.Name, b.Name) })
-		for i := range finished {
-			s.recordFinished(&finished[i], requested, autoEnabled)
-		}
+		s.recordAllFinished(promos, requested, autoEnabled)
 		return pending
 	}
 
@@ -144,6 +121,41 @@ func (s stageStatus) syncPromotions(stage *kargo.Stage, promos []kargo.Promotion
 	}
 	s.deletePromotingCondition()
 	return pending
+}
+
+// pruneHolds drops the auto-promotion holds of origins the Stage no longer
+// requests, and every hold when auto-promotion is off.
+func (s stageStatus) pruneHolds(requested map[string]kargo.FreightOrigin, autoEnabled bool) {
+	if !autoEnabled {
+		s.AutoPromotionHolds = nil
+		return
+	}
+	for k := range s.AutoPromotionHolds {
+		if _, ok := requested[k]; !ok {
+			delete(s.AutoPromotionHolds, k)
+		}
+	}
+	if len(s.AutoPromotionHolds) == 0 {
+		s.AutoPromotionHolds = nil
+	}
+}
+
+// recordAllFinished records, oldest first, the Promotions that finished
+// since the last recorded one.
+func (s stageStatus) recordAllFinished(promos []kargo.Promotion, requested map[string]kargo.FreightOrigin, autoEnabled bool) {
+	var finished []kargo.Promotion
+	for _, p := range promos {
+		if s.LastPromotion != nil && p.Name <= s.LastPromotion.Name {
+			continue
+		}
+		if p.Status.Phase.IsTerminal() {
+			finished = append(finished, p)
+		}
+	}
+	slices.SortFunc(finished, func(a, b kargo.Promotion) int { return strings.Compare(a.Name, b.Name) })
+	for i := range finished {
+		s.recordFinished(&finished[i], requested, autoEnabled)
+	}
 }
 
 // recordFinished records one finished Promotion.

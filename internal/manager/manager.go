@@ -228,29 +228,13 @@ func setup(mgr ctrl.Manager, o Options) error {
 		scope = targetguard.NewGuardScope(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), o.PromotionGuardWebhooks)
 	}
 	if o.Components&FleetStages != 0 {
-		r := fleetstages.NewFleetStageReconciler(mgr.GetClient(), inventoryReader(mgr, o),
-			kargoRecorder(mgr, "kargo-fleet-fleetstage", trails), clock.RealClock{}).WithStageRecords(records)
-		if scope != nil {
-			r = r.WithGuardScope(scope)
-		}
-		r.StepServerURL = o.StepServerURL
-		r.StepServerShardURLs = o.StepServerShardURLs
-		if err := r.SetupWithManager(mgr, copts); err != nil {
-			return fmt.Errorf("error setting up the FleetStage reconciler: %w", err)
+		if err := setupFleetStages(mgr, o, copts, records, scope, trails); err != nil {
+			return err
 		}
 	}
 	if o.Components&Versions != 0 {
-		r := versions.NewReconciler(mgr.GetClient(), clock.RealClock{},
-			kargoRecorder(mgr, "kargo-fleet-drift", trails)).WithStageRecords(records).WithMarker(marker)
-		apps, err := newApplicationCache(mgr, o.ArgoCDNamespaces)
-		if err != nil {
+		if err := setupVersions(mgr, o, records, marker, trails); err != nil {
 			return err
-		}
-		if apps != nil {
-			r = r.WithApplications(apps)
-		}
-		if err := r.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("error setting up the version refresh: %w", err)
 		}
 	}
 	if o.Components&FleetRollouts != 0 {
@@ -263,15 +247,8 @@ func setup(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if o.Components&TargetGuard != 0 {
-		r := targetguard.NewReconciler(mgr.GetClient(), kargoRecorder(mgr, "kargo-fleet-targetguard", trails), marker, fswebhook.NewSubjectAccessReviewer(mgr.GetClient()))
-		if err := r.SetupWithManager(mgr, copts); err != nil {
-			return fmt.Errorf("error setting up the target guard: %w", err)
-		}
-		if err := targetguard.NewNamespaceLabeler(mgr.GetClient()).SetupWithManager(mgr, copts); err != nil {
-			return fmt.Errorf("error setting up the Promotion guard's namespace labels: %w", err)
-		}
-		if err := scope.SetupWithManager(mgr, copts); err != nil {
-			return fmt.Errorf("error setting up the Promotion guard's scope: %w", err)
+		if err := setupTargetGuard(mgr, copts, scope, marker, trails); err != nil {
+			return err
 		}
 	}
 	if o.Webhooks {
@@ -284,6 +261,58 @@ func setup(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	return setupSteps(mgr, o, records, sk)
+}
+
+// setupFleetStages registers the FleetStage reconciler.
+func setupFleetStages(mgr ctrl.Manager, o Options, copts controller.Options, records *stagerecord.Reader,
+	scope *targetguard.GuardScope, trails *auditstore.Writer) error {
+	r := fleetstages.NewFleetStageReconciler(mgr.GetClient(), inventoryReader(mgr, o),
+		kargoRecorder(mgr, "kargo-fleet-fleetstage", trails), clock.RealClock{}).WithStageRecords(records)
+	if scope != nil {
+		r = r.WithGuardScope(scope)
+	}
+	r.StepServerURL = o.StepServerURL
+	r.StepServerShardURLs = o.StepServerShardURLs
+	if err := r.SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("error setting up the FleetStage reconciler: %w", err)
+	}
+	return nil
+}
+
+// setupVersions registers the version refresh, which also watches Argo CD
+// Applications when configured.
+func setupVersions(mgr ctrl.Manager, o Options, records *stagerecord.Reader, marker *provenance.Marker,
+	trails *auditstore.Writer) error {
+	r := versions.NewReconciler(mgr.GetClient(), clock.RealClock{},
+		kargoRecorder(mgr, "kargo-fleet-drift", trails)).WithStageRecords(records).WithMarker(marker)
+	apps, err := newApplicationCache(mgr, o.ArgoCDNamespaces)
+	if err != nil {
+		return err
+	}
+	if apps != nil {
+		r = r.WithApplications(apps)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("error setting up the version refresh: %w", err)
+	}
+	return nil
+}
+
+// setupTargetGuard registers the target guard, the Promotion guard's
+// namespace labels and its scope.
+func setupTargetGuard(mgr ctrl.Manager, copts controller.Options, scope *targetguard.GuardScope, marker *provenance.Marker,
+	trails *auditstore.Writer) error {
+	r := targetguard.NewReconciler(mgr.GetClient(), kargoRecorder(mgr, "kargo-fleet-targetguard", trails), marker, fswebhook.NewSubjectAccessReviewer(mgr.GetClient()))
+	if err := r.SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("error setting up the target guard: %w", err)
+	}
+	if err := targetguard.NewNamespaceLabeler(mgr.GetClient()).SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("error setting up the Promotion guard's namespace labels: %w", err)
+	}
+	if err := scope.SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("error setting up the Promotion guard's scope: %w", err)
+	}
+	return nil
 }
 
 // kargoRecorder is the named Event recorder that also shows Events about a

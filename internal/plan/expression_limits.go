@@ -90,28 +90,12 @@ func (c *limitChecker) walk(node ast.Node, inOperand bool) {
 	switch n := node.(type) {
 	case *ast.NilNode, *ast.IdentifierNode, *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode,
 		*ast.StringNode, *ast.BytesNode, *ast.ConstantNode, *ast.PointerNode:
-	case *ast.UnaryNode:
-		c.walk(n.Node, false)
 	case *ast.BinaryNode:
 		if n.Operator == ".." {
 			c.checkRange(n, inOperand)
 		}
 		c.walk(n.Left, false)
 		c.walk(n.Right, n.Operator == "in")
-	case *ast.ChainNode:
-		c.walk(n.Node, false)
-	case *ast.MemberNode:
-		c.walk(n.Node, false)
-		c.walk(n.Property, false)
-	case *ast.SliceNode:
-		c.walk(n.Node, false)
-		c.walk(n.From, false)
-		c.walk(n.To, false)
-	case *ast.CallNode:
-		c.walk(n.Callee, false)
-		for _, a := range n.Arguments {
-			c.walk(a, false)
-		}
 	case *ast.BuiltinNode:
 		if !allowedBuiltins[n.Name] {
 			c.fail("function %s is not allowed in target expressions", n.Name)
@@ -128,30 +112,47 @@ func (c *limitChecker) walk(node ast.Node, inOperand bool) {
 		c.predicateDepth++
 		c.walk(n.Node, false)
 		c.predicateDepth--
-	case *ast.ConditionalNode:
-		c.walk(n.Cond, false)
-		c.walk(n.Exp1, false)
-		c.walk(n.Exp2, false)
 	case *ast.VariableDeclaratorNode:
 		c.fail("let is not allowed in target expressions")
-	case *ast.SequenceNode:
-		for _, s := range n.Nodes {
-			c.walk(s, false)
-		}
-	case *ast.ArrayNode:
-		for _, e := range n.Nodes {
-			c.walk(e, false)
-		}
-	case *ast.MapNode:
-		for _, p := range n.Pairs {
-			c.walk(p, false)
-		}
-	case *ast.PairNode:
-		c.walk(n.Key, false)
-		c.walk(n.Value, false)
 	default:
-		c.fail("unsupported syntax in target expressions (%T)", node)
+		operands, ok := operandsOf(node)
+		if !ok {
+			c.fail("unsupported syntax in target expressions (%T)", node)
+			return
+		}
+		for _, o := range operands {
+			c.walk(o, false)
+		}
 	}
+}
+
+// operandsOf lists, in evaluation order, the operands of the syntax that is
+// admitted whenever its operands are; ok is false for syntax outside the
+// subset.
+func operandsOf(node ast.Node) (operands []ast.Node, ok bool) {
+	switch n := node.(type) {
+	case *ast.UnaryNode:
+		return []ast.Node{n.Node}, true
+	case *ast.ChainNode:
+		return []ast.Node{n.Node}, true
+	case *ast.MemberNode:
+		return []ast.Node{n.Node, n.Property}, true
+	case *ast.SliceNode:
+		return []ast.Node{n.Node, n.From, n.To}, true
+	case *ast.CallNode:
+		return append([]ast.Node{n.Callee}, n.Arguments...), true
+	case *ast.ConditionalNode:
+		return []ast.Node{n.Cond, n.Exp1, n.Exp2}, true
+	case *ast.SequenceNode:
+		return n.Nodes, true
+	case *ast.ArrayNode:
+		return n.Nodes, true
+	case *ast.MapNode:
+		return n.Pairs, true
+	case *ast.PairNode:
+		return []ast.Node{n.Key, n.Value}, true
+	}
+	return nil, false
 }
 
 // checkRange admits ranges with integer literal bounds, short ones anywhere

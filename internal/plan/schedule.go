@@ -289,30 +289,31 @@ func (s *scheduler) countInFlight(t *Target) {
 	}
 }
 
+// scan is what one scan of a wave learns besides its starts: how many
+// members are pending or in flight, and the first window, constraint group
+// and shard that held a member back, to say why the others wait.
+type scan struct {
+	pending, inFlightHere int
+	// blockedMasks collects the window masks of window-blocked members, to
+	// compute RetryAt once per distinct mask.
+	blockedMasks map[uint32]struct{}
+	firstBlocked int
+	constraintC  int
+	constraintG  int32
+	blockedShard int32
+}
+
 // run scans the wave in promotion order.
 func (s *scheduler) run() ScheduleDecision {
-	var (
-		d            ScheduleDecision
-		pending      int
-		inFlightHere int
-		// blockedMasks collects the window masks of window-blocked members, to
-		// compute RetryAt once per distinct mask.
-		blockedMasks map[uint32]struct{}
-		firstBlocked = -1
-		constraintC  = -1
-		constraintG  int32
-		blockedShard int32 = -1
-	)
+	var d ScheduleDecision
+	sc := scan{firstBlocked: -1, constraintC: -1, blockedShard: -1}
 	w := s.wave
-	nc := len(s.idx.policy.constraints)
-	ws := &s.idx.policy.windows
 	if s.slots <= 0 {
 		return ScheduleDecision{
 			Waiting: WaitMaxConcurrent,
 			Message: fmt.Sprintf("%d targets of wave %s are in flight, its maxConcurrent", s.slotsLimit(), w.name),
 		}
 	}
-scan:
 	for i, t := range w.members {
 		if s.req.Done.Has(t.ID) {
 			continue
@@ -321,74 +322,94 @@ scan:
 			if rollout != s.req.Rollout {
 				d.Busy++
 			} else {
-				inFlightHere++
+				sc.inFlightHere++
 			}
 			continue
 		}
-		pending++
-		mask := w.windowMasks[i]
-		if mask != 0 && !ws.allowed(mask, s.open) {
-			d.BlockedByWindow++
-			if blockedMasks == nil {
-				blockedMasks = map[uint32]struct{}{}
-				firstBlocked = i
-			}
-			blockedMasks[mask] = struct{}{}
+		sc.pending++
+		if !s.admit(&d, &sc, i) {
 			continue
-		}
-		groups := w.groups[i*nc : (i+1)*nc]
-		for c, g := range groups {
-			if g >= 0 && s.counts[c][g] >= s.idx.policy.constraints[c].maxInFlight {
-				d.BlockedByConstraint++
-				if constraintC < 0 {
-					constraintC, constraintG = c, g
-				}
-				continue scan
-			}
-		}
-		shard := int32(-1)
-		if w.shards != nil {
-			shard = w.shards[i]
-		}
-		if shard >= 0 && s.shardCounts[shard] >= s.idx.shardLimit[shard] {
-			d.BlockedByShard++
-			if blockedShard < 0 {
-				blockedShard = shard
-			}
-			continue
-		}
-		for c, g := range groups {
-			if g >= 0 {
-				s.counts[c][g]++
-			}
-		}
-		if shard >= 0 {
-			s.shardCounts[shard]++
 		}
 		d.Start = append(d.Start, t)
 		if len(d.Start) == s.slots {
 			return d
 		}
 	}
-	for mask := range blockedMasks {
-		if at, ok := ws.nextAllowed(mask, s.req.Now); ok && (d.RetryAt.IsZero() || at.Before(d.RetryAt)) {
-			d.RetryAt = at
-		}
-	}
-	if len(d.Start) > 0 && len(d.Start) == pending {
+	d.RetryAt = s.nextOpening(sc.blockedMasks)
+	if len(d.Start) > 0 && len(d.Start) == sc.pending {
 		return d
 	}
 	switch {
-	case pending == 0 && inFlightHere == 0 && d.Busy == 0:
+	case sc.pending == 0 && sc.inFlightHere == 0 && d.Busy == 0:
 		d.Waiting, d.Message = WaitWaveDone, fmt.Sprintf("every target of wave %s is done", w.name)
-	case pending == 0 && d.Busy == 0:
+	case sc.pending == 0 && d.Busy == 0:
 		d.Waiting, d.Message = WaitInFlight, fmt.Sprintf("%d targets of wave %s are in flight; none is pending",
-			inFlightHere, w.name)
+			sc.inFlightHere, w.name)
 	default:
 		// Nothing or not everything could start: say why the others wait.
-		d.Waiting, d.Message = s.blockedReason(&d, firstBlocked, constraintC, constraintG, blockedShard)
+		d.Waiting, d.Message = s.blockedReason(&d, sc.firstBlocked, sc.constraintC, sc.constraintG, sc.blockedShard)
 	}
 	return d
+}
+
+// admit says whether pending member i starts: its change windows, its
+// constraint groups and its shard, in that order, may hold it back, and the
+// first that does is counted. A member that starts takes its place in the
+// in-flight counts of its groups and shard.
+func (s *scheduler) admit(d *ScheduleDecision, sc *scan, i int) bool {
+	w := s.wave
+	nc := len(s.idx.policy.constraints)
+	if mask := w.windowMasks[i]; mask != 0 && !s.idx.policy.windows.allowed(mask, s.open) {
+		d.BlockedByWindow++
+		if sc.blockedMasks == nil {
+			sc.blockedMasks = map[uint32]struct{}{}
+			sc.firstBlocked = i
+		}
+		sc.blockedMasks[mask] = struct{}{}
+		return false
+	}
+	groups := w.groups[i*nc : (i+1)*nc]
+	for c, g := range groups {
+		if g >= 0 && s.counts[c][g] >= s.idx.policy.constraints[c].maxInFlight {
+			d.BlockedByConstraint++
+			if sc.constraintC < 0 {
+				sc.constraintC, sc.constraintG = c, g
+			}
+			return false
+		}
+	}
+	shard := int32(-1)
+	if w.shards != nil {
+		shard = w.shards[i]
+	}
+	if shard >= 0 && s.shardCounts[shard] >= s.idx.shardLimit[shard] {
+		d.BlockedByShard++
+		if sc.blockedShard < 0 {
+			sc.blockedShard = shard
+		}
+		return false
+	}
+	for c, g := range groups {
+		if g >= 0 {
+			s.counts[c][g]++
+		}
+	}
+	if shard >= 0 {
+		s.shardCounts[shard]++
+	}
+	return true
+}
+
+// nextOpening is the earliest time one of the window masks allows a start;
+// zero when none opens.
+func (s *scheduler) nextOpening(masks map[uint32]struct{}) time.Time {
+	var next time.Time
+	for mask := range masks {
+		if at, ok := s.idx.policy.windows.nextAllowed(mask, s.req.Now); ok && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next
 }
 
 // slotsLimit is the maxConcurrent in force.

@@ -115,7 +115,7 @@ func JudgePromotionAdmission(a PromotionAdmission) AdmissionVerdict {
 			a.promoteCommand()))
 	case a.Role == StageWave:
 		return AdmissionVerdict{Allowed: true}
-	case a.PolicyBlocks != "" && (!a.PolicyAllowsBreakGlass || a.BreakGlassReason == "" || a.FromController):
+	case a.policyRefuses():
 		// From anyone, kargo-fleet's own controller included. Break-glass
 		// passes only rules that allow it, and then only as break-glass
 		// (judged below).
@@ -149,6 +149,13 @@ func JudgePromotionAdmission(a PromotionAdmission) AdmissionVerdict {
 		"one target with: kargo-fleet break-glass %s -n %s --stage %s --freight %s --reason \"…\"",
 		a.Stage, a.FleetStage, a.by(), a.startHint(), a.Project, a.Freight, a.FleetStage, a.Project,
 		a.FleetStage, a.Project, a.Stage, a.Freight))
+}
+
+// policyRefuses says a FreightPolicy keeps the Freight off the target and
+// this Promotion may not pass it: break-glass passes only rules that allow
+// it, and kargo-fleet's own controller never breaks glass.
+func (a PromotionAdmission) policyRefuses() bool {
+	return a.PolicyBlocks != "" && (!a.PolicyAllowsBreakGlass || a.BreakGlassReason == "" || a.FromController)
 }
 
 func refuseAdmission(msg string) AdmissionVerdict {

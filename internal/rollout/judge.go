@@ -83,28 +83,7 @@ type Limits struct {
 func Judge(o TargetObservation, limits Limits, now time.Time) Judgement {
 	p := o.Promotion
 	if p == nil {
-		switch {
-		case o.StageGone:
-			return Judgement{State: TargetSkipped, Message: "the target left the fleet before it was started"}
-		case o.Blocked != nil:
-			return Judgement{State: TargetBlocked, Message: o.Blocked.String()}
-		case o.StageUnrecorded && !o.TakenSince.IsZero() && limits.ProgressDeadline > 0:
-			at := o.TakenSince.Add(limits.ProgressDeadline)
-			if now.Before(at) {
-				// Held like a target in flight (it takes a slot); looked
-				// at again when its deadline passes.
-				return Judgement{State: TargetPending, DeadlineAt: at}
-			}
-			return Judgement{State: TargetFailed, Reason: ReasonStageNameTaken, Message: fmt.Sprintf(
-				"its Stage name %s has been held by a Stage this FleetStage did not generate for %s: "+
-					"delete or rename that Stage and promote the target again", o.StageName, limits.ProgressDeadline)}
-		case !o.RefusedSince.IsZero() && limits.ProgressDeadline > 0 && !now.Before(o.RefusedSince.Add(limits.ProgressDeadline)):
-			// The deadline runs from the first refusal: a Promotion that is
-			// never created would otherwise be retried for ever.
-			return Judgement{State: TargetFailed, Reason: ReasonPromotionRefused, Message: fmt.Sprintf(
-				"Kargo refused the Promotion for %s: %s", limits.ProgressDeadline, o.RefusedMessage)}
-		}
-		return Judgement{State: TargetPending}
+		return judgeUnstarted(o, limits, now)
 	}
 	var graceAt time.Time
 	switch p.Phase {
@@ -131,6 +110,43 @@ func Judge(o TargetObservation, limits Limits, now time.Time) Judgement {
 			}
 		}
 	}
+	return judgeDeadline(o, limits, now, graceAt)
+}
+
+// judgeUnstarted judges a member without a Promotion of the rollout: it
+// left the fleet, a FreightPolicy blocks it, or it waits to start, failing
+// when its Stage name stays taken or Kargo keeps refusing its Promotion for
+// a whole progress deadline.
+func judgeUnstarted(o TargetObservation, limits Limits, now time.Time) Judgement {
+	switch {
+	case o.StageGone:
+		return Judgement{State: TargetSkipped, Message: "the target left the fleet before it was started"}
+	case o.Blocked != nil:
+		return Judgement{State: TargetBlocked, Message: o.Blocked.String()}
+	case o.StageUnrecorded && !o.TakenSince.IsZero() && limits.ProgressDeadline > 0:
+		at := o.TakenSince.Add(limits.ProgressDeadline)
+		if now.Before(at) {
+			// Held like a target in flight (it takes a slot); looked
+			// at again when its deadline passes.
+			return Judgement{State: TargetPending, DeadlineAt: at}
+		}
+		return Judgement{State: TargetFailed, Reason: ReasonStageNameTaken, Message: fmt.Sprintf(
+			"its Stage name %s has been held by a Stage this FleetStage did not generate for %s: "+
+				"delete or rename that Stage and promote the target again", o.StageName, limits.ProgressDeadline)}
+	case !o.RefusedSince.IsZero() && limits.ProgressDeadline > 0 && !now.Before(o.RefusedSince.Add(limits.ProgressDeadline)):
+		// The deadline runs from the first refusal: a Promotion that is
+		// never created would otherwise be retried for ever.
+		return Judgement{State: TargetFailed, Reason: ReasonPromotionRefused, Message: fmt.Sprintf(
+			"Kargo refused the Promotion for %s: %s", limits.ProgressDeadline, o.RefusedMessage)}
+	}
+	return Judgement{State: TargetPending}
+}
+
+// judgeDeadline judges a member whose Promotion is not through yet: it fails
+// once its progress deadline passed, and is in flight until then or until
+// graceAt, when its Stage's unhealthy grace ends, whichever comes first.
+func judgeDeadline(o TargetObservation, limits Limits, now, graceAt time.Time) Judgement {
+	p := o.Promotion
 	deadline := limits.ProgressDeadline
 	deadlineAt := p.CreatedAt.Add(deadline)
 	if deadline > 0 && !now.Before(deadlineAt) {

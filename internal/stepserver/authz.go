@@ -68,28 +68,9 @@ func (s *Server) authorize(ctx context.Context, step string, req *Request, token
 		return nil, err
 	}
 
-	var promo kargo.Promotion
-	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: req.Project, Name: req.Promotion}, &promo); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, refuse(http.StatusNotFound, ReasonNoPromotion,
-				"promotion %q not found in project %q", req.Promotion, req.Project)
-		}
-		return nil, fmt.Errorf("error getting Promotion %q: %w", req.Promotion, err)
-	}
-	switch {
-	case promo.Spec.Stage != req.Stage:
-		return nil, refuse(http.StatusForbidden, ReasonMismatch,
-			"promotion %q promotes Stage %q, not %q", req.Promotion, promo.Spec.Stage, req.Stage)
-	case promo.Spec.Freight != req.Freight:
-		return nil, refuse(http.StatusForbidden, ReasonMismatch,
-			"promotion %q promotes Freight %q, not %q", req.Promotion, promo.Spec.Freight, req.Freight)
-	case promo.Status.Phase != kargo.PromotionRunning:
-		phase := promo.Status.Phase
-		if phase == "" {
-			phase = kargo.PromotionPending
-		}
-		return nil, refuse(http.StatusConflict, ReasonNotRunning,
-			"promotion %q is %s, not Running", req.Promotion, phase)
+	promo, err := s.runningPromotion(ctx, req)
+	if err != nil {
+		return nil, err
 	}
 
 	var stage kargo.Stage
@@ -125,10 +106,39 @@ func (s *Server) authorize(ctx context.Context, step string, req *Request, token
 		return nil, refuse(http.StatusForbidden, ReasonNotWaveStage,
 			"%s runs only in wave Stages; Stage %q is not one", step, req.Stage)
 	}
-	if err := checkStated(step, &promo, req); err != nil {
+	if err := checkStated(step, promo, req); err != nil {
 		return nil, err
 	}
-	return &steps.Input{Context: req.stepContext(&promo), FleetStage: &fs, Stage: &stage, Promotion: &promo, Config: req.Config}, nil
+	return &steps.Input{Context: req.stepContext(promo), FleetStage: &fs, Stage: &stage, Promotion: promo, Config: req.Config}, nil
+}
+
+// runningPromotion reads the Promotion the request names, which must
+// promote the request's Stage to its Freight and be Running.
+func (s *Server) runningPromotion(ctx context.Context, req *Request) (*kargo.Promotion, error) {
+	var promo kargo.Promotion
+	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: req.Project, Name: req.Promotion}, &promo); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, refuse(http.StatusNotFound, ReasonNoPromotion,
+				"promotion %q not found in project %q", req.Promotion, req.Project)
+		}
+		return nil, fmt.Errorf("error getting Promotion %q: %w", req.Promotion, err)
+	}
+	switch {
+	case promo.Spec.Stage != req.Stage:
+		return nil, refuse(http.StatusForbidden, ReasonMismatch,
+			"promotion %q promotes Stage %q, not %q", req.Promotion, promo.Spec.Stage, req.Stage)
+	case promo.Spec.Freight != req.Freight:
+		return nil, refuse(http.StatusForbidden, ReasonMismatch,
+			"promotion %q promotes Freight %q, not %q", req.Promotion, promo.Spec.Freight, req.Freight)
+	case promo.Status.Phase != kargo.PromotionRunning:
+		phase := promo.Status.Phase
+		if phase == "" {
+			phase = kargo.PromotionPending
+		}
+		return nil, refuse(http.StatusConflict, ReasonNotRunning,
+			"promotion %q is %s, not Running", req.Promotion, phase)
+	}
+	return &promo, nil
 }
 
 // checkGenerated refuses a Stage whose name and UID the FleetStage did not

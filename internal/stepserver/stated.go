@@ -376,45 +376,57 @@ func checkStated(step string, promo *kargo.Promotion, req *Request) error {
 			req.Alias, promo.Name, calls, step, step, strings.Join(fields, ", "), step)
 	}
 	for _, f := range fields {
-		got, set := call[f]
-		if set && isDefault(got) {
-			set = false
+		if err := checkStatedField(step, f, fields, call, stated, promo, req); err != nil {
+			return err
 		}
-		if !stated.found {
-			if set {
-				return refuse(http.StatusForbidden, ReasonConfigNotStated,
-					"%s config field %s is %s, but Promotion %q has no step aliased %q: a step call sets %s only as "+
-						"the calling Promotion's own step states them", step, f, show(got), promo.Name, req.Alias,
-					strings.Join(fields, ", "))
-			}
-			continue
+	}
+	return nil
+}
+
+// checkStatedField refuses a call whose target field f is not what the
+// calling Promotion's step states: set when the step leaves it unset or
+// has no such step, another value than its literal, or set at all when an
+// expression computes it.
+func checkStatedField(step, f string, fields []string, call map[string]any, stated statedStep, promo *kargo.Promotion,
+	req *Request) error {
+	got, set := call[f]
+	if set && isDefault(got) {
+		set = false
+	}
+	if !stated.found {
+		if set {
+			return refuse(http.StatusForbidden, ReasonConfigNotStated,
+				"%s config field %s is %s, but Promotion %q has no step aliased %q: a step call sets %s only as "+
+					"the calling Promotion's own step states them", step, f, show(got), promo.Name, req.Alias,
+				strings.Join(fields, ", "))
 		}
-		want := stated.fields[f]
-		switch want.kind {
-		case statedUnset:
+		return nil
+	}
+	want := stated.fields[f]
+	switch want.kind {
+	case statedUnset:
+		if set {
+			return refuse(http.StatusForbidden, ReasonConfigNotStated,
+				"%s config field %s is %s, but step %q of Promotion %q leaves it unset", step, f, show(got),
+				req.Alias, promo.Name)
+		}
+	case statedLiteral:
+		if !set || !reflect.DeepEqual(got, want.value) {
+			shown := "unset"
 			if set {
-				return refuse(http.StatusForbidden, ReasonConfigNotStated,
-					"%s config field %s is %s, but step %q of Promotion %q leaves it unset", step, f, show(got),
-					req.Alias, promo.Name)
+				shown = show(got)
 			}
-		case statedLiteral:
-			if !set || !reflect.DeepEqual(got, want.value) {
-				shown := "unset"
-				if set {
-					shown = show(got)
-				}
-				return refuse(http.StatusForbidden, ReasonConfigNotStated,
-					"%s config field %s is %s, but step %q of Promotion %q states %s", step, f, shown,
-					req.Alias, promo.Name, show(want.value))
-			}
-		case statedExpression:
-			if set {
-				return refuse(http.StatusForbidden, ReasonConfigNotStated,
-					"%s config field %s is %s, but step %q of Promotion %q computes it with an expression (%s) "+
-						"the step server cannot check: state the value literally in the Stage's promotion template "+
-						"(a template or task variable), or leave it at its default", step, f, show(got),
-					req.Alias, promo.Name, strutil.Ellipsis(want.source, 200))
-			}
+			return refuse(http.StatusForbidden, ReasonConfigNotStated,
+				"%s config field %s is %s, but step %q of Promotion %q states %s", step, f, shown,
+				req.Alias, promo.Name, show(want.value))
+		}
+	case statedExpression:
+		if set {
+			return refuse(http.StatusForbidden, ReasonConfigNotStated,
+				"%s config field %s is %s, but step %q of Promotion %q computes it with an expression (%s) "+
+					"the step server cannot check: state the value literally in the Stage's promotion template "+
+					"(a template or task variable), or leave it at its default", step, f, show(got),
+				req.Alias, promo.Name, strutil.Ellipsis(want.source, 200))
 		}
 	}
 	return nil

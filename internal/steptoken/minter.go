@@ -165,9 +165,17 @@ func (m *Minter) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 			return reconcile.Result{RequeueAfter: RenewAfter - now.Sub(issued)}, nil
 		}
 	}
-	token := []byte(Issue(keys.Current, ns, now))
+	return m.writeToken(ctx, ns, &secret, exists, []byte(Issue(keys.Current, ns, now)))
+}
+
+// writeToken creates the token Secret of namespace ns with token, or writes
+// token into the existing one, secret.
+func (m *Minter) writeToken(ctx context.Context, ns string, secret *corev1.Secret, exists bool,
+	token []byte) (reconcile.Result, error) {
+	key := tokenKey(ns)
+	logger := log.FromContext(ctx).WithValues("namespace", ns)
 	if !exists {
-		secret = corev1.Secret{
+		*secret = corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: ns, Name: key.Name,
 				Labels: map[string]string{ManagedByLabel: ManagedByValue},
@@ -175,7 +183,7 @@ func (m *Minter) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{fleetv1alpha1.StepTokenSecretKey: token},
 		}
-		switch err := m.client.Create(ctx, &secret); {
+		switch err := m.client.Create(ctx, secret); {
 		case apierrors.IsAlreadyExists(err):
 			// The cache has not seen the token this minter created a
 			// moment ago (a FleetStage event right after a Secret one):
@@ -195,7 +203,7 @@ func (m *Minter) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		secret.Data = map[string][]byte{}
 	}
 	secret.Data[fleetv1alpha1.StepTokenSecretKey] = token
-	if err := m.client.Update(ctx, &secret); err != nil {
+	if err := m.client.Update(ctx, secret); err != nil {
 		return reconcile.Result{}, fmt.Errorf("error updating Secret %s: %w", key, err)
 	}
 	logger.Info("Re-minted step token", "Secret", key)
