@@ -23,7 +23,7 @@ const ControllerActor = "kargo-fleet"
 // startedBy are the actions a rollout's starter asked for: the record
 // names spec.actor. intentOf are those its intent's last writer asked for.
 var (
-	startedBy = map[string]bool{"SnapshotTaken": true, "WavePromoted": true, "RollbackStarted": true}
+	startedBy = map[string]bool{"SnapshotTaken": true, "WavePromoted": true}
 	intentOf  = map[string]bool{"RolloutPaused": true, "RolloutResumed": true, "RolloutAborted": true}
 )
 
@@ -38,7 +38,8 @@ func FromEvent(regarding, related runtime.Object, eventType, reason, message str
 		e.Namespace, e.FleetStage = o.Namespace, o.Spec.FleetStage
 		e.Rollout, e.Freight = o.Name, o.Spec.Freight.Name
 		switch {
-		case startedBy[reason] && o.Spec.Actor != "":
+		case (startedBy[reason] || reason == "RollbackStarted" && o.Spec.Direction == fleetv1alpha1.DirectionRollback) &&
+			o.Spec.Actor != "":
 			e.Actor = o.Spec.Actor
 		case intentOf[reason]:
 			if a := o.Annotations[fleetv1alpha1.IntentActorAnnotation]; a != "" {
@@ -97,8 +98,8 @@ func pathOf(ro *fleetv1alpha1.FleetRollout) string {
 		promotion, _, _ := strings.Cut(key, "/")
 		return "asked through Kargo Promotion " + promotion
 	}
-	if ro.Spec.Direction == fleetv1alpha1.DirectionRollback && ro.Spec.Actor == "" {
-		return "asked by the controller"
+	if strings.HasPrefix(ro.Spec.Actor, ControllerActor+":") {
+		return "decided by the controller"
 	}
 	return "asked through the FleetRollout API (kargo-fleet)"
 }

@@ -105,4 +105,19 @@ func TestFromEvent(t *testing.T) {
 	_, ok = FromEvent(&corev1.Pod{}, nil, "Normal", "X", "y", now)
 	require.False(t, ok)
 	require.True(t, strings.HasPrefix(pathOf(&fleetv1alpha1.FleetRollout{}), "asked through the FleetRollout API"))
+
+	// An automatic rollback: the forward rollout's RollbackStarted is the
+	// controller's decision; the rollback's own names its actor.
+	e, ok = FromEvent(ro, canary, "Warning", "RollbackStarted", "Rolling back, as spec.policy.rollback.mode Automatic says", now)
+	require.True(t, ok)
+	require.Equal(t, ControllerActor, e.Actor)
+	rb := &fleetv1alpha1.FleetRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "p1", Name: "prod-f2-rb"},
+		Spec: fleetv1alpha1.FleetRolloutSpec{FleetStage: "prod", Freight: fleetv1alpha1.FreightReference{Name: "f1"},
+			Direction: fleetv1alpha1.DirectionRollback, RollbackOf: "prod-f2", Actor: "kargo-fleet: spec.policy.rollback.mode Automatic"}}
+	e, ok = FromEvent(rb, nil, "Warning", "RollbackStarted", "Rolling back 16 target(s)", now)
+	require.True(t, ok)
+	require.Equal(t, "kargo-fleet: spec.policy.rollback.mode Automatic", e.Actor)
+	e, ok = FromEvent(rb, nil, "Normal", "SnapshotTaken", "Took the plan snapshot", now)
+	require.True(t, ok)
+	require.Equal(t, "Took the plan snapshot; decided by the controller", e.Message)
 }

@@ -50,8 +50,8 @@ func (s *story) checkAudit(ctx context.Context) (string, error) {
 	fmt.Fprintf(s.out, "$ kargo-fleet audit %s -n %s --verify   # the story's turns\n", FleetStageName, Project)
 	for _, e := range entries {
 		if slices.Contains(auditShown, e.Action) {
-			fmt.Fprintf(s.out, "  %3d %s %-20s %-18s %s\n", e.Sequence, e.Time.UTC().Format("15:04:05"), e.Action, e.Actor,
-				ellipsis(e.Message, 110))
+			fmt.Fprintf(s.out, "  %3d %s %-20s %-48s %s\n", e.Sequence, e.Time.UTC().Format("15:04:05"), e.Action, e.Actor,
+				ellipsis(e.Message, 90))
 		}
 	}
 	fmt.Fprintln(s.out, verdict)

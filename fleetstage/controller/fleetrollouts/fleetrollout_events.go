@@ -139,8 +139,17 @@ func focusStage(ro *fleetv1alpha1.FleetRollout) *corev1.ObjectReference {
 // outright).
 func transitionsOf(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv1alpha1.FleetRollout, obs *rollout.Observed,
 	d *rollout.Decision) transitions {
-	var t transitions
+	t := stateTransitions(before, ro, obs, d)
+	// The rollback a breach sets off is recorded after the breach.
 	t.rollbackCondition(before, ro)
+	return t
+}
+
+// stateTransitions are the transitions of the rollout's and its waves'
+// phases.
+func stateTransitions(before *fleetv1alpha1.FleetRolloutStatus, ro *fleetv1alpha1.FleetRollout, obs *rollout.Observed,
+	d *rollout.Decision) transitions {
+	var t transitions
 	if obs == nil {
 		if before.Phase != ro.Status.Phase && ro.Status.Phase.IsFinal() {
 			reason, eventType := RolloutFailedReason, corev1.EventTypeWarning
