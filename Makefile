@@ -57,10 +57,14 @@ generate: ## Regenerate deepcopy code and CRDs.
 	$(CONTROLLER_GEN) rbac:roleName=kargo-fleet-controller paths=./fleetstage/... paths=./steps/... paths=./internal/stepserver/... paths=./internal/steptoken/... paths=./internal/kargoclient/... paths=./internal/manager/... paths=./internal/inventory/... output:rbac:artifacts:config=charts/kargo-fleet/files/rbac
 
 .PHONY: verify
-verify: generate ## Fail when generated files are stale, a tracked file is over 1 MiB, the pure package list and its lint rule disagree, or a label key is declared outside api/v1alpha1/labels.go.
+verify: generate ## Fail when generated files are stale, a tracked file is over 1 MiB, the pure package list and its lint rule disagree, a label key is declared outside api/v1alpha1/labels.go, or a function is too complex.
 	@hack/check-file-sizes.sh
 	$(GO) run ./hack/purecheck
 	$(GO) run ./hack/keycheck
+	@# Cyclomatic complexity 20 at most in every non-test function, as the
+	@# linter's gocyclo rule says (.golangci.yml), without the linter.
+	@out=$$($(GO) tool gocyclo -over 20 -ignore '_test\.go$$|zz_generated' api cmd fleetstage hack internal steps test); \
+	  if [ -n "$$out" ]; then echo "$$out"; echo "functions over cyclomatic complexity 20: split them"; exit 1; fi
 	@if [ -n "$$(git status --porcelain -- charts/kargo-fleet/files internal/kargo/crds '*zz_generated*')" ]; then \
 	  git status --porcelain -- charts/kargo-fleet/files internal/kargo/crds '*zz_generated*'; \
 	  echo "generated files are stale: run 'make generate' and commit the result"; exit 1; fi

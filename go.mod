@@ -2,7 +2,10 @@ module github.com/kargo-fleet/kargo-fleet
 
 go 1.26.7
 
-tool sigs.k8s.io/controller-tools/cmd/controller-gen
+tool (
+	github.com/fzipp/gocyclo/cmd/gocyclo
+	sigs.k8s.io/controller-tools/cmd/controller-gen
+)
 
 require (
 	github.com/CycloneDX/cyclonedx-go v0.12.0
@@ -77,6 +80,7 @@ require (
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
+	github.com/fzipp/gocyclo v0.6.0 // indirect
 	github.com/go-errors/errors v1.4.2 // indirect
 	github.com/go-gorp/gorp/v3 v3.1.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
