@@ -116,7 +116,7 @@ func TestFreightPolicyKeepsFreightOffGovernedTargets(t *testing.T) {
 
 	// The audit trail, after the Events are gone: the block, the refused
 	// break-glass with who asked, and both rollouts.
-	trail := auditTrail(t, f.ns, "fleet", "TargetsBlocked", "PromotionRefused", "RolloutSucceeded")
+	trail := auditTrail(t, f.ns, "fleet", "TargetsBlocked", "PromotionRefused", "RolloutSucceeded", "RolloutSucceeded")
 	blocked := firstOf(trail, "TargetsBlocked", func(e *audit.Entry) bool { return e.Freight == f.good })
 	refused := firstOf(trail, "PromotionRefused", func(e *audit.Entry) bool { return e.Stage == glass.Spec.Stage })
 	pinned := firstOf(trail, "RolloutStarted", func(e *audit.Entry) bool { return e.Freight == compliant.Name })

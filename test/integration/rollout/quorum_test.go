@@ -77,7 +77,7 @@ func TestTwoPersonApproval(t *testing.T) {
 
 	// The audit trail names both approvers, as the API server authenticated
 	// them, between the wave's wait and its start, after the Events are gone.
-	trail := auditTrail(t, f.ns, "fleet", "ApprovalGiven", "RolloutSucceeded")
+	trail := auditTrail(t, f.ns, "fleet", "ApprovalGiven", "ApprovalGiven", "RolloutSucceeded")
 	started := firstOf(trail, "RolloutStarted", func(e *audit.Entry) bool { return e.Rollout == done.Name })
 	waiting := firstOf(trail, "GateWaiting", func(e *audit.Entry) bool { return e.Wave == "rest" })
 	alice := firstOf(trail, "ApprovalGiven", func(e *audit.Entry) bool { return e.Identity == "alice-"+f.ns })
