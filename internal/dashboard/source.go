@@ -106,8 +106,17 @@ func (c *caches) start(ns string, nc *namespaceCache) {
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	notify := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { nc.hub.notify() },
-		UpdateFunc: func(any, any) { nc.hub.notify() },
+		AddFunc: func(any) { nc.hub.notify() },
+		UpdateFunc: func(old, updated any) {
+			// The audit writer records its newest record in the FleetStage's
+			// status after each batch of decisions; the page shows none of it.
+			if o, ok := old.(*fleetv1alpha1.FleetStage); ok {
+				if u, ok := updated.(*fleetv1alpha1.FleetStage); ok && fleetv1alpha1.OnlyAuditHeadChanged(o, u) {
+					return
+				}
+			}
+			nc.hub.notify()
+		},
 		DeleteFunc: func(any) { nc.hub.notify() },
 	}
 	for _, obj := range watchedKinds() {

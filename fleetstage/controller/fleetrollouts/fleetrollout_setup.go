@@ -44,7 +44,8 @@ func (r *FleetRolloutReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		Watches(&kargo.Stage{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfStage),
 			builder.WithPredicates(targetStageJudged)).
 		Watches(freight, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFreight), builder.OnlyMetadata).
-		Watches(&fleetv1alpha1.FleetStage{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFleetStage)).
+		Watches(&fleetv1alpha1.FleetStage{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFleetStage),
+			builder.WithPredicates(notAuditHeadOnly)).
 		Watches(&fleetv1alpha1.FreightPolicy{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfFreightPolicy)).
 		Watches(&fleetv1alpha1.FleetRollout{}, handler.EnqueueRequestsFromMapFunc(r.siblingsOfRollout),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).

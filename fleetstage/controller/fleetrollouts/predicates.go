@@ -74,3 +74,12 @@ func verificationOf(s *kargo.Stage) string {
 	}
 	return ""
 }
+
+// notAuditHeadOnly drops FleetStage updates that only record the audit
+// trail's newest record: the audit writer makes one after each batch of
+// decisions, and none of them changes what a rollout decides.
+var notAuditHeadOnly = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	old, okOld := e.ObjectOld.(*fleetv1alpha1.FleetStage)
+	updated, okNew := e.ObjectNew.(*fleetv1alpha1.FleetStage)
+	return !okOld || !okNew || !fleetv1alpha1.OnlyAuditHeadChanged(old, updated)
+}}

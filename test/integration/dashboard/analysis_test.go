@@ -97,7 +97,7 @@ func TestDashboard_waveAnalysis(t *testing.T) {
 	require.Equal(t, "analysis Measuring", text(t, ctx, `tr.wave[data-wave="canary"] a.analysis-link`))
 	require.Zero(t, count(t, ctx, `tr.wave[data-wave="pilot"] a.analysis-link`), "a wave without analysis has no link")
 
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`tr.wave[data-wave="canary"] a.analysis-link`))))
+	click(t, ctx, `tr.wave[data-wave="canary"] a.analysis-link`)
 	waitTrue(t, ctx, 20*time.Second, `!!document.querySelector('section.metric[data-metric="error-ratio"] svg.chart')`)
 	metric := `section.metric[data-metric="error-ratio"]`
 	require.Contains(t, text(t, ctx, metric+" .cond"), "result <= 1.5 * baseline")

@@ -93,6 +93,25 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	return ""
 }
 
+// click clicks the first node matching sel, found and clicked in one
+// script: a live update may replace the node between a lookup and a click.
+func click(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, sel)
+	var err error
+	for range 20 {
+		var ok bool
+		if ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err == nil && ok {
+			return
+		}
+		if err == nil {
+			err = fmt.Errorf("no element matches %s", sel)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.NoError(t, err)
+}
+
 func count(t *testing.T, ctx context.Context, sel string) int {
 	t.Helper()
 	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
@@ -145,7 +164,7 @@ func TestDashboard_liveFleet(t *testing.T) {
 	screenshot(t, "dashboard-live-200.png", png)
 
 	// A target's details are fetched on click.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#grid i.c.f"))))
+	click(t, ctx, "#grid i.c.f")
 	waitTrue(t, ctx, 5*time.Second, `!document.getElementById('detail').hidden && document.getElementById('detail').innerText.includes('PromotionFailed')`)
 	detail := text(t, ctx, "#detail")
 	require.Contains(t, detail, dashtest.FailureMessage)
