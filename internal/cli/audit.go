@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -173,7 +172,7 @@ func (o *auditOptions) write(w io.Writer, entries []audit.Entry) error {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format(time.RFC3339), e.FleetStage, e.Sequence,
-			e.Action, cellOrDash(e.Actor), cellOrDash(e.Stage), strutil.Ellipsis(oneLine(e.Message), 160))
+			e.Action, cellOrDash(e.Actor), cellOrDash(e.Stage), strutil.Ellipsis(strutil.OneLine(e.Message), 160))
 	}
 	return tw.Flush()
 }
@@ -185,16 +184,11 @@ func cellOrDash(s string) string {
 	return s
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // byFleetStage groups sorted segments by FleetStage, keeping the order.
 func byFleetStage(segs []fleetv1alpha1.FleetAuditSegment) map[string][]fleetv1alpha1.FleetAuditSegment {
 	out := map[string][]fleetv1alpha1.FleetAuditSegment{}
 	for _, s := range segs {
 		out[s.Spec.FleetStage] = append(out[s.Spec.FleetStage], s)
-	}
-	for _, v := range out {
-		audit.Sort(v)
 	}
 	return out
 }

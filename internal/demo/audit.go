@@ -11,6 +11,7 @@ import (
 
 	"github.com/kargo-fleet/kargo-fleet/internal/audit"
 	"github.com/kargo-fleet/kargo-fleet/internal/cli"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
 // auditStory are the decisions the story's trail must hold, in this order:
@@ -51,7 +52,7 @@ func (s *story) checkAudit(ctx context.Context) (string, error) {
 	for _, e := range entries {
 		if slices.Contains(auditShown, e.Action) {
 			fmt.Fprintf(s.out, "  %3d %s %-20s %-48s %s\n", e.Sequence, e.Time.UTC().Format("15:04:05"), e.Action, e.Actor,
-				ellipsis(e.Message, 90))
+				strutil.EllipsisRunes(e.Message, 90))
 		}
 	}
 	fmt.Fprintln(s.out, verdict)
@@ -99,11 +100,4 @@ func actionsOf(entries []audit.Entry) string {
 		out[i] = entries[i].Action
 	}
 	return strings.Join(out, ", ")
-}
-
-func ellipsis(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
 }

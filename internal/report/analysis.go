@@ -10,6 +10,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/analysis"
 	"github.com/kargo-fleet/kargo-fleet/internal/analysis/fleetspec"
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
 // WaveAnalysis is a wave's analysis as the report shows it: the run state
@@ -106,10 +107,10 @@ func (t *textWriter) analysis(a *WaveAnalysis, indent string) {
 		t.printf("%s\n", line)
 		t.printf("%s%s\n", sub, counts(&m))
 		if m.Condition != "" {
-			t.printf("%scondition: %s\n", sub, oneLine(m.Condition))
+			t.printf("%scondition: %s\n", sub, strutil.OneLine(m.Condition))
 		}
 		if m.Reason != "" && m.Phase != fleetv1alpha1.AnalysisPassed && m.Phase != fleetv1alpha1.AnalysisMeasuring {
-			t.printf("%s%s\n", sub, t.paint(colorCyan, reasonLabel(m.Phase)+oneLine(m.Reason)))
+			t.printf("%s%s\n", sub, t.paint(colorCyan, reasonLabel(m.Phase)+strutil.OneLine(m.Reason)))
 		}
 	}
 }

@@ -468,7 +468,3 @@ func padRight(s string, width int) string {
 	}
 	return s
 }
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}

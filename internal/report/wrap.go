@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
 // minWrapWidth is the narrowest column a message is wrapped to, however
@@ -17,7 +19,7 @@ const minWrapWidth = 30
 // ("Argo CD Application "c01" in namespace "argocd" is not authorized ..."),
 // so neither end may be cut away.
 func wrapMessage(s string, width, maxLines int) []string {
-	s = oneLine(s)
+	s = strutil.OneLine(s)
 	width = max(width, minWrapWidth)
 	maxLines = max(maxLines, 1)
 	if lines := wrapWords(s, width); len(lines) <= maxLines {

@@ -24,6 +24,11 @@ func Truncate(s string, n int) string {
 	return s[:cut]
 }
 
+// OneLine joins s's words with single spaces: a message on one line.
+func OneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
 // Ellipsis cuts s to at most n bytes like Truncate and marks the cut with
 // "...", so a reader knows the text goes on.
 func Ellipsis(s string, n int) string {
