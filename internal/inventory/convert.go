@@ -46,77 +46,91 @@ type SkippedObject struct {
 	Reason string
 }
 
-// FromArgoCDSecrets turns Argo CD cluster Secrets into targets. The target's
-// name is the Secret's `name` data key (as Argo CD shows it), or the Secret's
-// name when that is empty; params hold `server` and, when set, `project`,
-// plus the listed annotations. No other data key is read: connection
-// credentials (`config`) and anything else a cluster Secret holds never
-// reach a target. A Secret without `server` is skipped: Argo CD cannot use it either.
+// FromArgoCDSecrets turns Argo CD cluster Secrets into targets
+// (ProjectArgoCDSecret), sorted by ID, and reports the Secrets that cannot
+// become one.
 func FromArgoCDSecrets(secrets []corev1.Secret, annotations []string) ([]plan.Target, []SkippedObject) {
-	targets := make([]plan.Target, 0, len(secrets))
-	var skipped []SkippedObject
-	for i := range secrets {
-		s := &secrets[i]
-		server := string(s.Data["server"])
-		if server == "" {
-			skipped = append(skipped, SkippedObject{
-				Source: fleetv1alpha1.ArgoCDClusterSource, Namespace: s.Namespace, Name: s.Name,
-				Reason: "cluster Secret has no server",
-			})
-			continue
-		}
-		name := string(s.Data["name"])
-		if name == "" {
-			name = s.Name
-		}
-		params := map[string]string{ParamServer: server}
-		if project := string(s.Data["project"]); project != "" {
-			params[ParamProject] = project
-		}
-		targets = append(targets, newTarget(fleetv1alpha1.ArgoCDClusterSource, name, s.Labels,
-			withAnnotations(params, s.Annotations, annotations)))
-	}
-	return sortTargets(targets), skipped
+	return targetsOf(projectAll(secrets, ProjectArgoCDSecret), annotations)
 }
 
-// FromKargoTargets turns Kargo Target objects into targets. A JSON string
-// param becomes its value; any other JSON value (number, boolean, list,
-// object) its compact JSON text, since target params are Stage variables,
-// which are strings.
+// ProjectArgoCDSecret returns what of an Argo CD cluster Secret its target
+// is built from. The target's name is the Secret's `name` data key (as Argo
+// CD shows it), or the Secret's name when that is empty; params hold
+// `server` and, when set, `project`. No other data key is read: connection
+// credentials (`config`) and anything else a cluster Secret holds never
+// reach a target. A Secret without `server` is skipped: Argo CD cannot use
+// it either.
+func ProjectArgoCDSecret(s *corev1.Secret) Projection {
+	p := Projection{Source: fleetv1alpha1.ArgoCDClusterSource, Namespace: s.Namespace, Object: s.Name,
+		Labels: s.Labels, Annotations: s.Annotations}
+	server := string(s.Data["server"])
+	if server == "" {
+		p.Skip = "cluster Secret has no server"
+		return p
+	}
+	p.Name = string(s.Data["name"])
+	if p.Name == "" {
+		p.Name = s.Name
+	}
+	p.Params = map[string]string{ParamServer: server}
+	if project := string(s.Data["project"]); project != "" {
+		p.Params[ParamProject] = project
+	}
+	return p
+}
+
+// FromKargoTargets turns Kargo Target objects into targets
+// (ProjectKargoTarget), sorted by ID.
 func FromKargoTargets(objs []kargo.Target, annotations []string) []plan.Target {
-	targets := make([]plan.Target, 0, len(objs))
-	for i := range objs {
-		o := &objs[i]
-		params := make(map[string]string, len(o.Spec.Params)+len(annotations))
-		for k, v := range o.Spec.Params {
-			params[k] = jsonParam(v.Raw)
-		}
-		targets = append(targets, newTarget(fleetv1alpha1.KargoTargetSource, o.Name, o.Labels,
-			withAnnotations(params, o.Annotations, annotations)))
-	}
-	return sortTargets(targets)
+	targets, _ := targetsOf(projectAll(objs, ProjectKargoTarget), annotations)
+	return targets
 }
 
-// FromClusterProfiles turns ClusterProfiles into targets named after the
-// object. Params hold every status property by name, the display name, the
-// cluster manager and the Kubernetes version when set, and the listed
-// annotations. A property named like one of those fields is overridden by
-// the field.
-func FromClusterProfiles(objs []ClusterProfile, annotations []string) []plan.Target {
-	targets := make([]plan.Target, 0, len(objs))
-	for i := range objs {
-		o := &objs[i]
-		params := make(map[string]string, len(o.Status.Properties)+3)
-		for _, p := range o.Status.Properties {
-			params[p.Name] = p.Value
-		}
-		setIfNotEmpty(params, ParamDisplayName, o.Spec.DisplayName)
-		setIfNotEmpty(params, ParamClusterManager, o.Spec.ClusterManager.Name)
-		setIfNotEmpty(params, ParamKubernetesVersion, o.Status.Version.Kubernetes)
-		targets = append(targets, newTarget(fleetv1alpha1.ClusterProfileSource, o.Name, o.Labels,
-			withAnnotations(params, o.Annotations, annotations)))
+// ProjectKargoTarget returns what of a Kargo Target object its target is
+// built from: its name, labels and params. A JSON string param becomes its
+// value; any other JSON value (number, boolean, list, object) its compact
+// JSON text, since target params are Stage variables, which are strings.
+func ProjectKargoTarget(o *kargo.Target) Projection {
+	params := make(map[string]string, len(o.Spec.Params))
+	for k, v := range o.Spec.Params {
+		params[k] = jsonParam(v.Raw)
 	}
-	return sortTargets(targets)
+	return Projection{Source: fleetv1alpha1.KargoTargetSource, Namespace: o.Namespace, Object: o.Name, Name: o.Name,
+		Labels: o.Labels, Params: params, Annotations: o.Annotations}
+}
+
+// FromClusterProfiles turns ClusterProfiles into targets
+// (ProjectClusterProfile), sorted by ID.
+func FromClusterProfiles(objs []ClusterProfile, annotations []string) []plan.Target {
+	targets, _ := targetsOf(projectAll(objs, ProjectClusterProfile), annotations)
+	return targets
+}
+
+// ProjectClusterProfile returns what of a ClusterProfile its target is
+// built from: the target is named after the object, and params hold every
+// status property by name, the display name, the cluster manager and the
+// Kubernetes version when set. A property named like one of those fields is
+// overridden by the field. Nothing else of the status (its conditions,
+// which the cluster manager refreshes) reaches a target.
+func ProjectClusterProfile(o *ClusterProfile) Projection {
+	params := make(map[string]string, len(o.Status.Properties)+3)
+	for _, p := range o.Status.Properties {
+		params[p.Name] = p.Value
+	}
+	setIfNotEmpty(params, ParamDisplayName, o.Spec.DisplayName)
+	setIfNotEmpty(params, ParamClusterManager, o.Spec.ClusterManager.Name)
+	setIfNotEmpty(params, ParamKubernetesVersion, o.Status.Version.Kubernetes)
+	return Projection{Source: fleetv1alpha1.ClusterProfileSource, Namespace: o.Namespace, Object: o.Name, Name: o.Name,
+		Labels: o.Labels, Params: params, Annotations: o.Annotations}
+}
+
+// projectAll projects every object of a list's items.
+func projectAll[T any](items []T, project func(*T) Projection) []Projection {
+	out := make([]Projection, len(items))
+	for i := range items {
+		out[i] = project(&items[i])
+	}
+	return out
 }
 
 // FromInline turns the inline targets of a FleetStage spec into targets.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,7 +47,7 @@ type Kind struct {
 	Resource string
 	// Object is an empty object of the kind, for the watches and the cache.
 	Object client.Object
-	// List lists the objects and turns them into targets (ListOf).
+	// List lists the objects and projects each (ListOf).
 	List Lister
 	// AddToScheme registers the objects' Go types; nil when client-go's
 	// scheme knows them.
@@ -91,24 +92,59 @@ func (k *Kind) Namespace(fleetNamespace string, src *fleetv1alpha1.TargetSource)
 	}
 }
 
-// Lister lists one kind's objects into a fresh list and turns them into
-// targets. ListOf builds one.
+// Lister lists one kind's objects into a fresh list and projects each
+// (Projection), from which the Reader builds targets and the FleetStage
+// controller tells which updates concern a FleetStage. ListOf builds one.
 type Lister struct {
 	newList func() client.ObjectList
-	convert func(list client.ObjectList, annotations []string) ([]plan.Target, []SkippedObject)
+	project func(client.Object) (Projection, bool)
 }
 
-// ListOf returns a Lister listing into lists made by newList and turning
-// them into targets with convert, which also receives the source's
-// annotations to copy into params.
-func ListOf[L client.ObjectList](newList func() L,
-	convert func(list L, annotations []string) ([]plan.Target, []SkippedObject)) Lister {
+// ListOf returns a Lister listing into lists made by newList, whose items
+// (of pointer type O) project projects.
+func ListOf[L client.ObjectList, O client.Object](newList func() L, project func(O) Projection) Lister {
 	return Lister{
 		newList: func() client.ObjectList { return newList() },
-		convert: func(list client.ObjectList, annotations []string) ([]plan.Target, []SkippedObject) {
-			return convert(list.(L), annotations)
+		project: func(o client.Object) (Projection, bool) {
+			typed, ok := o.(O)
+			if !ok {
+				return Projection{}, false
+			}
+			return project(typed), true
 		},
 	}
+}
+
+// Project returns the projection of an object of the kind; false when o is
+// of another kind.
+func (k *Kind) Project(o client.Object) (Projection, bool) {
+	if k.List.project == nil {
+		return Projection{}, false
+	}
+	return k.List.project(o)
+}
+
+// targets turns a listed list into targets for a source copying the
+// annotations keys into params, and the objects that cannot become one.
+func (l Lister) targets(list client.ObjectList, annotations []string) ([]plan.Target, []SkippedObject, error) {
+	var ps []Projection
+	err := meta.EachListItem(list, func(o runtime.Object) error {
+		obj, ok := o.(client.Object)
+		if !ok {
+			return fmt.Errorf("list item %T is not an object", o)
+		}
+		p, ok := l.project(obj)
+		if !ok {
+			return fmt.Errorf("list item %T is not of the kind listed", o)
+		}
+		ps = append(ps, p)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	targets, skipped := targetsOf(ps, annotations)
+	return targets, skipped, nil
 }
 
 // Kinds is a table of inventory source kinds.
@@ -120,15 +156,12 @@ type Kinds []Kind
 func DefaultKinds() Kinds {
 	return Kinds{
 		{
-			Name:        fleetv1alpha1.ArgoCDClusterSource,
-			Description: "Argo CD cluster Secrets",
-			GVK:         corev1.SchemeGroupVersion.WithKind("Secret"),
-			Resource:    "secrets",
-			Object:      &corev1.Secret{},
-			List: ListOf(func() *corev1.SecretList { return &corev1.SecretList{} },
-				func(l *corev1.SecretList, annotations []string) ([]plan.Target, []SkippedObject) {
-					return FromArgoCDSecrets(l.Items, annotations)
-				}),
+			Name:             fleetv1alpha1.ArgoCDClusterSource,
+			Description:      "Argo CD cluster Secrets",
+			GVK:              corev1.SchemeGroupVersion.WithKind("Secret"),
+			Resource:         "secrets",
+			Object:           &corev1.Secret{},
+			List:             ListOf(func() *corev1.SecretList { return &corev1.SecretList{} }, ProjectArgoCDSecret),
 			DefaultNamespace: fleetv1alpha1.DefaultArgoCDNamespace,
 			// Argo CD honours cluster Secrets only in its own namespace, and
 			// the controller may read Secrets only in the listed ones.
@@ -141,10 +174,7 @@ func DefaultKinds() Kinds {
 			GVK:         kargo.GroupVersion.WithKind("Target"),
 			Resource:    "targets",
 			Object:      &kargo.Target{},
-			List: ListOf(func() *kargo.TargetList { return &kargo.TargetList{} },
-				func(l *kargo.TargetList, annotations []string) ([]plan.Target, []SkippedObject) {
-					return FromKargoTargets(l.Items, annotations), nil
-				}),
+			List:        ListOf(func() *kargo.TargetList { return &kargo.TargetList{} }, ProjectKargoTarget),
 			AddToScheme: kargo.AddToScheme,
 			// Kargo v1.11 has no Target kind.
 			Optional: true,
@@ -155,10 +185,7 @@ func DefaultKinds() Kinds {
 			GVK:         ClusterProfileGroupVersion.WithKind("ClusterProfile"),
 			Resource:    "clusterprofiles",
 			Object:      &ClusterProfile{},
-			List: ListOf(func() *ClusterProfileList { return &ClusterProfileList{} },
-				func(l *ClusterProfileList, annotations []string) ([]plan.Target, []SkippedObject) {
-					return FromClusterProfiles(l.Items, annotations), nil
-				}),
+			List:        ListOf(func() *ClusterProfileList { return &ClusterProfileList{} }, ProjectClusterProfile),
 			AddToScheme: addClusterProfileToScheme,
 			// The Cluster Inventory API is installed separately.
 			Optional: true,

@@ -118,7 +118,10 @@ func (r *Reader) readSource(ctx context.Context, namespace string, src *fleetv1a
 	if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, nil, listError(k, ns, err)
 	}
-	targets, skipped := k.List.convert(list, src.Annotations)
+	targets, skipped, err := k.List.targets(list, src.Annotations)
+	if err != nil {
+		return nil, nil, fmt.Errorf("error reading %s source: %w", k.Name, err)
+	}
 	return targets, skipped, nil
 }
 

@@ -114,6 +114,7 @@ func (r *FleetStageReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.client.Get(ctx, req.NamespacedName, fs); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.desired.forget(req.NamespacedName)
+			forgetPlans(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -205,6 +206,7 @@ func (r *FleetStageReconciler) resolveBase(ctx context.Context, s *scope) (bool,
 // resolveTargets reads the inventory and plans the waves.
 func (r *FleetStageReconciler) resolveTargets(ctx context.Context, s *scope) (bool, error) {
 	fs := s.fs
+	countPlan(fs.Namespace, fs.Name)
 	fp, err := fleetplan.Plan(ctx, r.client, r.inventory, fs)
 	var pe *fleetplan.Error
 	switch {

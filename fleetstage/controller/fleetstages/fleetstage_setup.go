@@ -40,6 +40,10 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		}); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &fleetv1alpha1.FleetStage{}, inventoryIndex,
+		func(o client.Object) []string { return inventoryKeys(r.kinds, o.(*fleetv1alpha1.FleetStage)) }); err != nil {
+		return err
+	}
 	events := make(chan event.GenericEvent)
 	restores := make(chan event.GenericEvent)
 	served, optional := r.inventoryWatches(r.kinds)
@@ -78,20 +82,15 @@ func (r *FleetStageReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 
 // inventoryWatches returns the watches of the inventory kinds, from the
 // kinds table: served are the kinds every cluster serves, watched from the
-// start; optional the kinds watched once the cluster serves them. An object
-// of a kind read from listed namespaces only concerns every FleetStage (any
-// Project may read those namespaces); any other, the FleetStages of its
-// namespace.
+// start; optional the kinds watched once the cluster serves them. An event
+// queues the FleetStages whose sources it changes (inventoryHandler).
 func (r *FleetStageReconciler) inventoryWatches(kinds inventory.Kinds) (served, optional []inventoryWatch) {
 	for i := range kinds {
 		k := &kinds[i]
 		if !k.ReadsObjects() {
 			continue
 		}
-		w := inventoryWatch{gvk: k.GVK, obj: k.Object, handler: handler.EnqueueRequestsFromMapFunc(r.allInNamespace)}
-		if k.ListedNamespacesOnly {
-			w.handler = handler.EnqueueRequestsFromMapFunc(r.all)
-		}
+		w := inventoryWatch{gvk: k.GVK, obj: k.Object, handler: inventoryHandler{kind: k, fleets: r.client}}
 		if len(k.RequiredLabels) > 0 {
 			required := labels.SelectorFromSet(k.RequiredLabels)
 			w.predicates = append(w.predicates, predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -165,28 +164,9 @@ func (r *FleetStageReconciler) ownerOfPromotedStage(ctx context.Context, o clien
 	return nil
 }
 
-func (r *FleetStageReconciler) allInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &fleetv1alpha1.FleetStageList{}
-	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
-		return nil
-	}
-	return requests(list)
-}
-
 func (r *FleetStageReconciler) allInNamespaceObject(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &fleetv1alpha1.FleetStageList{}
 	if err := r.client.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
-		return nil
-	}
-	return requests(list)
-}
-
-// all maps an inventory object of a listed namespace (an Argo CD cluster
-// Secret) to every FleetStage: any Project may read those namespaces through
-// a source.
-func (r *FleetStageReconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
-	list := &fleetv1alpha1.FleetStageList{}
-	if err := r.client.List(ctx, list); err != nil {
 		return nil
 	}
 	return requests(list)

@@ -50,14 +50,9 @@ func configMapClusterKind() inventory.Kind {
 		Resource:    "configmaps",
 		Object:      &corev1.ConfigMap{},
 		List: inventory.ListOf(func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} },
-			func(l *corev1.ConfigMapList, _ []string) ([]plan.Target, []inventory.SkippedObject) {
-				out := make([]plan.Target, 0, len(l.Items))
-				for i := range l.Items {
-					cm := &l.Items[i]
-					out = append(out, plan.Target{ID: plan.TargetID(cm.Name), Name: cm.Name,
-						Source: string(configMapClusters), Params: cm.Data})
-				}
-				return out, nil
+			func(cm *corev1.ConfigMap) inventory.Projection {
+				return inventory.Projection{Source: configMapClusters, Namespace: cm.Namespace, Object: cm.Name,
+					Name: cm.Name, Labels: cm.Labels, Params: cm.Data, Annotations: cm.Annotations}
 			}),
 		RequiredLabels: labels.Set{configMapClusterLabel: "true"},
 		Optional:       true,
@@ -127,17 +122,22 @@ func TestInventoryKinds_aKindIsOneTableEntry(t *testing.T) {
 	require.NoError(t, corev1.AddToScheme(s))
 	require.NoError(t, fleetv1alpha1.AddToScheme(s))
 	require.NoError(t, kinds.AddToScheme(s))
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(fs,
-		cm("shop", "eu-1", true), cm("shop", "eu-2", true), cm("shop", "settings", false), cm("elsewhere", "us-1", true),
-	).Build()
+	c := fake.NewClientBuilder().WithScheme(s).
+		WithIndex(&fleetv1alpha1.FleetStage{}, inventoryIndex, func(o client.Object) []string {
+			return inventoryKeys(kinds, o.(*fleetv1alpha1.FleetStage))
+		}).
+		WithObjects(fs,
+			cm("shop", "eu-1", true), cm("shop", "eu-2", true), cm("shop", "settings", false), cm("elsewhere", "us-1", true),
+		).Build()
 
 	t.Run("read", func(t *testing.T) {
 		t.Parallel()
 		snap, err := inventory.NewReader(c).WithKinds(kinds).ReadSources(ctx, fs.Namespace, fs.Spec.Targets.Sources)
 		require.NoError(t, err)
+		cluster := map[string]string{configMapClusterLabel: "true"}
 		require.Equal(t, []plan.Target{
-			{ID: "eu-1", Name: "eu-1", Source: "ConfigMapCluster", Params: map[string]string{"server": "https://eu-1"}},
-			{ID: "eu-2", Name: "eu-2", Source: "ConfigMapCluster", Params: map[string]string{"server": "https://eu-2"}},
+			{ID: "eu-1", Name: "eu-1", Source: "ConfigMapCluster", Labels: cluster, Params: map[string]string{"server": "https://eu-1"}},
+			{ID: "eu-2", Name: "eu-2", Source: "ConfigMapCluster", Labels: cluster, Params: map[string]string{"server": "https://eu-2"}},
 		}, snap.Targets, "labelled ConfigMaps of the FleetStage's namespace only")
 
 		_, err = inventory.NewReader(c).WithKinds(kinds).ReadSources(ctx, fs.Namespace,
@@ -183,8 +183,8 @@ func TestInventoryKinds_aKindIsOneTableEntry(t *testing.T) {
 		}
 		require.NotNil(t, watch, "an optional kind is watched once the cluster serves it")
 
-		// Only labelled ConfigMaps pass, and one queues the FleetStages of
-		// its namespace.
+		// Only labelled ConfigMaps pass, and a new one queues the
+		// FleetStages whose source reads it.
 		for _, p := range watch.predicates {
 			require.False(t, p.Create(event.CreateEvent{Object: cm("shop", "settings", false)}))
 			require.True(t, p.Create(event.CreateEvent{Object: cm("shop", "eu-3", true)}))
