@@ -7,6 +7,12 @@
 // client.Reader (normally the manager's cache). Turning objects into targets
 // is done by pure functions (FromArgoCDSecrets, FromKargoTargets,
 // FromClusterProfiles, FromInline) that are unit tested without a client.
+// An object becomes a target through its Projection (ProjectArgoCDSecret,
+// ProjectKargoTarget, ProjectClusterProfile): everything of it a source
+// selects on or a target is built from. The FleetStage controller compares
+// an object's projections before and after an update with the same
+// functions (Projection.Equal, Kind.SourceChanged), so an update the Reader
+// would not see (a rotated credential) plans nothing again.
 // Targets of one source come sorted by ID; deduplication across sources is
 // the planner's job (see plan.ExclusionDuplicateTarget).
 //

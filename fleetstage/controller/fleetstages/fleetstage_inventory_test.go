@@ -20,6 +20,7 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/inventory"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -147,4 +148,31 @@ func Test_inventoryKeys(t *testing.T) {
 		{Kind: fleetv1alpha1.KargoTargetSource}, {Kind: fleetv1alpha1.InlineSource}, {Kind: "Unknown"}}
 	require.Equal(t, []string{"ArgoCDCluster/argocd", "ArgoCDCluster/argocd-2", "KargoTarget/shop"},
 		inventoryKeys(inventory.DefaultKinds(), fs))
+}
+
+// Test_inventoryHandler_listedNamespace: a Kargo Target in a listed
+// namespace queues the FleetStages of other Projects whose source reads
+// that namespace, and not a FleetStage of its namespace reading another
+// kind.
+func Test_inventoryHandler_listedNamespace(t *testing.T) {
+	t.Parallel()
+	kinds := inventory.DefaultKinds()
+	reading := testutil.MakeFleetStage("pay", "reads-argocd").Obj()
+	reading.Spec.Targets.Sources = []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.KargoTargetSource, Namespace: "argocd"}}
+	own := testutil.MakeFleetStage("argocd", "reads-own").Obj()
+	own.Spec.Targets.Sources = []fleetv1alpha1.TargetSource{{Kind: fleetv1alpha1.ArgoCDClusterSource}}
+	s := apiruntime.NewScheme()
+	require.NoError(t, fleetv1alpha1.AddToScheme(s))
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(reading, own).
+		WithIndex(&fleetv1alpha1.FleetStage{}, inventoryIndex, func(o client.Object) []string {
+			return inventoryKeys(kinds, o.(*fleetv1alpha1.FleetStage))
+		}).Build()
+	k, _ := kinds.Get(fleetv1alpha1.KargoTargetSource)
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	inventoryHandler{kind: k, fleets: c}.Create(context.Background(),
+		event.CreateEvent{Object: &kargo.Target{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "store-1"}}}, q)
+	require.Equal(t, 1, q.Len())
+	req, _ := q.Get()
+	require.Equal(t, client.ObjectKeyFromObject(reading), req.NamespacedName)
 }

@@ -38,6 +38,8 @@ var (
 	env *envtest.Env
 	// writes counts every write the reconciler makes.
 	writes *testutil.CountingClient
+	// managerCache is the manager's cache: what the controllers see.
+	managerCache client.Reader
 )
 
 func TestMain(m *testing.M) {
@@ -97,6 +99,7 @@ func run(m *testing.M) (int, error) {
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		return 0, fmt.Errorf("cache did not sync")
 	}
+	managerCache = mgr.GetCache()
 	if err := waitForWebhook(mgr.GetWebhookServer()); err != nil {
 		return 0, err
 	}
