@@ -2,6 +2,10 @@ package plan
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +121,84 @@ rest  changed  3 -> 4   maxConcurrent 10 -> 2, maxFailures 0 -> 2
 CHANGE  TARGET  FROM  TO
 moved   a       gold  rest
 `, diff.String())
+}
+
+// planV1Knobs are the knobs PlanHash wrote when its encoding was
+// "kargo-fleet/plan/v1", in that order; they are written at every value.
+var planV1Knobs = []string{"maxConcurrent", "maxFailures", "progressDeadline", "unhealthyGrace", "soak", "approval"}
+
+// TestWaveKnobs_table checks each entry of waveKnobs: it names a field of
+// spec.waves[], once; previews and the plan table show it together or not
+// at all; and a knob added after plan/v1 hashes nothing at its zero value,
+// so that it changes no existing plan's hash.
+func TestWaveKnobs_table(t *testing.T) {
+	t.Parallel()
+	specNames := map[string]bool{}
+	for f := range reflect.TypeFor[fleetv1alpha1.Wave]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		specNames[name] = true
+	}
+	var names []string
+	for i := range waveKnobs {
+		k := &waveKnobs[i]
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			require.True(t, specNames[k.name], "no field %q in spec.waves[]", k.name)
+			require.NotNil(t, k.compile)
+			require.NotNil(t, k.hash)
+			require.Equal(t, k.show == nil, k.preview == nil, "previews and diffs show a knob together")
+			require.Equal(t, k.show == nil, k.column == "", "a shown knob has a column in the wide plan table")
+			if k.narrow != "" {
+				require.NotEmpty(t, k.column, "a knob in the default plan table is in the wide one")
+			}
+			h := &planHasher{h: sha256.New()}
+			k.hash(&PlannedWave{}, h)
+			if !slices.Contains(planV1Knobs, k.name) {
+				require.Equal(t, sha256.New().Sum(nil), h.h.Sum(nil), "a knob added after plan/v1 hashes nothing at its zero value")
+			}
+		})
+		names = append(names, k.name)
+	}
+	require.Equal(t, planV1Knobs, names[:len(planV1Knobs)], "plan/v1 knobs come first, in their order")
+	slices.Sort(names)
+	require.Equal(t, len(names), len(slices.Compact(names)), "knob names are unique")
+}
+
+// TestWaveKnobs_everyPreviewFieldHasAKnob fills a WavePreview from each
+// knob's preview in turn: together they set every setting of WavePreview,
+// so a field added to WavePreview without a knob to fill it fails here.
+func TestWaveKnobs_everyPreviewFieldHasAKnob(t *testing.T) {
+	t.Parallel()
+	_, set := knobPlans(t)
+	notSettings := map[string]bool{"Name": true, "Members": true, "Cap": true, "Targets": true}
+	filled := map[string]bool{}
+	for i := range waveKnobs {
+		if waveKnobs[i].preview == nil {
+			continue
+		}
+		var wp WavePreview
+		waveKnobs[i].preview(&set.Waves[0], &wp)
+		v := reflect.ValueOf(wp)
+		for j := range v.NumField() {
+			if !v.Field(j).IsZero() {
+				filled[v.Type().Field(j).Name] = true
+			}
+		}
+	}
+	for f := range reflect.TypeFor[WavePreview]().Fields() {
+		if !notSettings[f.Name] {
+			require.True(t, filled[f.Name], "no knob previews WavePreview.%s", f.Name)
+		}
+	}
+}
+
+// TestWaveKnobs_defaults plans a wave that sets nothing: every knob takes
+// the API's default.
+func TestWaveKnobs_defaults(t *testing.T) {
+	t.Parallel()
+	defaults, _ := knobPlans(t)
+	got := defaults.Waves[0]
+	got.Members = nil
+	require.Equal(t, PlannedWave{Name: "gold", MaxConcurrent: fleetv1alpha1.DefaultMaxConcurrent,
+		ProgressDeadline: 15 * time.Minute, UnhealthyGrace: 2 * time.Minute, Approval: fleetv1alpha1.ApprovalNone}, got)
 }
