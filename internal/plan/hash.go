@@ -113,3 +113,15 @@ func (p *planHasher) num(n int64) {
 	p.buf = binary.AppendVarint(p.buf[:0], n)
 	_, _ = p.h.Write(p.buf)
 }
+
+// laterNum writes a number setting added after the "kargo-fleet/plan/v1"
+// encoding: nothing at zero, so a plan that does not use the setting keeps
+// its hash, else the setting's name and then the number, so that two such
+// settings can never be taken for one another.
+func (p *planHasher) laterNum(name string, n int64) {
+	if n == 0 {
+		return
+	}
+	p.str(name)
+	p.num(n)
+}

@@ -78,9 +78,9 @@ type waveKnob struct {
 	// fldPath is the setting's path, spec.waves[i].<name>.
 	compile func(w *fleetv1alpha1.Wave, fldPath *field.Path) (resolveKnob, field.ErrorList)
 	// hash writes the resolved setting into PlanHash. A knob added after
-	// the "kargo-fleet/plan/v1" encoding writes nothing at its zero value,
-	// so that the plans of existing FleetStages keep their hash and open
-	// rollouts keep their plan.
+	// the "kargo-fleet/plan/v1" encoding writes nothing at its zero value
+	// (planHasher.laterNum), so that the plans of existing FleetStages keep
+	// their hash and open rollouts keep their plan.
 	hash func(pw *PlannedWave, h *planHasher)
 	// show is the resolved setting as the plan table and plan diffs show
 	// it; nil keeps the setting out of previews and diffs.

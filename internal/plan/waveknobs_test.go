@@ -202,3 +202,18 @@ func TestWaveKnobs_defaults(t *testing.T) {
 	require.Equal(t, PlannedWave{Name: "gold", MaxConcurrent: fleetv1alpha1.DefaultMaxConcurrent,
 		ProgressDeadline: 15 * time.Minute, UnhealthyGrace: 2 * time.Minute, Approval: fleetv1alpha1.ApprovalNone}, got)
 }
+
+// Test_planHasher_laterNum: a setting added after plan/v1 writes nothing at
+// zero, and two of them set to the same number hash apart.
+func Test_planHasher_laterNum(t *testing.T) {
+	t.Parallel()
+	sum := func(write func(h *planHasher)) []byte {
+		h := &planHasher{h: sha256.New()}
+		write(h)
+		return h.h.Sum(nil)
+	}
+	require.Equal(t, sha256.New().Sum(nil), sum(func(h *planHasher) { h.laterNum("a", 0) }))
+	require.NotEqual(t,
+		sum(func(h *planHasher) { h.laterNum("a", 5); h.laterNum("b", 0) }),
+		sum(func(h *planHasher) { h.laterNum("a", 0); h.laterNum("b", 5) }))
+}
