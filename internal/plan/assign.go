@@ -109,19 +109,11 @@ func (p *Planner) matchWave(wi int, t *Target, ev *expressionEvaluator, out *Wav
 }
 
 // resolveWave builds a PlannedWave with the wave's settings resolved against
-// its size: maxConcurrent rounds a percentage up and is at least 1;
-// maxFailures rounds a percentage down.
+// its members (waveKnobs says how).
 func resolveWave(w *compiledWave, members []Target, limit int) PlannedWave {
-	pw := PlannedWave{
-		Name:             w.name,
-		Members:          members,
-		MaxConcurrent:    max(1, w.maxConcurrent.roundUp(len(members))),
-		MaxFailures:      w.maxFailures.roundDown(len(members)),
-		ProgressDeadline: w.progressDeadline,
-		UnhealthyGrace:   w.unhealthyGrace,
-		Soak:             w.soak,
-		Approval:         w.approval,
-		ManualPromotion:  w.manualPromotion,
+	pw := PlannedWave{Name: w.name, Members: members}
+	for _, resolve := range w.knobs {
+		resolve(&pw)
 	}
 	if limit >= 0 {
 		pw.Cap = &limit

@@ -131,50 +131,49 @@ func Diff(oldPlan, newPlan *WavePlan) PlanDiff {
 
 // diffWaves compares the waves of two plans by name.
 func diffWaves(oldPlan, newPlan *WavePlan) []WaveChange {
-	before := NewPlanPreview(oldPlan).Waves
-	after := NewPlanPreview(newPlan).Waves
-	byName := make(map[string]WavePreview, len(before))
-	for _, w := range before {
-		byName[w.Name] = w
+	byName := make(map[string]*PlannedWave, len(oldPlan.Waves))
+	for i := range oldPlan.Waves {
+		byName[oldPlan.Waves[i].Name] = &oldPlan.Waves[i]
 	}
 	changes := []WaveChange{}
-	for _, a := range after {
+	for i := range newPlan.Waves {
+		a := &newPlan.Waves[i]
 		b, ok := byName[a.Name]
 		if !ok {
-			changes = append(changes, WaveChange{Name: a.Name, Change: WaveAdded, MembersAfter: a.Members})
+			changes = append(changes, WaveChange{Name: a.Name, Change: WaveAdded, MembersAfter: len(a.Members)})
 			continue
 		}
 		delete(byName, a.Name)
 		// A wave's size follows its targets, which the target rows show:
 		// a wave is listed when what it resolves to changed.
 		if settings := settingChanges(b, a); len(settings) > 0 {
-			changes = append(changes, WaveChange{Name: a.Name, Change: WaveChanged, MembersBefore: b.Members,
-				MembersAfter: a.Members, Settings: settings})
+			changes = append(changes, WaveChange{Name: a.Name, Change: WaveChanged, MembersBefore: len(b.Members),
+				MembersAfter: len(a.Members), Settings: settings})
 		}
 	}
-	for _, b := range before {
+	for i := range oldPlan.Waves {
+		b := &oldPlan.Waves[i]
 		if _, ok := byName[b.Name]; ok {
-			changes = append(changes, WaveChange{Name: b.Name, Change: WaveRemoved, MembersBefore: b.Members})
+			changes = append(changes, WaveChange{Name: b.Name, Change: WaveRemoved, MembersBefore: len(b.Members)})
 		}
 	}
 	return changes
 }
 
-// settingChanges lists the resolved settings of a wave that differ.
-func settingChanges(b, a WavePreview) []SettingChange {
-	pairs := []struct{ field, from, to string }{
-		{"count", capString(b.Cap), capString(a.Cap)},
-		{"maxConcurrent", strconv.Itoa(b.MaxConcurrent), strconv.Itoa(a.MaxConcurrent)},
-		{"maxFailures", strconv.Itoa(b.MaxFailures), strconv.Itoa(a.MaxFailures)},
-		{"progressDeadline", b.ProgressDeadline, a.ProgressDeadline},
-		{"unhealthyGrace", b.UnhealthyGrace, a.UnhealthyGrace},
-		{"soak", b.Soak, a.Soak},
-		{"approval", b.Approval, a.Approval},
-	}
+// settingChanges lists the resolved settings of a wave that differ, as the
+// plan preview shows them: its count, then every knob previews show.
+func settingChanges(b, a *PlannedWave) []SettingChange {
 	var out []SettingChange
-	for _, p := range pairs {
-		if p.from != p.to {
-			out = append(out, SettingChange{Field: p.field, From: p.from, To: p.to})
+	if from, to := capString(b.Cap), capString(a.Cap); from != to {
+		out = append(out, SettingChange{Field: "count", From: from, To: to})
+	}
+	for i := range waveKnobs {
+		k := &waveKnobs[i]
+		if k.show == nil {
+			continue
+		}
+		if from, to := k.show(b), k.show(a); from != to {
+			out = append(out, SettingChange{Field: k.name, From: from, To: to})
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"hash"
 )
 
 // FNV-1a (64-bit) parameters, as in hash/fnv. The hash is computed inline
@@ -54,55 +55,73 @@ func mix64(h uint64) uint64 {
 // characters, the PlanSnapshot bound).
 //
 // Fields are written one by one rather than by reflection, so the encoding
-// is versioned ("kargo-fleet/plan/v1"): a field added later writes nothing
-// at its zero value (as ManualPromotion does), and a rollout's recorded
-// hash still matches a preview made by a newer release. The tests in
-// hash_test.go change every field of PlannedWave and WavePlan by reflection
-// and fail when one is missing here.
+// is versioned ("kargo-fleet/plan/v1"): the wave settings are written in
+// the order of waveKnobs, and a knob added later writes nothing at its zero
+// value (as promotion does), so a rollout's recorded hash still matches a
+// preview made by a newer release. The tests in hash_test.go change every
+// field of PlannedWave and WavePlan by reflection and fail when one is
+// missing here.
 func PlanHash(p *WavePlan) string {
-	h := sha256.New()
-	var buf []byte
-	str := func(s string) {
-		buf = binary.AppendUvarint(buf[:0], uint64(len(s)))
-		buf = append(buf, s...)
-		_, _ = h.Write(buf)
-	}
-	num := func(n int64) {
-		buf = binary.AppendVarint(buf[:0], n)
-		_, _ = h.Write(buf)
-	}
-	str("kargo-fleet/plan/v1")
-	num(int64(len(p.Waves)))
+	h := &planHasher{h: sha256.New()}
+	h.str("kargo-fleet/plan/v1")
+	h.num(int64(len(p.Waves)))
 	for i := range p.Waves {
 		w := &p.Waves[i]
-		str(w.Name)
+		h.str(w.Name)
 		if w.Cap != nil {
-			num(int64(*w.Cap))
+			h.num(int64(*w.Cap))
 		} else {
-			num(-1)
+			h.num(-1)
 		}
-		num(int64(w.MaxConcurrent))
-		num(int64(w.MaxFailures))
-		num(int64(w.ProgressDeadline))
-		num(int64(w.UnhealthyGrace))
-		num(int64(w.Soak))
-		str(string(w.Approval))
-		if w.ManualPromotion {
-			str("manual-promotion")
+		for k := range waveKnobs {
+			waveKnobs[k].hash(w, h)
 		}
-		num(int64(len(w.Members)))
+		h.num(int64(len(w.Members)))
 		for j := range w.Members {
-			str(w.Members[j].ID)
+			h.str(w.Members[j].ID)
 		}
 	}
-	num(int64(len(p.Unassigned)))
+	h.num(int64(len(p.Unassigned)))
 	for i := range p.Unassigned {
-		str(p.Unassigned[i].ID)
+		h.str(p.Unassigned[i].ID)
 	}
 	if p.FleetMaxFailures != nil {
-		num(int64(*p.FleetMaxFailures))
+		h.num(int64(*p.FleetMaxFailures))
 	} else {
-		num(-1)
+		h.num(-1)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return hex.EncodeToString(h.h.Sum(nil))
+}
+
+// planHasher writes the values of a plan into a hash, each in a form that
+// cannot run into the next: strings prefixed with their length, numbers as
+// varints.
+type planHasher struct {
+	h   hash.Hash
+	buf []byte
+}
+
+// str writes a string.
+func (p *planHasher) str(s string) {
+	p.buf = binary.AppendUvarint(p.buf[:0], uint64(len(s)))
+	p.buf = append(p.buf, s...)
+	_, _ = p.h.Write(p.buf)
+}
+
+// num writes a number.
+func (p *planHasher) num(n int64) {
+	p.buf = binary.AppendVarint(p.buf[:0], n)
+	_, _ = p.h.Write(p.buf)
+}
+
+// laterNum writes a number setting added after the "kargo-fleet/plan/v1"
+// encoding: nothing at zero, so a plan that does not use the setting keeps
+// its hash, else the setting's name and then the number, so that two such
+// settings can never be taken for one another.
+func (p *planHasher) laterNum(name string, n int64) {
+	if n == 0 {
+		return
+	}
+	p.str(name)
+	p.num(n)
 }

@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"time"
-
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
@@ -78,35 +76,6 @@ type EvaluationError struct {
 	TargetID string `json:"targetID"`
 	// Message is the evaluation error.
 	Message string `json:"message"`
-}
-
-// PlannedWave is one wave of a plan, with its members and resolved settings.
-type PlannedWave struct {
-	// Name is the wave's name.
-	Name string `json:"name"`
-	// Members are the wave's targets in promotion order (the stable hash order).
-	Members []Target `json:"members"`
-	// Cap is the resolved count: the most targets the wave takes. Nil when the
-	// wave has no count.
-	Cap *int `json:"cap,omitempty"`
-	// MaxConcurrent is how many members may be in flight at once, at least 1.
-	MaxConcurrent int `json:"maxConcurrent"`
-	// MaxFailures is how many members may fail without halting the wave.
-	MaxFailures int `json:"maxFailures"`
-	// ProgressDeadline is how long one member may take to succeed.
-	ProgressDeadline time.Duration `json:"progressDeadline"`
-	// UnhealthyGrace is how long a member's Stage may stay unhealthy after
-	// its Promotion succeeded before the member fails. Zero (a plan snapshot
-	// taken before the setting existed) leaves it to ProgressDeadline.
-	UnhealthyGrace time.Duration `json:"unhealthyGrace,omitempty"`
-	// Soak is how long Freight must stay verified in the wave before the next.
-	Soak time.Duration `json:"soak"`
-	// Approval says whether the wave waits for `kargo approve`.
-	Approval fleetv1alpha1.ApprovalPolicy `json:"approval"`
-	// ManualPromotion says the wave waits for its wave Stage to be promoted
-	// from outside (spec.waves[].promotion: Manual); otherwise kargo-fleet
-	// promotes it once the previous wave passed and soaked.
-	ManualPromotion bool `json:"manualPromotion,omitempty"`
 }
 
 // WavePlan is the result of planning: every candidate is either in a wave,

@@ -34,26 +34,6 @@ type PlanPreview struct {
 	EvaluationErrors []EvaluationError `json:"evaluationErrors,omitempty"`
 }
 
-// WavePreview is one wave of a PlanPreview.
-type WavePreview struct {
-	// Name is the wave's name.
-	Name string `json:"name"`
-	// Members is the number of targets in the wave.
-	Members int `json:"members"`
-	// Cap is the resolved count, when the wave has one.
-	Cap *int `json:"cap,omitempty"`
-	// MaxConcurrent, MaxFailures, ProgressDeadline, UnhealthyGrace, Soak and
-	// Approval are the resolved settings.
-	MaxConcurrent    int    `json:"maxConcurrent"`
-	MaxFailures      int    `json:"maxFailures"`
-	ProgressDeadline string `json:"progressDeadline"`
-	UnhealthyGrace   string `json:"unhealthyGrace"`
-	Soak             string `json:"soak"`
-	Approval         string `json:"approval"`
-	// Targets are the member IDs in promotion order.
-	Targets []string `json:"targets"`
-}
-
 // ExcludedPreview is one excluded target of a PlanPreview.
 type ExcludedPreview struct {
 	// ID, Name and Source identify the target.
@@ -81,17 +61,11 @@ func NewPlanPreview(p *WavePlan) PlanPreview {
 	}
 	for i := range p.Waves {
 		w := &p.Waves[i]
-		pv.Waves[i] = WavePreview{
-			Name:             w.Name,
-			Members:          len(w.Members),
-			Cap:              w.Cap,
-			MaxConcurrent:    w.MaxConcurrent,
-			MaxFailures:      w.MaxFailures,
-			ProgressDeadline: formatDuration(w.ProgressDeadline),
-			UnhealthyGrace:   formatDuration(w.UnhealthyGrace),
-			Soak:             formatDuration(w.Soak),
-			Approval:         string(w.Approval),
-			Targets:          targetIDs(w.Members),
+		pv.Waves[i] = WavePreview{Name: w.Name, Members: len(w.Members), Cap: w.Cap, Targets: targetIDs(w.Members)}
+		for k := range waveKnobs {
+			if preview := waveKnobs[k].preview; preview != nil {
+				preview(w, &pv.Waves[i])
+			}
 		}
 		if pv.Waves[i].Targets == nil {
 			pv.Waves[i].Targets = []string{}
@@ -141,25 +115,7 @@ func RenderPlanTable(w io.Writer, p *WavePlan, o TableOptions) error {
 	}
 	ew.printf("%s\n\n", joinWithin(counts, ", ", "\n  ", o.Width))
 
-	// Without Wide a row fits 80 columns: the columns the wide form adds
-	// are the ones that are mostly defaults.
-	header := []string{"WAVE", "MEMBERS", "CAP", "MAX CONCURRENT", "MAX FAILURES", "DEADLINE", "UNHEALTHY GRACE", "SOAK",
-		"APPROVAL"}
-	keep := func(row []string) []string {
-		if o.Wide {
-			return row
-		}
-		return []string{row[0], row[1], row[3], row[4], row[8]}
-	}
-	rows := [][]string{keep(header)}
-	if !o.Wide {
-		rows[0][2] = "CONCURRENT"
-	}
-	for _, wave := range pv.Waves {
-		rows = append(rows, keep([]string{wave.Name, strconv.Itoa(wave.Members), capString(wave.Cap),
-			strconv.Itoa(wave.MaxConcurrent), strconv.Itoa(wave.MaxFailures), wave.ProgressDeadline, wave.UnhealthyGrace,
-			wave.Soak, wave.Approval}))
-	}
+	rows := planTableRows(p, pv, o.Wide)
 	// The names take the room the other columns leave (tabwriter pads each
 	// column to its widest cell plus two spaces).
 	room := 0
@@ -204,6 +160,36 @@ func RenderPlanTable(w io.Writer, p *WavePlan, o TableOptions) error {
 			first.Message)
 	}
 	return ew.err
+}
+
+// planTableRows are the header and one row per wave of the plan table,
+// without the targets: name, members, cap and one column per knob that
+// previews show. Without wide a row fits 80 columns: it leaves out the cap
+// and the knobs without a narrow column, which are mostly defaults.
+func planTableRows(p *WavePlan, pv PlanPreview, wide bool) [][]string {
+	header := []string{"WAVE", "MEMBERS"}
+	if wide {
+		header = append(header, "CAP")
+	}
+	for i := range waveKnobs {
+		if heading := waveKnobs[i].heading(wide); heading != "" {
+			header = append(header, heading)
+		}
+	}
+	rows := [][]string{header}
+	for i, wave := range pv.Waves {
+		row := []string{wave.Name, strconv.Itoa(wave.Members)}
+		if wide {
+			row = append(row, capString(wave.Cap))
+		}
+		for k := range waveKnobs {
+			if waveKnobs[k].heading(wide) != "" {
+				row = append(row, waveKnobs[k].show(&p.Waves[i]))
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // errWriter remembers the first write error so rendering code stays linear.

@@ -225,11 +225,7 @@ func compileWave(w *fleetv1alpha1.Wave, fldPath *field.Path) (compiledWave, fiel
 			errs = append(errs, field.TooLong(fldPath.Child("name"), w.Name, maxWaveNameLength))
 		}
 	}
-	cw := compiledWave{
-		name:          w.Name,
-		maxConcurrent: amount{value: fleetv1alpha1.DefaultMaxConcurrent},
-		approval:      fleetv1alpha1.ApprovalNone,
-	}
+	cw := compiledWave{name: w.Name, knobs: make([]resolveKnob, len(waveKnobs))}
 	var selErrs field.ErrorList
 	cw.selector, selErrs = compileLabelSelector(w.Selector, fldPath.Child("selector"))
 	errs = append(errs, selErrs...)
@@ -247,50 +243,11 @@ func compileWave(w *fleetv1alpha1.Wave, fldPath *field.Path) (compiledWave, fiel
 		}
 		cw.count = &a
 	}
-	if w.MaxConcurrent != nil {
-		a, err := parsePositiveAmount(*w.MaxConcurrent)
-		if err != nil {
-			errs = append(errs, field.Invalid(fldPath.Child("maxConcurrent"), w.MaxConcurrent.String(), err.Error()))
-		}
-		cw.maxConcurrent = a
-	}
-	if w.MaxFailures != nil {
-		a, err := parseAmount(*w.MaxFailures)
-		if err != nil {
-			errs = append(errs, field.Invalid(fldPath.Child("maxFailures"), w.MaxFailures.String(), err.Error()))
-		}
-		cw.maxFailures = a
-	}
-	var durErrs field.ErrorList
-	cw.progressDeadline, durErrs = positiveDuration(fldPath, "progressDeadline", w.ProgressDeadline,
-		fleetv1alpha1.DefaultProgressDeadline)
-	errs = append(errs, durErrs...)
-	if w.ProgressDeadline != nil && w.ProgressDeadline.Duration > 0 && w.ProgressDeadline.Duration < minProgressDeadline {
-		errs = append(errs, field.Invalid(fldPath.Child("progressDeadline"), w.ProgressDeadline.String(),
-			"progressDeadline must be at least "+fleetv1alpha1.MinProgressDeadline))
-	}
-	cw.unhealthyGrace, durErrs = positiveDuration(fldPath, "unhealthyGrace", w.UnhealthyGrace,
-		fleetv1alpha1.DefaultUnhealthyGrace)
-	errs = append(errs, durErrs...)
-	if w.Soak != nil {
-		errs = append(errs, validateSoak(w.Soak.Duration, fldPath.Child("soak"))...)
-		cw.soak = w.Soak.Duration
-	}
-	switch w.Promotion {
-	case "", fleetv1alpha1.WavePromotionAuto:
-	case fleetv1alpha1.WavePromotionManual:
-		cw.manualPromotion = true
-	default:
-		errs = append(errs, field.NotSupported(fldPath.Child("promotion"), w.Promotion,
-			[]fleetv1alpha1.WavePromotionPolicy{fleetv1alpha1.WavePromotionAuto, fleetv1alpha1.WavePromotionManual}))
-	}
-	switch w.Approval {
-	case "":
-	case fleetv1alpha1.ApprovalNone, fleetv1alpha1.ApprovalRequired:
-		cw.approval = w.Approval
-	default:
-		errs = append(errs, field.NotSupported(fldPath.Child("approval"), w.Approval,
-			[]fleetv1alpha1.ApprovalPolicy{fleetv1alpha1.ApprovalNone, fleetv1alpha1.ApprovalRequired}))
+	for i := range waveKnobs {
+		k := &waveKnobs[i]
+		var knobErrs field.ErrorList
+		cw.knobs[i], knobErrs = k.compile(w, fldPath.Child(k.name))
+		errs = append(errs, knobErrs...)
 	}
 	return cw, errs
 }
@@ -335,18 +292,19 @@ func validateRequestedFreight(rf []fleetv1alpha1.RequestedFreight, fldPath *fiel
 	return errs
 }
 
-// positiveDuration resolves an optional duration that must be positive:
-// its value when set, else the API's built-in default def.
-func positiveDuration(wavePath *field.Path, name string, v *metav1.Duration, def string) (time.Duration, field.ErrorList) {
+// positiveDuration resolves an optional duration setting that must be
+// positive: its value when set, else the API's built-in default def.
+// fldPath is the setting's path and name its JSON name.
+func positiveDuration(fldPath *field.Path, name string, v *metav1.Duration, def string) (time.Duration, field.ErrorList) {
 	if v != nil {
 		if v.Duration <= 0 {
-			return v.Duration, field.ErrorList{field.Invalid(wavePath.Child(name), v.String(), name+" must be positive")}
+			return v.Duration, field.ErrorList{field.Invalid(fldPath, v.String(), name+" must be positive")}
 		}
 		return v.Duration, nil
 	}
 	d, err := time.ParseDuration(def)
 	if err != nil || d <= 0 {
-		return 0, field.ErrorList{field.InternalError(wavePath.Child(name), errors.New("invalid built-in default duration "+def))}
+		return 0, field.ErrorList{field.InternalError(fldPath, errors.New("invalid built-in default duration "+def))}
 	}
 	return d, nil
 }
@@ -356,14 +314,9 @@ type compiledWave struct {
 	name string
 	// selector and expression are AND-ed; with neither the wave matches every
 	// remaining target.
-	selector         labels.Selector
-	expression       *targetExpression
-	count            *amount
-	maxConcurrent    amount
-	maxFailures      amount
-	progressDeadline time.Duration
-	unhealthyGrace   time.Duration
-	soak             time.Duration
-	approval         fleetv1alpha1.ApprovalPolicy
-	manualPromotion  bool
+	selector   labels.Selector
+	expression *targetExpression
+	count      *amount
+	// knobs resolve the wave's settings, one per entry of waveKnobs.
+	knobs []resolveKnob
 }
