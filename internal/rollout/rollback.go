@@ -88,7 +88,7 @@ type RollbackRequest struct {
 	// FleetStages count only as what Of names.
 	Rollouts []*fleetv1alpha1.FleetRollout
 	// Of names the rollout whose targets return. Empty: the rollout
-	// fleetrollout.RolledBack names (the FleetStage's current rollout, else
+	// RolledBack names (the FleetStage's current rollout, else
 	// its last one, whichever still exists, else its newest forward
 	// rollout).
 	// The policy always names the breached rollout.
