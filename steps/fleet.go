@@ -26,6 +26,9 @@ type RolloutRequest struct {
 	// AnyFreight is recorded on a rollback whose Freight may be held back
 	// or not have passed the fleet.
 	AnyFreight bool
+	// Attempt is the rollback attempt rollout.PlanRollback decided on
+	// (RollbackPlan.Attempt).
+	Attempt int
 	// Wave, for a forward rollout, is the wave the calling Promotion asks
 	// to run: a rollout created by the call records the request in the
 	// same write.
@@ -46,9 +49,11 @@ type Intents interface {
 	// of the request that created a rollout returns that rollout, even when
 	// it has become final since.
 	EnsureRollout(ctx context.Context, req RolloutRequest) (*fleetv1alpha1.FleetRollout, error)
-	// EnsureRollback returns the rollback of req.RollbackOf, creating it
-	// when there is none: a rollout has one rollback, whoever asks. A
-	// rollback to other Freight than asked is a *fleetrollout.ConflictError.
+	// EnsureRollback returns rollback attempt req.Attempt of
+	// req.RollbackOf, creating it when it does not exist yet: whoever asks
+	// for an attempt gets the one object. Whether there is a new attempt
+	// is rollout.PlanRollback's decision, not the store's. An existing
+	// attempt to other Freight than asked is a *fleetrollout.ConflictError.
 	EnsureRollback(ctx context.Context, req RolloutRequest) (*fleetv1alpha1.FleetRollout, error)
 	// RequestWave records on the rollout that the Promotion asks the wave to
 	// run. It writes only when the record is missing or names another

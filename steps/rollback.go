@@ -121,7 +121,9 @@ func (s *rollbackStep) run(ctx context.Context, in *Input, cfg RollbackConfig) (
 // decides it. Defaults are resolved once: they follow the FleetStage's
 // status, which the rollback itself changes, so the rollback requested for
 // a freight and rollout is found again by its own fields on later calls. A
-// rollback that exists already is the answer (res).
+// rollback that exists already is the answer (res), and so is the one this
+// step call started, however it ended; an attempt another ask left short
+// is retried, as PlanRollback decides for every asker.
 func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfig) (*RolloutRequest, *Result, error) {
 	fs, c := in.FleetStage, in.Context
 	fail := func(err error) (*RolloutRequest, *Result, error) {
@@ -150,7 +152,7 @@ func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfi
 		return nil, nil, err
 	}
 	p := rollout.PlanRollback(rollout.RollbackRequest{Asker: rollout.AskedByStep, FleetStage: fs, Rollouts: records,
-		Of: cfg.RollbackOf, Freight: cfg.Freight, AnyFreight: cfg.AnyFreight})
+		Of: cfg.RollbackOf, Freight: cfg.Freight, AnyFreight: cfg.AnyFreight, StepKey: c.Key()})
 	switch {
 	case p.Refused != nil:
 		return fail(&TerminalError{Err: p.Refused})
@@ -170,6 +172,7 @@ func (s *rollbackStep) resolve(ctx context.Context, in *Input, cfg RollbackConfi
 		Context:    c,
 		Reason:     cfg.Reason,
 		AnyFreight: cfg.AnyFreight,
+		Attempt:    p.Attempt,
 	}, nil, nil
 }
 

@@ -149,6 +149,16 @@ func Test_rollbackStep_run(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, StateFailed, got.State)
 		require.Equal(t, `rollback FleetRollout "`+ro.Name+`" failed: 3 targets did not return (PromotionFailed: 3, e.g. eu-1)`, got.Message)
+
+		// Another Promotion's step is a new ask: it retries, as
+		// `kargo-fleet rollback` and the Kargo UI gesture do.
+		next := testInput(fs, stage, "")
+		next.Context.Promotion = "prod-pilot.02retry.f1"
+		got, err = step.Run(ctx, next)
+		require.NoError(t, err)
+		require.Equal(t, StateRunning, got.State, got.Message)
+		require.Equal(t, "prod-bad-rb2", got.Outputs["rollout"])
+		require.Len(t, rollbacks(t, c), 2)
 	})
 
 	t.Run("only Freight that passed the fleet, unless anyFreight", func(t *testing.T) {

@@ -76,17 +76,6 @@ func (s *APIStore) GetFreight(ctx context.Context, namespace, name string) (*kar
 	return &f, nil
 }
 
-// FreightRecord implements FleetReader.
-func (s *APIStore) FreightRecord(ctx context.Context, fs *fleetv1alpha1.FleetStage, freight string) (bool, string, error) {
-	rollouts, err := rolloutstore.List(ctx, s.reader, fs.Namespace, fs.Name,
-		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(freight)})
-	if err != nil {
-		return false, "", err
-	}
-	proven, held := fleetrollout.FreightStanding(fs, rollouts, freight)
-	return proven, held, nil
-}
-
 // RolloutRecords implements FleetReader.
 func (s *APIStore) RolloutRecords(ctx context.Context, fs *fleetv1alpha1.FleetStage, named string) ([]*fleetv1alpha1.FleetRollout, error) {
 	return rolloutstore.RollbackRecords(ctx, s.reader, fs, named)
@@ -170,8 +159,8 @@ func (s *APIStore) EnsureRollback(ctx context.Context, req RolloutRequest) (*fle
 		return nil, err
 	}
 	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: req.Freight, Actor: req.Context.Actor,
-		Reason: req.Reason, StepKey: req.Context.Key(), AnyFreight: req.AnyFreight})
-	got, created, err := rolloutstore.EnsureRollback(ctx, s.writer, s.reader, rb)
+		Reason: req.Reason, StepKey: req.Context.Key(), AnyFreight: req.AnyFreight, Attempt: req.Attempt})
+	got, created, err := rolloutstore.CreateRollback(ctx, s.writer, s.reader, rb)
 	if err != nil {
 		return got, err
 	}

@@ -18,6 +18,7 @@ import (
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/render"
+	fleetrule "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 )
 
@@ -241,8 +242,9 @@ func (v *FleetRolloutValidator) checkIntent(
 		user.Username, cmp.Or(ro.Spec.Intent, fleetv1alpha1.IntentRun), fs.Name, strings.Join(waveStages(fs.Name, denied), ", ")))}, nil
 }
 
-// checkRollbackOf refuses a rollback of a rollout that does not exist, of
-// another FleetStage's rollout, or of a rollback.
+// checkRollbackOf refuses a rollback of a rollout that does not exist, or
+// that the rollback decision's rule refuses (rollout.CheckRollbackOf):
+// another FleetStage's rollout, or a rollback.
 func (v *FleetRolloutValidator) checkRollbackOf(ctx context.Context, ro *fleetv1alpha1.FleetRollout) (field.ErrorList, error) {
 	if ro.Spec.Direction != fleetv1alpha1.DirectionRollback {
 		return nil, nil
@@ -256,15 +258,16 @@ func (v *FleetRolloutValidator) checkRollbackOf(ctx context.Context, ro *fleetv1
 	case err != nil:
 		return nil, fmt.Errorf("error getting FleetRollout %q: %w", ro.Spec.RollbackOf, err)
 	}
-	if err := fleetrollout.CheckRollbackOf(ro, of); err != nil {
-		return field.ErrorList{field.Invalid(p, ro.Spec.RollbackOf, err.Error())}, nil
+	if reason, msg := fleetrule.CheckRollbackOf(ro.Spec.FleetStage, of); reason != "" {
+		return field.ErrorList{field.Invalid(p, ro.Spec.RollbackOf, msg)}, nil
 	}
 	return nil, nil
 }
 
-// checkRollbackFreight applies the fleet-rollback step's Freight rules to
-// a rollback a user creates: it returns the fleet only to Freight that
-// passed the FleetStage and is not held back after a breach.
+// checkRollbackFreight applies the rollback decision's Freight rule
+// (rollout.CheckRollbackFreight, as the step and the CLI do) to a rollback
+// a user creates: it returns the fleet only to Freight that passed the
+// FleetStage and is not held back after a breach.
 func (v *FleetRolloutValidator) checkRollbackFreight(
 	ctx context.Context, fs *fleetv1alpha1.FleetStage, ro *fleetv1alpha1.FleetRollout,
 ) (field.ErrorList, error) {
@@ -274,17 +277,9 @@ func (v *FleetRolloutValidator) checkRollbackFreight(
 	if err != nil {
 		return nil, err
 	}
-	p := field.NewPath("spec", "freight", "name")
-	switch proven, held := fleetrollout.FreightStanding(fs, rollouts, freight); {
-	case held != "":
-		return field.ErrorList{field.Forbidden(p, fmt.Sprintf(
-			"Freight %s is held back from FleetStage %q: FleetRollout %s breached a failure threshold with it; "+
-				"a rollback may not return the fleet to it", freight, fs.Name, held))}, nil
-	case !proven:
-		return field.ErrorList{field.Forbidden(p, fmt.Sprintf(
-			"Freight %s has not passed FleetStage %q (no rollout of it succeeded, and it is not the last good Freight): "+
-				"a rollback returns the fleet only to Freight that passed it; promote other Freight through Kargo",
-			freight, fs.Name))}, nil
+	if reason, msg := fleetrule.CheckRollbackFreight(fs, rollouts, freight); reason != "" {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "freight", "name"), msg+
+			": a rollback returns the fleet only to Freight that passed it and is not held back; promote other Freight through Kargo")}, nil
 	}
 	return nil, nil
 }

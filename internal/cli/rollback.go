@@ -132,35 +132,21 @@ func (o *rollbackOptions) run(ctx context.Context) error {
 	if named != nil && named.Origin.Name != "" {
 		freight.Origin = &fleetv1alpha1.FreightOrigin{Kind: named.Origin.Kind, Name: named.Origin.Name}
 	}
-	of := p.Of
-	// An earlier attempt that ended without returning every target names
-	// the next one.
-	existing, err := rolloutstore.FindRollbackOf(ctx, c, of.Namespace, of.Name)
-	if err != nil {
-		return err
-	}
-	if existing != nil && !fleetrollout.NeedsRetry(existing) {
-		return o.report(ctx, c, fs, of, existing, freight)
-	}
-	return o.attempt(ctx, c, fs, of, existing, freight)
+	return o.attempt(ctx, c, fs, p, freight)
 }
 
-// attempt creates the next rollback of rollout of, after the attempt
-// existing that did not return every target, if any; it aborts rollout of
-// first when it could still move targets.
+// attempt creates the rollback the plan decided on (the next attempt after
+// p.Retries, which did not return every target, if any); it aborts the
+// rolled-back rollout first when it could still move targets.
 func (o *rollbackOptions) attempt(ctx context.Context, c client.Client, fs *fleetv1alpha1.FleetStage,
-	of, existing *fleetv1alpha1.FleetRollout, freight fleetv1alpha1.FreightReference) error {
-	attempt := 1
-	if existing != nil {
-		attempt = fleetrollout.RollbackAttempt(existing.Name, of.Name) + 1
-	}
-	name := fleetrollout.RollbackAttemptName(of.Name, attempt)
-	actor := whoAmI(ctx, c)
+	p rolloutplan.RollbackPlan, freight fleetv1alpha1.FreightReference) error {
+	of, actor := p.Of, whoAmI(ctx, c)
+	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: freight, Actor: actor,
+		Reason: "requested with kargo-fleet rollback", AnyFreight: o.anyFreight, Attempt: p.Attempt})
 	if o.dryRun {
-		o.result = fleetrollout.NewRollback(fleetrollout.Rollback{Of: of, Freight: freight, Actor: actor,
-			Reason: "requested with kargo-fleet rollback", AnyFreight: o.anyFreight, Attempt: attempt})
+		o.result = rb
 		_, err := fmt.Fprintf(o.out, "Would create FleetRollout %s: Rollback of %s to Freight %s, by %s (dry run).\n",
-			name, of.Name, shortFreight(freight.Name), actor)
+			rb.Name, of.Name, shortFreight(freight.Name), actor)
 		return err
 	}
 	if stillMoving(of) {
@@ -173,8 +159,7 @@ func (o *rollbackOptions) attempt(ctx context.Context, c client.Client, fs *flee
 			return err
 		}
 	}
-	got, created, err := rolloutstore.RetryRollback(ctx, c, c, fleetrollout.Rollback{Of: of, Freight: freight, Actor: actor,
-		Reason: "requested with kargo-fleet rollback", AnyFreight: o.anyFreight})
+	got, created, err := rolloutstore.CreateRollback(ctx, c, c, rb)
 	if err != nil {
 		return err
 	}
@@ -183,8 +168,8 @@ func (o *rollbackOptions) attempt(ctx context.Context, c client.Client, fs *flee
 		return o.report(ctx, c, fs, of, got, freight)
 	}
 	retry := ""
-	if existing != nil {
-		retry = fmt.Sprintf(" It returns the targets rollback %s (%s) did not.", existing.Name, describeRollout(existing))
+	if p.Retries != nil {
+		retry = fmt.Sprintf(" It returns the targets rollback %s (%s) did not.", p.Retries.Name, describeRollout(p.Retries))
 	}
 	_, err = fmt.Fprintf(o.out, "Created FleetRollout %s: Rollback of %s (%s) to Freight %s, by %s.%s\n"+
 		"Follow it with: kargo-fleet status %s -n %s --watch\n",

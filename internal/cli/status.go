@@ -15,9 +15,9 @@ import (
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/dashboard/link"
-	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/report"
+	rolloutplan "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 )
 
 // Colour modes of --color.
@@ -256,8 +256,8 @@ func freightAliases(ctx context.Context, c client.Client, fs *fleetv1alpha1.Flee
 // elsewhere: `kargo-fleet rollback`, which does what the recovery plan
 // says (start, resume or retry the rollback).
 func recoveryOf(fs *fleetv1alpha1.FleetStage, all []fleetv1alpha1.FleetRollout) *report.Recovery {
-	rec := fleetrollout.PlanRecovery(fs, pointers(all))
-	if rec.Action == fleetrollout.RecoveryNone {
+	rec := rolloutplan.PlanRecovery(fs, pointers(all))
+	if rec.Action == rolloutplan.RecoveryNone {
 		return nil
 	}
 	return &report.Recovery{

@@ -82,7 +82,7 @@ type Rollback struct {
 	StepKey string
 	// Attempt numbers the rollback among the rollout's rollbacks: 0 or 1
 	// for the first, 2 and up for a retry after an earlier one ended
-	// without returning every target (see RetryRollback).
+	// without returning every target (rollout.PlanRollback decides it).
 	Attempt int
 	// AnyFreight records that the Freight may be held back or not have
 	// passed the fleet (AnyFreightAnnotation).

@@ -90,38 +90,3 @@ func compareRequestedAt(a, b *fleetv1alpha1.FleetRollout) int {
 	}
 	return ta.Compare(tb)
 }
-
-// CheckRollbackOf says why rb may not roll back of, or nil: a rollback
-// returns the targets of a forward rollout of its own FleetStage. Another
-// FleetStage's rollout would move this fleet's targets to Freight that
-// never passed it, and a rollback of a rollback would undo the return.
-func CheckRollbackOf(rb, of *fleetv1alpha1.FleetRollout) error {
-	switch {
-	case of.Spec.FleetStage != rb.Spec.FleetStage:
-		return fmt.Errorf("FleetRollout %q promotes FleetStage %q, not %q: a rollback returns the targets of a rollout of its own FleetStage",
-			of.Name, of.Spec.FleetStage, rb.Spec.FleetStage)
-	case of.Spec.Direction == fleetv1alpha1.DirectionRollback:
-		return fmt.Errorf("FleetRollout %q is itself a rollback: roll back the forward rollout it returns (%q)", of.Name, of.Spec.RollbackOf)
-	}
-	return nil
-}
-
-// FreightStanding says what a FleetStage's record says of a Freight: proven
-// when it is the last good Freight or a forward rollout of it succeeded,
-// and heldBy, the rollout that breached a failure threshold with it, when
-// it is held back. rollouts are the FleetStage's (those of the Freight
-// suffice). A rollback may only return the fleet to proven Freight that is
-// not held back, unless the fleet-rollback step's config says anyFreight.
-func FreightStanding(fs *fleetv1alpha1.FleetStage, rollouts []*fleetv1alpha1.FleetRollout, freight string) (proven bool, heldBy string) {
-	if held := HeldBack(fs, rollouts, freight); held != nil {
-		return false, held.Name
-	}
-	proven = fs.Status.LastGoodFreight != nil && fs.Status.LastGoodFreight.Name == freight
-	for _, ro := range rollouts {
-		if ro.Spec.Direction == fleetv1alpha1.DirectionForward && ro.Spec.Freight.Name == freight &&
-			ro.Status.Phase == fleetv1alpha1.RolloutSucceeded {
-			proven = true
-		}
-	}
-	return proven, ""
-}

@@ -3,11 +3,9 @@ package rollout
 import (
 	"cmp"
 	"fmt"
-	"slices"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
 	"github.com/kargo-fleet/kargo-fleet/internal/fleetrollout"
-	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 )
 
 // RollbackAsker is who asks for a rollback. Every asker gets the same
@@ -65,6 +63,10 @@ const (
 	// RollbackNotProven: no forward rollout of the Freight succeeded and it
 	// is not the last good Freight.
 	RollbackNotProven RollbackReason = "NotProven"
+	// RollbackAttemptsExhausted: the rollout's last rollback ended without
+	// returning every target, and it had fleetrollout.MaxRollbackAttempts
+	// already.
+	RollbackAttemptsExhausted RollbackReason = "AttemptsExhausted"
 )
 
 // Silent reports whether the reason means nobody asked rather than a
@@ -86,7 +88,7 @@ type RollbackRequest struct {
 	// FleetStages count only as what Of names.
 	Rollouts []*fleetv1alpha1.FleetRollout
 	// Of names the rollout whose targets return. Empty: the rollout
-	// fleetrollout.RolledBack names (the FleetStage's current rollout, else
+	// RolledBack names (the FleetStage's current rollout, else
 	// its last one, whichever still exists, else its newest forward
 	// rollout).
 	// The policy always names the breached rollout.
@@ -100,6 +102,10 @@ type RollbackRequest struct {
 	// Rollback is the rollback FleetRollout being planned (AskedByObject);
 	// Of, Freight and AnyFreight are then read from it.
 	Rollback *fleetv1alpha1.FleetRollout
+	// StepKey, when a step asks, is its fleetrollout.StepKey: a rollback
+	// that step call started answers it again, even once it ended short, so
+	// a step polled again reports its own rollback instead of retrying it.
+	StepKey string
 }
 
 // RollbackPlan is the answer to a RollbackRequest.
@@ -114,6 +120,13 @@ type RollbackPlan struct {
 	// Freight is the Freight the targets return to. A Freight that was
 	// named has no origin here: the caller reads it from the Freight.
 	Freight fleetv1alpha1.FreightReference
+	// Attempt numbers the rollback to create among Of's rollbacks (1 for
+	// the first; fleetrollout.RollbackAttemptName names it), when Create.
+	Attempt int
+	// Retries is the newest earlier attempt, which ended without returning
+	// every target, when the rollback to create retries it: the new
+	// attempt returns the targets the earlier ones did not.
+	Retries *fleetv1alpha1.FleetRollout
 }
 
 // Create reports whether the answer is a new rollback: nothing refused,
@@ -162,7 +175,8 @@ func PlanRollback(req RollbackRequest) RollbackPlan {
 		p.Refused = refused
 		return p
 	}
-	if existing := existingRollback(q, of); existing != nil {
+	existing, retries, attempt := priorRollbacks(q, of)
+	if existing != nil {
 		if q.Asker == AskedByObject {
 			p.Refused = refuse(q, RollbackAlreadyExists, fmt.Sprintf("FleetRollout %q already rolls back %q: a rollout has one rollback",
 				existing.Name, of.Name))
@@ -175,6 +189,13 @@ func PlanRollback(req RollbackRequest) RollbackPlan {
 		p.Existing, p.Freight = existing, existing.Spec.Freight
 		return p
 	}
+	if q.Asker != AskedByObject && attempt > fleetrollout.MaxRollbackAttempts {
+		p.Refused = refuse(q, RollbackAttemptsExhausted, fmt.Sprintf(
+			"FleetRollout %q was rolled back %d times already, the last time by %q (%s)",
+			of.Name, fleetrollout.MaxRollbackAttempts, retries.Name, fleetrollout.PhaseOf(retries)))
+		return p
+	}
+	p.Attempt, p.Retries = attempt, retries
 	switch {
 	case q.Freight != "":
 		p.Freight = fleetv1alpha1.FreightReference{Name: q.Freight}
@@ -211,14 +232,13 @@ func resolveObject(req RollbackRequest) RollbackRequest {
 
 // rolledBack finds the rollout whose targets return. A rollback asked of a
 // rollback means that rollback's rollout: the rollback then exists already.
-// A request that names none gets fleetrollout.RolledBack's answer, the one
-// `kargo-fleet status` advises from: a stale current or last rollout name
-// (its object deleted) does not make the rollback refuse what status
-// advised.
+// A request that names none gets RolledBack's answer, the one `kargo-fleet
+// status` advises from: a stale current or last rollout name (its object
+// deleted) does not make the rollback refuse what status advised.
 func rolledBack(q RollbackRequest) (*fleetv1alpha1.FleetRollout, *RollbackRefusal) {
 	fs := q.FleetStage
 	if q.Of == "" {
-		of := fleetrollout.RolledBack(fs, ofFleetStage(q.Rollouts, fs.Name))
+		of := RolledBack(fs, ofFleetStage(q.Rollouts, fs.Name))
 		if of == nil {
 			return nil, refuse(q, RollbackNoRollout, fmt.Sprintf("FleetStage %q has no rollout to roll back", fs.Name))
 		}
@@ -229,15 +249,11 @@ func rolledBack(q RollbackRequest) (*fleetv1alpha1.FleetRollout, *RollbackRefusa
 	if of == nil {
 		return nil, refuse(q, RollbackRolloutNotFound, fmt.Sprintf("FleetRollout %q not found in namespace %q", name, fs.Namespace))
 	}
-	if of.Spec.FleetStage != fs.Name {
-		return of, refuse(q, RollbackOtherFleetStage, fmt.Sprintf("FleetRollout %q belongs to FleetStage %q, not %q", name, of.Spec.FleetStage, fs.Name))
+	if reason, msg := CheckRollbackOf(fs.Name, of); reason == RollbackOtherFleetStage || reason != "" && q.Asker == AskedByObject {
+		return of, refuse(q, reason, msg)
 	}
 	if of.Spec.Direction != fleetv1alpha1.DirectionRollback {
 		return of, nil
-	}
-	if q.Asker == AskedByObject {
-		return of, refuse(q, RollbackOfRollback, fmt.Sprintf(
-			"FleetRollout %q is itself a rollback: a rollback returns the targets of a forward rollout", name))
 	}
 	orig := findRollout(q.Rollouts, of.Spec.RollbackOf)
 	if orig == nil || orig.Spec.FleetStage != fs.Name {
@@ -273,28 +289,42 @@ func due(q RollbackRequest, of *fleetv1alpha1.FleetRollout) *RollbackRefusal {
 	return nil
 }
 
-// existingRollback returns the rollback of the rollout, the first created
-// if there are several; a rollback object being planned does not count
-// itself, nor rollbacks created after it. An attempt that ended without
-// returning every target (fleetrollout.NeedsRetry) no longer counts: a new
-// attempt returns the rest.
-func existingRollback(q RollbackRequest, of *fleetv1alpha1.FleetRollout) *fleetv1alpha1.FleetRollout {
-	var first *fleetv1alpha1.FleetRollout
+// priorRollbacks reads the rollout's rollbacks. existing is the one that
+// answers the request, the newest if there are several: a rollback object
+// being planned does not count itself, nor rollbacks created after it. An
+// attempt that ended without returning every target (fleetrollout.NeedsRetry)
+// no longer counts, so a new ask retries it (retries, the newest such
+// attempt), except for the ask that is answered already: the rollback
+// policy asks once, at the breach, and a step call asks again for the
+// rollback it started. attempt numbers the rollback a new ask creates: one
+// past the highest attempt of the rollout.
+func priorRollbacks(q RollbackRequest, of *fleetv1alpha1.FleetRollout) (existing, retries *fleetv1alpha1.FleetRollout, attempt int) {
+	attempt = 1
 	for _, ro := range q.Rollouts {
 		if ro.Spec.Direction != fleetv1alpha1.DirectionRollback || ro.Spec.RollbackOf != of.Name || ro.Spec.FleetStage != q.FleetStage.Name {
-			continue
-		}
-		if fleetrollout.NeedsRetry(ro) {
 			continue
 		}
 		if q.Rollback != nil && (ro.Name == q.Rollback.Name || fleetrollout.Compare(q.Rollback, ro) < 0) {
 			continue
 		}
-		if first == nil || fleetrollout.Compare(ro, first) < 0 {
-			first = ro
+		attempt = max(attempt, fleetrollout.RollbackAttempt(ro.Name, of.Name)+1)
+		if fleetrollout.NeedsRetry(ro) && !answered(q, ro) {
+			if retries == nil || fleetrollout.Compare(retries, ro) < 0 {
+				retries = ro
+			}
+			continue
+		}
+		if existing == nil || fleetrollout.Compare(existing, ro) < 0 {
+			existing = ro
 		}
 	}
-	return first
+	return existing, retries, attempt
+}
+
+// answered says the request has its answer in rollback rb already, however
+// rb ended: the policy's one ask, or the step call that started rb.
+func answered(q RollbackRequest, rb *fleetv1alpha1.FleetRollout) bool {
+	return q.Asker == AskedByPolicy || q.StepKey != "" && rb.Annotations[fleetv1alpha1.StepKeyAnnotation] == q.StepKey
 }
 
 // checkFreight refuses Freight that is held back after a breach, or that
@@ -303,22 +333,10 @@ func checkFreight(q RollbackRequest, freight string) *RollbackRefusal {
 	if q.AnyFreight {
 		return nil
 	}
-	fs := q.FleetStage
-	mine := slices.DeleteFunc(slices.Clone(q.Rollouts), func(ro *fleetv1alpha1.FleetRollout) bool { return ro.Spec.FleetStage != fs.Name })
-	if held := fleetrollout.HeldBack(fs, mine, freight); held != nil {
-		return refuse(q, RollbackHeldBack, fmt.Sprintf("Freight %s is held back from FleetStage %q after FleetRollout %s breached a failure threshold",
-			short(freight), fs.Name, held.Name))
+	if reason, msg := CheckRollbackFreight(q.FleetStage, ofFleetStage(q.Rollouts, q.FleetStage.Name), freight); reason != "" {
+		return refuse(q, reason, msg)
 	}
-	if fs.Status.LastGoodFreight != nil && fs.Status.LastGoodFreight.Name == freight {
-		return nil
-	}
-	for _, ro := range mine {
-		if ro.Spec.Direction == fleetv1alpha1.DirectionForward && ro.Spec.Freight.Name == freight && ro.Status.Phase == fleetv1alpha1.RolloutSucceeded {
-			return nil
-		}
-	}
-	return refuse(q, RollbackNotProven, fmt.Sprintf(
-		"Freight %s has not passed FleetStage %q (no rollout of it succeeded, and it is not the last good Freight)", short(freight), fs.Name))
+	return nil
 }
 
 // refuse builds a refusal with the hint for the asker.
@@ -356,28 +374,10 @@ var rollbackHints = map[RollbackReason]map[RollbackAsker]string{
 	RollbackOfRollback: {
 		AskedByObject: "set rollbackOf to the forward rollout",
 	},
-}
-
-// Waves lays out the rollback's targets: the waves of the rolled-back
-// rollout's plan in reverse order, each holding only the targets that
-// rollout started a Promotion for (moved), exactly the targets that moved.
-// A rollback needs no approval: it is how the fleet gets out of trouble.
-func (p *RollbackPlan) Waves(of *plan.WavePlan, moved map[string]bool) *plan.WavePlan {
-	out := &plan.WavePlan{Hash: of.Hash}
-	for _, w := range slices.Backward(of.Waves) {
-		rw := w
-		rw.Members = nil
-		rw.Approval = fleetv1alpha1.ApprovalNone
-		for _, t := range w.Members {
-			if moved[t.ID] {
-				rw.Members = append(rw.Members, t)
-			}
-		}
-		if len(rw.Members) > 0 {
-			out.Waves = append(out.Waves, rw)
-		}
-	}
-	return out
+	RollbackAttemptsExhausted: {
+		AskedByStep: "promote the Freight to return to through Kargo instead",
+		AskedByCLI:  "promote the Freight to return to through Kargo instead",
+	},
 }
 
 func findRollout(rollouts []*fleetv1alpha1.FleetRollout, name string) *fleetv1alpha1.FleetRollout {

@@ -88,6 +88,8 @@ func TestPlanRollback(t *testing.T) {
 		wantOf      string
 		wantFreight string
 		wantExist   string
+		// wantAttempt, for a rollback to create, is its attempt (default 1).
+		wantAttempt int
 	}{
 		{
 			name:        "the policy rolls a breached rollout back to the last good Freight",
@@ -221,6 +223,57 @@ func TestPlanRollback(t *testing.T) {
 			},
 			wantOf:      "prod-bad",
 			wantFreight: rbGood,
+			wantAttempt: 2,
+		},
+		{
+			name: "an attempt that failed is retried by the next person's ask, step or CLI alike",
+			req: func() RollbackRequest {
+				return newRBFleet().with(
+					rbOf(rbRollout(fleetrollout.RollbackAttemptName("prod-bad", 1), rb, rbGood, fleetv1alpha1.RolloutAborted, 3*time.Hour), "prod-bad"),
+					rbOf(rbRollout(fleetrollout.RollbackAttemptName("prod-bad", 2), rb, rbGood, fleetv1alpha1.RolloutFailed, 4*time.Hour), "prod-bad")).
+					request(AskedByStep, "", "")
+			},
+			wantOf:      "prod-bad",
+			wantFreight: rbGood,
+			wantAttempt: 3,
+		},
+		{
+			name: "the policy asks once: its rollback answers it however it ended",
+			req: func() RollbackRequest {
+				return newRBFleet().with(rbOf(rbRollout("prod-bad-rb", rb, rbGood, fleetv1alpha1.RolloutFailed, 3*time.Hour), "prod-bad")).
+					request(AskedByPolicy, "prod-bad", "")
+			},
+			wantOf:      "prod-bad",
+			wantExist:   "prod-bad-rb",
+			wantFreight: rbGood,
+		},
+		{
+			name: "a step called again gets the rollback it started, however it ended",
+			req: func() RollbackRequest {
+				own := rbOf(rbRollout("prod-bad-rb", rb, rbGood, fleetv1alpha1.RolloutAborted, 3*time.Hour), "prod-bad")
+				own.Annotations = map[string]string{fleetv1alpha1.StepKeyAnnotation: fleetrollout.StepKey("prod-pilot.1.f", "rollback")}
+				r := newRBFleet().with(own).request(AskedByStep, "", "")
+				r.StepKey = fleetrollout.StepKey("prod-pilot.1.f", "rollback")
+				return r
+			},
+			wantOf:      "prod-bad",
+			wantExist:   "prod-bad-rb",
+			wantFreight: rbGood,
+		},
+		{
+			name: "after the last attempt ended short there is none left",
+			req: func() RollbackRequest {
+				f := newRBFleet()
+				for n := 1; n <= fleetrollout.MaxRollbackAttempts; n++ {
+					f.with(rbOf(rbRollout(fleetrollout.RollbackAttemptName("prod-bad", n), rb, rbGood, fleetv1alpha1.RolloutFailed,
+						time.Duration(2+n)*time.Hour), "prod-bad"))
+				}
+				return f.request(AskedByCLI, "prod-bad", "")
+			},
+			wantReason:  RollbackAttemptsExhausted,
+			wantMessage: `FleetRollout "prod-bad" was rolled back 5 times already, the last time by "prod-bad-rb5" (Failed)`,
+			wantHint:    "promote the Freight to return to through Kargo instead",
+			wantOf:      "prod-bad",
 		},
 		{
 			name: "an existing rollback asked for other Freight is refused with its name",
@@ -423,6 +476,8 @@ func TestPlanRollback(t *testing.T) {
 			}
 			require.True(t, got.Create())
 			require.Nil(t, got.Existing)
+			require.Equal(t, max(tt.wantAttempt, 1), got.Attempt)
+			require.Equal(t, tt.wantAttempt > 1, got.Retries != nil, "a later attempt retries the one before")
 		})
 	}
 }
@@ -473,14 +528,15 @@ func TestRollbackPlan_Waves(t *testing.T) {
 		{Name: "general", Members: []plan.Target{{ID: "g1"}}},
 	}}
 	p := RollbackPlan{}
-	got := p.Waves(of, map[string]bool{"p1": true, "p2": true, "c3": true, "c1": true, "elsewhere": true})
+	got := p.Waves(of, map[string]bool{"p1": true, "p2": true, "c3": true, "c1": true, "g1": true, "elsewhere": true},
+		map[string]bool{"g1": true})
 	require.Equal(t, "abc", got.Hash)
 	require.Equal(t, []plan.PlannedWave{
 		{Name: "canary", Approval: fleetv1alpha1.ApprovalNone, Members: []plan.Target{{ID: "c1"}, {ID: "c3"}}},
 		{Name: "pilot", Approval: fleetv1alpha1.ApprovalNone, Members: []plan.Target{{ID: "p1"}, {ID: "p2"}}},
-	}, got.Waves, "reverse wave order, only moved targets, in plan order; a wave nobody moved in is left out")
+	}, got.Waves, "reverse wave order, only moved targets no earlier attempt returned, in plan order; an empty wave is left out")
 	require.Equal(t, fleetv1alpha1.ApprovalRequired, of.Waves[0].Approval, "the rolled-back plan is not changed")
-	require.Empty(t, p.Waves(of, nil).Waves)
+	require.Empty(t, p.Waves(of, nil, nil).Waves)
 }
 
 // TestPlanRollback_doesWhatStatusAdvises: whenever the recovery plan that
@@ -517,13 +573,13 @@ func TestPlanRollback_doesWhatStatusAdvises(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := fleet()
-			advice := fleetrollout.PlanRecovery(f.fs, f.rollouts)
+			advice := PlanRecovery(f.fs, f.rollouts)
 			for _, asker := range []RollbackAsker{AskedByCLI, AskedByStep} {
 				got := PlanRollback(f.request(asker, "", ""))
 				require.NotNil(t, advice.Of)
 				require.NotNil(t, got.Of, "asker %v: %v", asker, got.Refused)
 				require.Equal(t, advice.Of.Name, got.Of.Name, "asker %v rolls back another rollout than status names", asker)
-				if advice.Action == fleetrollout.RecoveryRollback {
+				if advice.Action == RecoveryRollback {
 					require.Nil(t, got.Refused, "status advises a rollback that asker %v refuses", asker)
 					require.True(t, got.Create())
 					require.Equal(t, advice.Freight, got.Freight.Name)

@@ -1,6 +1,7 @@
 // Package rolloutstore reads and writes FleetRollouts through the API
-// server: the client half of what internal/fleetrollout decides. Rollbacks
-// are created here, once per rollout and attempt, whoever asks.
+// server: the client half of what internal/fleetrollout and
+// internal/rollout decide. Rollbacks are created here, once per rollout and
+// attempt, whoever asks.
 package rolloutstore
 
 import (
@@ -85,79 +86,14 @@ func withRollout(ctx context.Context, r client.Reader, rollouts []*fleetv1alpha1
 	return append(rollouts, ro), nil
 }
 
-// FindRollbackOf returns the newest rollback of a rollout (its last
-// attempt), or nil when it has none.
-func FindRollbackOf(ctx context.Context, r client.Reader, namespace, rollout string) (*fleetv1alpha1.FleetRollout, error) {
-	var newest *fleetv1alpha1.FleetRollout
-	for n := 1; n <= fleetrollout.MaxRollbackAttempts; n++ {
-		rb := &fleetv1alpha1.FleetRollout{}
-		name := fleetrollout.RollbackAttemptName(rollout, n)
-		err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rb)
-		switch {
-		case apierrors.IsNotFound(err):
-			return newest, nil
-		case err != nil:
-			return nil, fmt.Errorf("error getting the rollback of FleetRollout %q: %w", rollout, err)
-		case rb.Spec.RollbackOf != rollout:
-			return nil, fmt.Errorf("FleetRollout %q is named like the rollback of %q but rolls back %q", rb.Name, rollout, rb.Spec.RollbackOf)
-		}
-		newest = rb
-	}
-	return newest, nil
-}
-
-// EnsureRollback creates rb, built by fleetrollout.NewRollback, unless the
-// rollout it undoes has a rollback already; it returns the rollback that
-// exists and whether this call created it. Concurrent callers all get the
-// same object. An existing rollback to another Freight is a
-// *fleetrollout.ConflictError. It never retries a rollback that ended: see
-// RetryRollback.
-func EnsureRollback(ctx context.Context, c client.Client, r client.Reader, rb *fleetv1alpha1.FleetRollout) (*fleetv1alpha1.FleetRollout, bool, error) {
-	existing, err := FindRollbackOf(ctx, r, rb.Namespace, rb.Spec.RollbackOf)
-	if err != nil {
-		return nil, false, err
-	}
-	if existing == nil {
-		return createRollback(ctx, c, r, rb)
-	}
-	if existing.Spec.Freight.Name != rb.Spec.Freight.Name {
-		return existing, false, &fleetrollout.ConflictError{Existing: existing, Freight: rb.Spec.Freight.Name}
-	}
-	return existing, false, nil
-}
-
-// RetryRollback returns the rollback of rb.Of that returns its targets:
-// the newest one while it runs, is paused or succeeded; a new one when
-// there is none yet, or when the newest ended without returning every
-// target (aborted, failed or superseded). A new attempt's plan leaves out
-// the targets earlier attempts returned. It reports whether it created one.
-func RetryRollback(ctx context.Context, c client.Client, r client.Reader, rb fleetrollout.Rollback) (*fleetv1alpha1.FleetRollout, bool, error) {
-	existing, err := FindRollbackOf(ctx, r, rb.Of.Namespace, rb.Of.Name)
-	if err != nil {
-		return nil, false, err
-	}
-	if existing == nil {
-		rb.Attempt = 1
-		return createRollback(ctx, c, r, fleetrollout.NewRollback(rb))
-	}
-	if !fleetrollout.NeedsRetry(existing) {
-		if existing.Spec.Freight.Name != rb.Freight.Name {
-			return existing, false, &fleetrollout.ConflictError{Existing: existing, Freight: rb.Freight.Name}
-		}
-		return existing, false, nil
-	}
-	rb.Attempt = fleetrollout.RollbackAttempt(existing.Name, rb.Of.Name) + 1
-	if rb.Attempt > fleetrollout.MaxRollbackAttempts {
-		return existing, false, fmt.Errorf("FleetRollout %q was rolled back %d times already, the last time by %q (%s): "+
-			"promote the Freight to return to through Kargo instead",
-			rb.Of.Name, fleetrollout.MaxRollbackAttempts, existing.Name, fleetrollout.PhaseOf(existing))
-	}
-	return createRollback(ctx, c, r, fleetrollout.NewRollback(rb))
-}
-
-// createRollback creates rb; when it exists already (another caller, a
-// replay), it returns the one that exists.
-func createRollback(ctx context.Context, c client.Client, r client.Reader, rb *fleetv1alpha1.FleetRollout) (*fleetv1alpha1.FleetRollout, bool, error) {
+// CreateRollback creates rb, the attempt rollout.PlanRollback decided on
+// (built by fleetrollout.NewRollback from the plan's Attempt); when it
+// exists already (another caller asking at the same time, a replay), it
+// returns the one that exists and reports false. It decides nothing: every
+// creator (the rollback policy, the fleet-rollback step, `kargo-fleet
+// rollback`) retries, or not, as the plan says. An existing rollback to
+// another Freight is a *fleetrollout.ConflictError.
+func CreateRollback(ctx context.Context, c client.Client, r client.Reader, rb *fleetv1alpha1.FleetRollout) (*fleetv1alpha1.FleetRollout, bool, error) {
 	err := c.Create(ctx, rb)
 	switch {
 	case err == nil:

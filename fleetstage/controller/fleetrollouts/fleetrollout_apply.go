@@ -276,6 +276,8 @@ func (r *FleetRolloutReconciler) abort(ctx context.Context, ro *fleetv1alpha1.Fl
 // rolls it back automatically and, when it does, creates the rollback once:
 // fleetrollout derives its name from the rollout's, so a second attempt (or
 // a fleet-rollback step, or the CLI, asking at the same time) finds it. The
+// policy asks once: any rollback of the rollout answers it, even one that
+// ended short (a person retries it). The
 // rollout's Rollback condition records the outcome, which also makes its
 // Event a one-off.
 func (r *FleetRolloutReconciler) ensureRollback(ctx context.Context, s *scope) error {
@@ -302,9 +304,9 @@ func (r *FleetRolloutReconciler) ensureRollback(ctx context.Context, s *scope) e
 			fmt.Sprintf("FleetRollout %s returns the targets this rollout moved to Freight %s", p.Existing.Name, p.Existing.Spec.Freight.Name))
 		return nil
 	}
-	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: ro, Freight: p.Freight,
+	rb := fleetrollout.NewRollback(fleetrollout.Rollback{Of: ro, Freight: p.Freight, Attempt: p.Attempt,
 		Actor: fleetrollout.AutomaticRollbackActor, Reason: automaticRollbackReason(s.status)})
-	got, created, err := rolloutstore.EnsureRollback(ctx, r.client, r.reader, rb)
+	got, created, err := rolloutstore.CreateRollback(ctx, r.client, r.reader, rb)
 	var conflict *fleetrollout.ConflictError
 	switch {
 	case errors.As(err, &conflict):

@@ -349,7 +349,6 @@ func (r *FleetRolloutReconciler) promoteWaves(ctx context.Context, ro *fleetv1al
 func (r *FleetRolloutReconciler) snapshotFailed(s *scope, err error) (ctrl.Result, error) {
 	var foreign *foreignSnapshotError
 	var refused *rollout.RollbackRefusal
-	var invalid *invalidRollbackError
 	switch {
 	case errors.Is(err, errClaimLanding):
 		return ctrl.Result{RequeueAfter: claimRetry}, nil
@@ -358,9 +357,6 @@ func (r *FleetRolloutReconciler) snapshotFailed(s *scope, err error) (ctrl.Resul
 		return ctrl.Result{}, nil
 	case errors.As(err, &refused):
 		r.setFinal(s, fleetv1alpha1.RolloutFailed, "rollback refused: "+refused.Error())
-		return ctrl.Result{}, nil
-	case errors.As(err, &invalid):
-		r.setFinal(s, fleetv1alpha1.RolloutFailed, invalid.Error())
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, err

@@ -29,7 +29,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/plan"
 	"github.com/kargo-fleet/kargo-fleet/internal/rollout"
-	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
@@ -362,8 +361,13 @@ func TestReconcile_automaticRollback(t *testing.T) {
 			_, err := f.reconcile(t, "prod-bad")
 			require.NoError(t, err)
 			c := meta.FindStatusCondition(f.rollout(t, "prod-bad").Status.Conditions, fleetv1alpha1.RollbackCondition)
-			rb, err := rolloutstore.FindRollbackOf(t.Context(), f.c, "shop", "prod-bad")
-			require.NoError(t, err)
+			var rb *fleetv1alpha1.FleetRollout
+			got := &fleetv1alpha1.FleetRollout{}
+			if err := f.c.Get(t.Context(), client.ObjectKey{Namespace: "shop", Name: fleetrollout.RollbackName("prod-bad")}, got); err == nil {
+				rb = got
+			} else {
+				require.True(t, apierrors.IsNotFound(err), err)
+			}
 			if tt.wantReason == "" {
 				require.Nil(t, c)
 				require.Nil(t, rb)

@@ -213,8 +213,9 @@ var errClaimLanding = errors.New("the rolled-back rollout's last claimed Promoti
 // rollbackPlan is the plan of a rollback, as rollout.PlanRollback lays it
 // out: the waves of the rolled-back rollout in reverse order, each holding
 // only the targets that rollout started a Promotion for — exactly the
-// targets that moved. A rollback PlanRollback refuses (whoever created the
-// object) is a *rollout.RollbackRefusal: it never runs.
+// targets that moved and no earlier attempt returned. A rollback
+// PlanRollback refuses (whoever created the object, whatever it names) is a
+// *rollout.RollbackRefusal: it never runs.
 func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage) (*plan.WavePlan, error) {
 	// The targets that moved are read from the API server, not the cache: a
 	// Promotion created just before the breach may not be in the cache yet,
@@ -240,9 +241,6 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 		return nil, p.Refused
 	}
 	of := p.Of
-	if err := checkRollbackOf(ro, of); err != nil {
-		return nil, err
-	}
 	// The rolled-back rollout's plan is in memory when this process ran
 	// it: a breach is followed by its rollback at once.
 	orig := r.snapshots.get(of.UID)
@@ -276,12 +274,7 @@ func (r *FleetRolloutReconciler) rollbackPlan(ctx context.Context, ro *fleetv1al
 			}
 		}
 	}
-	// A retry after an aborted or failed attempt returns only the targets
-	// the earlier attempts did not.
-	for id := range returned {
-		delete(movedTargets, id)
-	}
-	return p.Waves(orig, movedTargets), nil
+	return p.Waves(orig, movedTargets, returned), nil
 }
 
 // promotionsOfRollout lists, from the API server, the metadata of the

@@ -192,9 +192,9 @@ func TestRollbackAdmission(t *testing.T) {
 		err = c.Create(ctx, rollback(stagingRo, good))
 		return err != nil && strings.Contains(err.Error(), "spec.rollbackOf")
 	}, wait, tick, "last: %v", err)
-	require.ErrorContains(t, err, `spec.rollbackOf: Invalid value: "staging-x": FleetRollout "staging-x" promotes FleetStage "staging", not "prod"`)
+	require.ErrorContains(t, err, `spec.rollbackOf: Invalid value: "staging-x": FleetRollout "staging-x" belongs to FleetStage "staging", not "prod"`)
 	require.ErrorContains(t, c.Create(ctx, rollback(prodBad, strings.Repeat("44", 20))),
-		`spec.freight.name: Forbidden: Freight 4444444444444444444444444444444444444444 has not passed FleetStage "prod"`)
+		`spec.freight.name: Forbidden: Freight 4444444 has not passed FleetStage "prod"`)
 
 	rb := rollback(prodBad, good)
 	require.NoError(t, c.Create(ctx, rb), "a rollback of the fleet's own rollout to its last good Freight")
