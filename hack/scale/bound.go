@@ -50,7 +50,7 @@ func (b policyBound) String() string {
 // and the target Promotions the watch saw finish.
 func (h *harness) boundOf(ctx context.Context, rollout string) (policyBound, error) {
 	cm := &corev1.ConfigMap{}
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleetrollout.SnapshotName(rollout)}, cm); err != nil {
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: h.shape.namespace, Name: fleetrollout.SnapshotName(rollout)}, cm); err != nil {
 		return policyBound{}, fmt.Errorf("error reading the plan snapshot of %s: %w", rollout, err)
 	}
 	p, err := plan.DecodeSnapshot(cm.BinaryData[plan.SnapshotKey])

@@ -20,12 +20,12 @@ import (
 // Names of the scale fleet: one Project, an adopted Stage, a good and a bad
 // Freight and a FleetStage.
 const (
-	namespace   = "scale"
-	fleetName   = "fleet"
-	adopted     = "prod"
-	goodFreight = "f1-good"
-	badFreight  = "f2-bad"
-	tierLabel   = "tier"
+	defaultNamespace = "scale"
+	fleetName        = "fleet"
+	adopted          = "prod"
+	goodFreight      = "f1-good"
+	badFreight       = "f2-bad"
+	tierLabel        = "tier"
 )
 
 // fleetShape sizes the fleet and its waves.
@@ -39,6 +39,8 @@ type fleetShape struct {
 	// (shard-1 ... shard-n, each with a simulated controller); 0 leaves
 	// every Stage on the default controller.
 	shards int
+	// namespace is the Project the fleet lives in.
+	namespace string
 }
 
 // shardLabel is the target label the FleetStage reads the shard from.
@@ -116,7 +118,7 @@ func (s fleetShape) inlineTargets() ([]fleetv1alpha1.InlineTarget, int, error) {
 func (s fleetShape) canaryMembers(targets []fleetv1alpha1.InlineTarget) ([]string, error) {
 	fs := s.fleetStage(targets)
 	p, err := plan.Plan(&fs.Spec, plan.PlanInput{
-		Seed:         namespace + "/" + fleetName,
+		Seed:         s.namespace + "/" + fleetName,
 		Candidates:   inventory.FromInline(targets),
 		AllowedTeams: plan.ParseAllowedTeams("", false),
 	})
@@ -142,7 +144,7 @@ func (s fleetShape) fleetStage(targets []fleetv1alpha1.InlineTarget) *fleetv1alp
 		shards = &fleetv1alpha1.ShardsSpec{TargetLabel: shardLabel}
 	}
 	return &fleetv1alpha1.FleetStage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fleetName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: fleetName},
 		Spec: fleetv1alpha1.FleetStageSpec{
 			Stage: fleetv1alpha1.StageSource{FromStage: adopted},
 			Targets: fleetv1alpha1.TargetsSpec{Sources: []fleetv1alpha1.TargetSource{{
@@ -161,7 +163,7 @@ func (s fleetShape) fleetStage(targets []fleetv1alpha1.InlineTarget) *fleetv1alp
 // createProject creates the Project, the adopted Stage and the two Freight.
 // There is no ProjectConfig: kargo-fleet hands the Freight from wave to
 // wave itself, as in a real installation.
-func createProject(ctx context.Context, c client.Client) error {
+func createProject(ctx context.Context, c client.Client, namespace string) error {
 	origin := kargo.FreightOrigin{Kind: kargo.OriginKindWarehouse, Name: "apps"}
 	objs := []client.Object{
 		envtest.ProjectNamespace(namespace),

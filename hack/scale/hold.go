@@ -31,7 +31,7 @@ func (h *harness) hold(ctx context.Context, d time.Duration) (string, error) {
 			logf("  hold: controller running for %s", time.Since(start).Round(time.Second))
 		}
 	}
-	key := client.ObjectKey{Namespace: namespace, Name: fleetName}
+	key := client.ObjectKey{Namespace: h.shape.namespace, Name: fleetName}
 	fs := &fleetv1alpha1.FleetStage{}
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := h.c.Get(ctx, key, fs); err != nil {

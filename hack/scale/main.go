@@ -55,6 +55,7 @@ type config struct {
 	pprofAddr   string
 	phases      string
 	probe       bool
+	partitions  int
 }
 
 // has reports whether the run includes the named phase.
@@ -82,6 +83,7 @@ func main() {
 	flag.StringVar(&cfg.phases, "phases", "expand,rollout,breach", "Phases, in order: expand (FleetStage to Stages), rollout (a good Freight), breach (a bad one: halt and rollback); each needs the ones before it.")
 	flag.BoolVar(&cfg.probe, "freight-probe", true, "Check whether the API server stores a Freight whose status names every target Stage, as Kargo would write it.")
 	flag.DurationVar(&cfg.hold, "hold", 0, "After the phases, keep the controller running this long (checking it has not exited), then add a target and wait for the FleetStage to take it in.")
+	flag.IntVar(&cfg.partitions, "partitions", 1, "Fleets of -targets targets each, one per Project (scale-1 ... scale-n) under one controller, run one after the other as a pipeline orders partitions; 1 runs one fleet in Project scale.")
 	flag.BoolVar(&cfg.build, "build", true, "Build the binary first (go build -o <binary> ./cmd/kargo-fleet).")
 	flag.Parse()
 	if cfg.canaryMaxFailures < 0 {
@@ -137,10 +139,6 @@ func run(ctx context.Context, cfg config) (err error) {
 			return err
 		}
 	}
-	targets, failing, err := cfg.inlineTargets()
-	if err != nil {
-		return err
-	}
 	logFile, err := os.Create(filepath.Join(dir, "scale-harness.log"))
 	if err != nil {
 		return err
@@ -168,17 +166,57 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, proc.stop()) }()
+	for i, ns := range cfg.partitionNamespaces() {
+		if err := runPartition(ctx, cfg, env, proc, i+1, ns, started); err != nil {
+			return fmt.Errorf("partition %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+// partitionNamespaces are the Projects of the run's fleets.
+func (c config) partitionNamespaces() []string {
+	if c.partitions <= 1 {
+		return []string{defaultNamespace}
+	}
+	out := make([]string, c.partitions)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", defaultNamespace, i+1)
+	}
+	return out
+}
+
+// reportPath is where the report of the partition in namespace goes: the
+// report flag for a run of one fleet, one file per Project otherwise.
+func (c config) reportPath(namespace string) string {
+	if c.partitions <= 1 {
+		return c.report
+	}
+	return strings.TrimSuffix(c.report, ".md") + "-" + namespace + ".md"
+}
+
+// runPartition creates one fleet in its own Project and runs the phases on
+// it, with the controller holding every partition created before; the hold
+// and the Freight probe run after the last partition only.
+func runPartition(ctx context.Context, cfg config, env *fleetenv.Env, proc *controllerProc, partition int, namespace string,
+	started time.Time) error {
+	shape := cfg.fleetShape
+	shape.namespace = namespace
+	targets, failing, err := shape.inlineTargets()
+	if err != nil {
+		return err
+	}
 	// The observer's watches end before the control plane stops: the
 	// apiserver would otherwise wait on them past envtest's stop timeout.
 	obsCtx, stopObserver := context.WithCancel(ctx)
 	defer stopObserver()
-	obs, err := startObserver(obsCtx, env.Config)
+	obs, err := startObserver(obsCtx, env.Config, namespace)
 	if err != nil {
 		return err
 	}
-	h := &harness{c: env.Client, obs: obs, ctrl: proc, shape: cfg.fleetShape, wait: cfg.wait}
-	res := &results{cfg: cfg, started: started, failing: failing}
-	if err := createProject(ctx, env.Client); err != nil {
+	h := &harness{c: env.Client, obs: obs, ctrl: proc, shape: shape, wait: cfg.wait}
+	res := &results{cfg: cfg, namespace: namespace, partition: partition, started: started, failing: failing}
+	if err := createProject(ctx, env.Client, namespace); err != nil {
 		return err
 	}
 	idle, err := h.quiesce(ctx)
@@ -190,8 +228,10 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := h.phases(ctx, cfg, res, targets); err != nil {
 		return err
 	}
-	if err := h.holdAndProbe(ctx, cfg, res); err != nil {
-		return err
+	if partition >= cfg.partitions {
+		if err := h.holdAndProbe(ctx, cfg, res); err != nil {
+			return err
+		}
 	}
 
 	if res.sizes, err = h.largestObjects(ctx); err != nil {
@@ -209,7 +249,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	res.peakRSS, res.hwm, res.finalRSS = proc.rss.peaks()
 	res.total = time.Since(started)
 
-	return writeReport(cfg.report, res)
+	return writeReport(cfg.reportPath(namespace), res)
 }
 
 // buildController builds the controller binary the run starts.

@@ -143,7 +143,7 @@ type rolloutResult struct {
 // promote creates a Promotion of freight to the first wave Stage, as
 // `kargo promote` does, and returns when it was created.
 func (h *harness) promote(ctx context.Context, freight string) (time.Time, error) {
-	p := kargo.NewPromotion(namespace, render.WaveStageName(fleetName, "pilot"), freight, nil, nil)
+	p := kargo.NewPromotion(h.shape.namespace, render.WaveStageName(fleetName, "pilot"), freight, nil, nil)
 	at := time.Now()
 	if err := h.c.Create(ctx, p); err != nil {
 		return at, fmt.Errorf("error promoting %s: %w", freight, err)
@@ -191,7 +191,7 @@ func (h *harness) rolloutGood(ctx context.Context) (*rolloutResult, error) {
 		res.name, res.phase, res.rolloutWall, res.slots = name, final, seen.phases[final].Sub(at), seen.slots
 		return until(ctx, h.wait, "the FleetStage to record the last good Freight", func() (bool, error) {
 			fs := &fleetv1alpha1.FleetStage{}
-			if err := h.obs.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleetName}, fs); err != nil {
+			if err := h.obs.Get(ctx, client.ObjectKey{Namespace: h.shape.namespace, Name: fleetName}, fs); err != nil {
 				return false, err
 			}
 			return fs.Status.LastGoodFreight != nil && fs.Status.LastGoodFreight.Name == goodFreight, nil
@@ -205,7 +205,7 @@ func (h *harness) rolloutGood(ctx context.Context) (*rolloutResult, error) {
 
 func (h *harness) fillRollout(ctx context.Context, res *rolloutResult) error {
 	ro := &fleetv1alpha1.FleetRollout{}
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: res.name}, ro); err != nil {
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: h.shape.namespace, Name: res.name}, ro); err != nil {
 		return err
 	}
 	res.waves = ro.Status.Waves
@@ -265,7 +265,7 @@ func (h *harness) rolloutBad(ctx context.Context) (*breachResult, error) {
 		return nil, err
 	}
 	ro := &fleetv1alpha1.FleetRollout{}
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: res.bad.name}, ro); err != nil {
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: h.shape.namespace, Name: res.bad.name}, ro); err != nil {
 		return nil, err
 	}
 	if c := meta.FindStatusCondition(ro.Status.Conditions, fleetv1alpha1.ThresholdBreachedCondition); c != nil {

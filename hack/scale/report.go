@@ -19,6 +19,8 @@ import (
 // when their phase did not run.
 type results struct {
 	cfg        config
+	namespace  string
+	partition  int // 1-based
 	started    time.Time
 	total      time.Duration
 	idle       writeCounts
@@ -65,7 +67,13 @@ func goal(ok bool, text string) string {
 // write renders the report as Markdown.
 func (r *results) write(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("# Scale run: %d targets\n\n", r.cfg.targets)
+	if r.cfg.partitions > 1 {
+		p("# Scale run: partition %d of %d (Project %s), %d targets each\n\n", r.partition, r.cfg.partitions, r.namespace, r.cfg.targets)
+		p("One controller holds this fleet and the fleets of the partitions before it, which finished their phases: %d target Stages "+
+			"once this one is Ready. Peak RSS is the controller's over the whole run so far.\n\n", r.cfg.targets*r.partition)
+	} else {
+		p("# Scale run: %d targets\n\n", r.cfg.targets)
+	}
 	p("%s, %d CPUs (shared), %s; kube-apiserver and etcd from internal/envtest, the Kargo simulator (%d Promotion and %d Stage workers, 200 ms poll floor) in the harness process, "+
 		"`kargo-fleet controller` as its own process (user %s, the chart's ClusterRole, --kube-api-qps 500, --kube-api-burst 1000, --max-concurrent-reconciles %d, GOMEMLIMIT %s). "+
 		"Simulated steps succeed at once unless a fault is injected. Total run %s.\n\n",
@@ -162,7 +170,11 @@ func (r *results) writeCommon(p printer) {
 		}
 	}
 	r.writeProbe(p)
-	p("| Controller writes before any FleetStage (token minter, start-up) | %.0f (%s) | |\n", r.idle.total(), r.idle)
+	idle := "before any FleetStage (token minter, start-up)"
+	if r.partition > 1 {
+		idle = "before this partition's FleetStage (start-up and the partitions before it)"
+	}
+	p("| Controller writes %s | %.0f (%s) | |\n", idle, r.idle.total(), r.idle)
 	p("| Events emitted by the controller | %d | |\n", r.eventTotal)
 	p("| Kargo simulator reconciles (Stage / Promotion) | %s | |\n", sim)
 }

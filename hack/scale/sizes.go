@@ -79,14 +79,14 @@ func (h *harness) largestObjects(ctx context.Context) ([]objSize, error) {
 		cands = append(cands, candidate{gvk: kgv.WithKind("Freight"), name: f, who: "Kargo writes status: currentlyIn and verifiedIn hold one entry per Stage"})
 	}
 	rollouts := &fleetv1alpha1.FleetRolloutList{}
-	if err := h.c.List(ctx, rollouts, client.InNamespace(namespace)); err != nil {
+	if err := h.c.List(ctx, rollouts, client.InNamespace(h.shape.namespace)); err != nil {
 		return nil, err
 	}
 	for _, ro := range rollouts.Items {
 		cands = append(cands, candidate{gvk: fgv.WithKind("FleetRollout"), name: ro.Name, who: "step server creates; controller writes status"})
 	}
 	cms := &corev1.ConfigMapList{}
-	if err := h.c.List(ctx, cms, client.InNamespace(namespace), client.HasLabels{fleetv1alpha1.RolloutLabel}); err != nil {
+	if err := h.c.List(ctx, cms, client.InNamespace(h.shape.namespace), client.HasLabels{fleetv1alpha1.RolloutLabel}); err != nil {
 		return nil, err
 	}
 	for _, cm := range cms.Items {
@@ -96,7 +96,7 @@ func (h *harness) largestObjects(ctx context.Context) ([]objSize, error) {
 	for _, c := range cands {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(c.gvk)
-		if err := h.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.name}, u); err != nil {
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: h.shape.namespace, Name: c.name}, u); err != nil {
 			return nil, fmt.Errorf("error getting %s %q: %w", c.gvk.Kind, c.name, err)
 		}
 		raw, err := json.Marshal(u.Object)
@@ -134,7 +134,7 @@ func listItems(list client.ObjectList) []client.Object {
 // controller and reason.
 func (h *harness) eventCounts(ctx context.Context) (map[string]int, int, error) {
 	list := &eventsv1.EventList{}
-	if err := h.c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	if err := h.c.List(ctx, list, client.InNamespace(h.shape.namespace)); err != nil {
 		return nil, 0, err
 	}
 	out, total := map[string]int{}, 0

@@ -85,7 +85,7 @@ type observer struct {
 // verifiedKey keys observer.verified.
 func verifiedKey(stage, freight string) string { return stage + "/" + freight }
 
-func startObserver(ctx context.Context, cfg *rest.Config) (*observer, error) {
+func startObserver(ctx context.Context, cfg *rest.Config, namespace string) (*observer, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 200, 400
 	c, err := cache.New(cfg, cache.Options{

@@ -14,10 +14,12 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/testutil"
 )
 
-// TestStageRecordsAreCollected changes a fleet's membership many times:
-// each change writes a new Stage record, and the records it replaced are
-// deleted, so the ConfigMaps a FleetStage holds stay bounded (the current
-// record and the one before it) however often its targets change.
+// TestStageRecordsAreCollected changes a fleet's membership 100 times, one
+// target joining and another leaving each time: each change writes a new Stage
+// record, and the records it replaced are deleted, so the objects the
+// controller keeps for a FleetStage stay bounded (the current record and
+// the one before it, one Stage per target and wave) however often its
+// targets change.
 func TestStageRecordsAreCollected(t *testing.T) {
 	ctx := context.Background()
 	ns := "records"
@@ -27,11 +29,14 @@ func TestStageRecordsAreCollected(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, fs))
 	waitReady(t, client.ObjectKeyFromObject(fs))
 
-	const changes = 8
+	const changes = 100
 	seen := map[string]bool{}
+	const size = 4
 	for i := range changes {
 		updateFleet(t, fs, func(fs *fleetv1alpha1.FleetStage) {
-			fs.Spec.Targets.Sources[0].Inline = targets(4+i, web)
+			// A window of the targets that slides by one: every change
+			// brings a Stage the records have not seen.
+			fs.Spec.Targets.Sources[0].Inline = targets(i+1+size, web)[i+1:]
 		})
 		require.Eventually(t, func() bool {
 			cur := &fleetv1alpha1.FleetStage{}
@@ -42,7 +47,7 @@ func TestStageRecordsAreCollected(t *testing.T) {
 				return false
 			}
 			seen[cur.Status.StageRecord] = true
-			return len(listGenerated(t, ns, "fleet", fleetv1alpha1.RoleTarget)) == 4+i
+			return len(listGenerated(t, ns, "fleet", fleetv1alpha1.RoleTarget)) == size
 		}, wait, tick, "change %d: no new Stage record", i)
 	}
 	require.GreaterOrEqual(t, len(seen), changes, "every membership change wrote a record")
@@ -61,6 +66,12 @@ func TestStageRecordsAreCollected(t *testing.T) {
 		return len(list.Items) <= 2
 	}, wait, tick, "records left after %d changes", changes)
 	require.Contains(t, names, cur.Status.StageRecord, "the record the status names is kept")
+	targetStages := listGenerated(t, ns, "fleet", fleetv1alpha1.RoleTarget)
+	require.Len(t, targetStages, size, "one target Stage per target")
+	waveStages := listGenerated(t, ns, "fleet", fleetv1alpha1.RoleWave)
+	require.Len(t, waveStages, len(cur.Status.Waves), "one wave Stage per wave")
+	t.Logf("after %d membership changes: %d Stage records, %d target Stages, %d wave Stages", changes, len(names),
+		len(targetStages), len(waveStages))
 }
 
 func web(int) map[string]string { return map[string]string{"tier": "web"} }
