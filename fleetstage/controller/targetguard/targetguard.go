@@ -1,6 +1,8 @@
-// Package targetguard holds the target guard: it keeps Freight off the
-// target Stages of a fleet unless kargo-fleet or an operator promoting that
-// one target put it there. Target Stages take Freight from the previous wave
+// Package targetguard holds the target guard, the backstop of the Promotion
+// admission guard: it keeps Freight off the target Stages of a fleet unless
+// the admission guard's rule (rollout.JudgePromotionAdmission), asked after
+// the fact, lets it through, and aborts or undoes what the rule refuses.
+// Target Stages take Freight from the previous wave
 // Stage (the first wave's from the adopted Stage's sources), so Kargo's
 // auto-promotion, enabled for them by any ProjectConfig policy, would
 // promote whatever is verified there — Freight held back after a breach
