@@ -21,7 +21,6 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/kargoevents"
 	"github.com/kargo-fleet/kargo-fleet/internal/personrights"
-	"github.com/kargo-fleet/kargo-fleet/internal/render"
 	fleetrule "github.com/kargo-fleet/kargo-fleet/internal/rollout"
 	"github.com/kargo-fleet/kargo-fleet/internal/rolloutstore"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
@@ -112,15 +111,6 @@ func (g *PromotionGuard) WithActsForOthers(re *regexp.Regexp) *PromotionGuard {
 	return g
 }
 
-// actsForOthers reports whether the request comes from an identity that
-// creates Promotions for other people, or names another person as actor.
-func (g *PromotionGuard) actsForOthers(user string, actor string) bool {
-	if g.actsFor.MatchString(user) {
-		return true
-	}
-	return actor != "" && strings.TrimPrefix(actor, "kubernetes:") != user
-}
-
 // Handle admits or refuses a Promotion create or update.
 func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admission.Response {
 	p := &kargo.Promotion{}
@@ -147,16 +137,6 @@ func (g *PromotionGuard) Handle(ctx context.Context, req admission.Request) admi
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	v := fleetrule.JudgePromotionAdmission(in)
-	if v.Allowed && !v.BreakGlass && p.Labels[fleetv1alpha1.BreakGlassLabel] != "" {
-		v = fleetrule.AdmissionVerdict{Message: fmt.Sprintf("kargo-fleet: the %s label marks a break-glass Promotion into "+
-			"a target Stage, with the %s annotation; Stage %q is not a target Stage",
-			fleetv1alpha1.BreakGlassLabel, fleetv1alpha1.BreakGlassReasonAnnotation, p.Spec.Stage)}
-	}
-	if v.BreakGlass && p.Labels[fleetv1alpha1.BreakGlassLabel] != in.FleetStage {
-		v = fleetrule.AdmissionVerdict{Message: fmt.Sprintf("kargo-fleet: a break-glass Promotion into target Stage %q "+
-			"carries the label %s=%s (kargo-fleet break-glass sets it), so the fleet records it as intended",
-			p.Spec.Stage, fleetv1alpha1.BreakGlassLabel, in.FleetStage)}
-	}
 	if !v.Allowed {
 		log.FromContext(ctx).V(1).Info("Refusing Promotion", "namespace", req.Namespace, "stage", p.Spec.Stage,
 			"freight", p.Spec.Freight, "user", req.UserInfo.Username)
@@ -214,83 +194,79 @@ func breakGlassMarks(p *kargo.Promotion) string {
 	return p.Labels[fleetv1alpha1.BreakGlassLabel] + "\x00" + p.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation]
 }
 
-// observe gathers what the judgement needs.
+// observe gathers what the judgement needs: the facts the post-hoc target
+// guard looks up too, and the admission request's user as the creator
+// (fleetrule.AdmissionOfRequest). The admission guard is called only where
+// the Project enforces it, so GuardOff stays false.
 func (g *PromotionGuard) observe(ctx context.Context, req admission.Request, p *kargo.Promotion) (fleetrule.PromotionAdmission, error) {
-	in := fleetrule.PromotionAdmission{Project: req.Namespace, Stage: p.Spec.Stage, Freight: p.Spec.Freight,
-		User: req.UserInfo.Username, Actor: p.Annotations[kargo.CreateActorAnnotation],
-		FromController:   g.controller != "" && req.UserInfo.Username == g.controller,
-		BreakGlassReason: strings.TrimSpace(p.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation])}
+	user := req.UserInfo.Username
+	fromController := g.controller != "" && user == g.controller
+	question := func(f fleetrule.PromotionFacts) fleetrule.PromotionAdmission {
+		return fleetrule.AdmissionOfRequest(p, req.Namespace, user, fromController, g.actsFor.MatchString(user), f)
+	}
 	// Every Promotion of the Project passes here, kargo-fleet's own
 	// included: the cache's objects are read, not copied (a FleetStage of
 	// ten thousand inline targets is most of a megabyte). Nothing below
 	// modifies them.
 	fleets := &fleetv1alpha1.FleetStageList{}
 	if err := g.reader.List(ctx, fleets, client.InNamespace(req.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return in, fmt.Errorf("error listing FleetStages in namespace %q: %w", req.Namespace, err)
+		return question(fleetrule.PromotionFacts{}), fmt.Errorf("error listing FleetStages in namespace %q: %w", req.Namespace, err)
 	}
-	fs, role := fleetrule.StageRoleIn(fleets.Items, p.Spec.Stage)
-	if fs == nil {
-		return in, nil
+	var f fleetrule.PromotionFacts
+	f.FleetStage, f.Role = fleetrule.StageRoleIn(fleets.Items, p.Spec.Stage)
+	if f.FleetStage == nil {
+		return question(f), nil
 	}
-	in.Role, in.FleetStage = role, fs.Name
-	in.FirstWaveStage = render.WaveStageName(fs.Name, fs.Spec.Waves[0].Name)
+	fs := f.FleetStage
 	rollouts, err := rolloutstore.List(ctx, g.reader, fs.Namespace, fs.Name,
 		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)}, client.UnsafeDisableDeepCopy)
 	if err != nil {
-		return in, err
+		return question(f), err
 	}
 	if held := fleetrollout.HeldBack(fs, rollouts, p.Spec.Freight); held != nil {
-		in.HeldBackBy = held.Name
+		f.HeldBackBy = held.Name
 	}
-	if role != fleetrule.StageTarget {
-		return in, nil
+	if f.Role != fleetrule.StageTarget {
+		return question(f), nil
 	}
 	if v, err := g.policyVerdict(ctx, fs, p); err != nil {
-		return in, err
+		return question(f), err
 	} else if v != nil {
-		in.PolicyBlocks, in.PolicyAllowsBreakGlass = v.String(), v.BreakGlassAllowed()
+		f.PolicyBlocks, f.PolicyAllowsBreakGlass = v.String(), v.BreakGlassAllowed()
 	}
-	if in.FromController {
-		in.ControllerDecision, in.DecisionOpen, err = g.decision(ctx, fs, p)
-		if err != nil {
-			return in, err
+	if fromController {
+		if f.DecisionOpen, err = g.decisionOpen(ctx, fs, p); err != nil {
+			return question(f), err
 		}
 	}
-	if in.BreakGlassReason != "" && !in.FromController {
-		in.ActsForOthers = g.actsForOthers(in.User, in.Actor)
-	}
-	if in.BreakGlassReason != "" && !in.FromController && !in.ActsForOthers {
-		in.BreakGlassAllowed, err = g.access.Allowed(ctx, req.UserInfo, authorizationv1.ResourceAttributes{
+	if question(f).NeedsBreakGlassReview() {
+		f.BreakGlassAllowed, err = g.access.Allowed(ctx, req.UserInfo, authorizationv1.ResourceAttributes{
 			Namespace: fs.Namespace, Group: fleetv1alpha1.GroupVersion.Group, Resource: "fleetstages",
 			Name: fs.Name, Verb: fleetrule.BreakGlassVerb,
 		})
 		if err != nil {
-			return in, err
+			return question(f), err
 		}
 	}
-	return in, nil
+	return question(f), nil
 }
 
-// decision names the kargo-fleet decision a controller's Promotion carries
-// out, from its labels, and whether it still stands.
-func (g *PromotionGuard) decision(ctx context.Context, fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) (string, bool, error) {
-	switch {
-	case p.Labels[fleetv1alpha1.RolloutLabel] != "":
-		name := p.Labels[fleetv1alpha1.RolloutLabel]
-		ro := &fleetv1alpha1.FleetRollout{}
-		err := g.reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, ro, client.UnsafeDisableDeepCopy)
-		switch {
-		case apierrors.IsNotFound(err):
-			return "FleetRollout " + name, false, nil
-		case err != nil:
-			return "", false, fmt.Errorf("error getting FleetRollout %q: %w", name, err)
-		}
-		open := ro.Spec.FleetStage == fs.Name && !ro.Status.Phase.IsFinal() && ro.DeletionTimestamp == nil
-		return "FleetRollout " + name, open, nil
-	case p.Labels[fleetv1alpha1.RevertLabel] != "":
-		return "drift revert", true, nil
-	case p.Labels[fleetv1alpha1.UndoesLabel] != "":
-		return "undo of a refused Promotion", true, nil
+// decisionOpen says whether the kargo-fleet decision a controller's
+// Promotion carries out, by its labels, still stands: its FleetRollout
+// exists, is the fleet's and is not final; a drift revert or an undo
+// stands while it is made.
+func (g *PromotionGuard) decisionOpen(ctx context.Context, fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) (bool, error) {
+	name := p.Labels[fleetv1alpha1.RolloutLabel]
+	if name == "" {
+		return fleetrule.DecisionOf(p) != "", nil
 	}
-	return "", false, nil
+	ro := &fleetv1alpha1.FleetRollout{}
+	err := g.reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, ro, client.UnsafeDisableDeepCopy)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("error getting FleetRollout %q: %w", name, err)
+	}
+	return ro.Spec.FleetStage == fs.Name && !ro.Status.Phase.IsFinal() && ro.DeletionTimestamp == nil, nil
 }

@@ -156,7 +156,7 @@ func buildGrid(in FleetInput, shown *fleetv1alpha1.FleetRollout, versions []repo
 			t.freight = fi
 		}
 		if m := members[id]; m != nil && shown != nil {
-			j := rollout.Judge(observeTarget(st, promos[id], shown.Spec.Freight.Name), limits[id], in.Now)
+			j := rollout.Judge(rollout.ReadTarget(st, promos[id], shown.Spec.Freight.Name), limits[id], in.Now)
 			t.state = stateChar(j.State)
 		}
 		t.group = groupOf(g.GroupBy, wave, st, labelsByID[id])
@@ -224,40 +224,12 @@ func (g *Grid) encode(targets []gridTarget) {
 }
 
 // newestPromotions returns the newest Promotion of the shown rollout per
-// target ID.
+// target ID, as the controller keeps them (rollout.NewestRolloutPromotions).
 func newestPromotions(all []kargo.Promotion, shown *fleetv1alpha1.FleetRollout) map[string]*kargo.Promotion {
-	out := map[string]*kargo.Promotion{}
 	if shown == nil {
-		return out
+		return map[string]*kargo.Promotion{}
 	}
-	for i := range all {
-		p := &all[i]
-		if p.Labels[fleetv1alpha1.RolloutLabel] != shown.Name {
-			continue
-		}
-		id := p.Labels[fleetv1alpha1.TargetLabel]
-		if cur := out[id]; cur == nil || cur.CreationTimestamp.Before(&p.CreationTimestamp) {
-			out[id] = p
-		}
-	}
-	return out
-}
-
-// observeTarget is what rollout.Judge needs of one target: its Stage and
-// its newest Promotion of the rollout.
-func observeTarget(st *kargo.Stage, p *kargo.Promotion, freight string) rollout.TargetObservation {
-	obs := rollout.TargetObservation{OnFreight: slices.Contains(st.CurrentFreightNames(), freight)}
-	if st.Status.Health != nil {
-		obs.Health = st.Status.Health.Status
-	}
-	if v := st.LastVerification(); v != nil && obs.OnFreight {
-		obs.Verification = v.Phase
-	}
-	if p != nil {
-		obs.Promotion = &rollout.PromotionObservation{Name: p.Name, Phase: p.Status.Phase, Message: p.Status.Message,
-			CreatedAt: p.CreationTimestamp.Time}
-	}
-	return obs
+	return rollout.NewestRolloutPromotions(all, shown.Name)
 }
 
 func stateChar(s rollout.TargetState) byte {

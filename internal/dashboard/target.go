@@ -107,7 +107,7 @@ func BuildTarget(in FleetInput, id string) (TargetDetail, bool) {
 	}
 	shown := ShownRollout(fs, in.Rollouts)
 	if member != nil && shown != nil {
-		j := rollout.Judge(observeTarget(st, newestPromotions(in.Promotions, shown)[id], shown.Spec.Freight.Name),
+		j := rollout.Judge(rollout.ReadTarget(st, newestPromotions(in.Promotions, shown)[id], shown.Spec.Freight.Name),
 			limits, in.Now)
 		d.State, d.Reason, d.Message = string(j.State), j.Reason, j.Message
 	} else {
@@ -176,7 +176,7 @@ func lastPromotion(all []kargo.Promotion, stage string) *kargo.Promotion {
 	var last *kargo.Promotion
 	for i := range all {
 		p := &all[i]
-		if p.Spec.Stage == stage && (last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp)) {
+		if p.Spec.Stage == stage && (last == nil || p.NewerThan(last)) {
 			last = p
 		}
 	}
@@ -203,7 +203,7 @@ func newestBreakGlass(all []kargo.Promotion, fleet, stage string) *kargo.Promoti
 	for i := range all {
 		p := &all[i]
 		if p.Spec.Stage == stage && p.Labels[fleetv1alpha1.BreakGlassLabel] == fleet &&
-			(newest == nil || p.Name > newest.Name) {
+			(newest == nil || p.NewerThan(newest)) {
 			newest = p
 		}
 	}

@@ -1,7 +1,9 @@
 package kargo
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -21,6 +23,14 @@ func NewPromotion(namespace, stage, freight string, labels, annotations map[stri
 		},
 		Spec: PromotionSpec{Stage: stage, Freight: freight},
 	}
+}
+
+// NewerThan reports whether Promotion p was created after q: by creation
+// time, then by name. Kargo names Promotions "<stage>.<ULID>.<freight>",
+// so within one second (the grain of creation times) the name orders the
+// Promotions of a Stage.
+func (p *Promotion) NewerThan(q *Promotion) bool {
+	return cmp.Or(q.CreationTimestamp.Compare(p.CreationTimestamp.Time), strings.Compare(q.Name, p.Name)) < 0
 }
 
 // CurrentFreight returns the Freight of the given origin that is live in the

@@ -76,6 +76,14 @@ type PromotionAdmission struct {
 	// controllers), or the Promotion names an actor other than User: a right
 	// such an identity holds is not the right of the person behind it.
 	ActsForOthers bool
+	// BreakGlassLabel is the Promotion's BreakGlassLabel: the fleet a
+	// break-glass Promotion names.
+	BreakGlassLabel string
+	// GuardOff says an administrator turned the admission guard off for the
+	// Project (PromotionGuardLabel other than enforce): only the post-hoc
+	// target guard judges its Promotions, and it leaves a person's or a
+	// tool's Promotion into one target alone (see LeftToPeople).
+	GuardOff bool
 }
 
 // AdmissionVerdict is the guard's answer.
@@ -101,7 +109,58 @@ type AdmissionVerdict struct {
 // unless every blocking rule allows break-glass and it is break-glass.
 // Freight held back after a breach enters no fleet Stage. Wave Stages take
 // any other Promotion: their fleet-wave step enforces wave order and gates.
+//
+// It is the one rule of both guards: the admission guard asks it before a
+// Promotion is created (AdmissionOfRequest), the post-hoc target guard
+// after the fact, from what the Promotion records (AdmissionOfRecord), and
+// adds only its remedy (JudgeForeignPromotion). Where an administrator
+// turned the admission guard off (GuardOff), a person's or a tool's
+// Promotion into one target is left to them (LeftToPeople).
 func JudgePromotionAdmission(a PromotionAdmission) AdmissionVerdict {
+	if v := judgeEnforced(a); v.Allowed || !a.LeftToPeople() {
+		return v
+	}
+	return AdmissionVerdict{Allowed: true}
+}
+
+// judgeEnforced is the rule where the admission guard enforces it: who
+// may promote, then the break-glass label a break-glass Promotion carries
+// and no other does.
+func judgeEnforced(a PromotionAdmission) AdmissionVerdict {
+	v := judgeAdmission(a)
+	switch {
+	case v.Allowed && !v.BreakGlass && a.BreakGlassLabel != "":
+		return refuseAdmission(fmt.Sprintf("the %s label marks a break-glass Promotion into a target Stage, with the %s "+
+			"annotation; Stage %q is not a target Stage", fleetv1alpha1.BreakGlassLabel,
+			fleetv1alpha1.BreakGlassReasonAnnotation, a.Stage))
+	case v.BreakGlass && a.BreakGlassLabel != a.FleetStage:
+		return refuseAdmission(fmt.Sprintf("a break-glass Promotion into target Stage %q carries the label %s=%s "+
+			"(kargo-fleet break-glass sets it), so the fleet records it as intended", a.Stage,
+			fleetv1alpha1.BreakGlassLabel, a.FleetStage))
+	}
+	return v
+}
+
+// LeftToPeople says the Promotion is one the rule leaves to people where
+// the admission guard is off for the Project: a person's or a tool's (it
+// names a create-actor; Kargo's auto-promotion names none) into one target
+// Stage, not from kargo-fleet's controller, of Freight neither held back
+// nor kept off the target by a FreightPolicy.
+func (a PromotionAdmission) LeftToPeople() bool {
+	return a.GuardOff && a.Role == StageTarget && a.Actor != "" && !a.FromController && a.HeldBackBy == "" &&
+		a.PolicyBlocks == ""
+}
+
+// NeedsBreakGlassReview says whether the rule depends on the creator's
+// break-glass right (BreakGlassAllowed): a break-glass reason into a target
+// Stage from someone other than kargo-fleet's controller who acts for
+// nobody else. Only then do the guards ask the API server.
+func (a PromotionAdmission) NeedsBreakGlassReview() bool {
+	return a.Role == StageTarget && a.BreakGlassReason != "" && !a.FromController && !a.ActsForOthers
+}
+
+// judgeAdmission says who may promote.
+func judgeAdmission(a PromotionAdmission) AdmissionVerdict {
 	switch {
 	case a.Role == StageNotInFleet:
 		return AdmissionVerdict{Allowed: true}
@@ -175,6 +234,8 @@ func (a PromotionAdmission) promoteCommand() string {
 // Kargo's API server recorded for it.
 func (a PromotionAdmission) by() string {
 	switch {
+	case a.Actor != "" && a.User == "":
+		return fmt.Sprintf(" (asked by %s)", a.Actor)
 	case a.Actor != "" && strings.TrimPrefix(a.Actor, "kubernetes:") != a.User:
 		return fmt.Sprintf(" (asked by %s through %s)", a.Actor, a.User)
 	case a.User != "":

@@ -38,11 +38,11 @@ func TestJudgePromotionAdmission(t *testing.T) {
 			a.PolicyBlocks, a.PolicyAllowsBreakGlass = "rule pci-digest of FreightPolicy pci: pinned only", true
 		}), wantIn: []string{`Freight f2 may not run on target Stage "prod.c1" of fleet "prod": rule pci-digest`}},
 		{name: "a FreightPolicy block refuses break-glass unless the rule allows it", in: target(func(a *PromotionAdmission) {
-			a.User, a.Actor, a.BreakGlassReason, a.BreakGlassAllowed = "alice", "", "INC-1", true
+			a.User, a.Actor, a.BreakGlassReason, a.BreakGlassAllowed, a.BreakGlassLabel = "alice", "", "INC-1", true, "prod"
 			a.PolicyBlocks = "rule pci-digest of FreightPolicy pci: pinned only"
 		}), wantIn: []string{"may not run on target Stage", "Break-glass does not pass it: every rule that blocks it would have to say allowBreakGlass: true"}},
 		{name: "break-glass passes a FreightPolicy rule that allows it", in: target(func(a *PromotionAdmission) {
-			a.User, a.Actor, a.BreakGlassReason, a.BreakGlassAllowed = "alice", "", "INC-1", true
+			a.User, a.Actor, a.BreakGlassReason, a.BreakGlassAllowed, a.BreakGlassLabel = "alice", "", "INC-1", true, "prod"
 			a.PolicyBlocks, a.PolicyAllowsBreakGlass = "rule cn of FreightPolicy china: 2.0 or later", true
 		}), wantAllowed: true, wantBreakGlass: true},
 		{name: "a rule allowing break-glass still needs the right", in: target(func(a *PromotionAdmission) {
@@ -59,7 +59,7 @@ func TestJudgePromotionAdmission(t *testing.T) {
 			a.FromController, a.DecisionOpen = true, true
 		}), wantIn: []string{"names none"}},
 		{name: "break-glass with the right is admitted and marked", in: target(func(a *PromotionAdmission) {
-			a.User, a.Actor, a.BreakGlassReason, a.BreakGlassAllowed = "alice", "kubernetes:alice", "INC-1", true
+			a.User, a.Actor, a.BreakGlassReason, a.BreakGlassAllowed, a.BreakGlassLabel = "alice", "kubernetes:alice", "INC-1", true, "prod"
 		}), wantAllowed: true, wantBreakGlass: true},
 		{name: "break-glass from an identity that acts for others is refused, whatever it was granted", in: target(func(a *PromotionAdmission) {
 			a.BreakGlassReason, a.BreakGlassAllowed, a.ActsForOthers = "INC-1", true, true

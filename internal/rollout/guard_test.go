@@ -11,34 +11,36 @@ import (
 
 func TestJudgeForeignPromotion(t *testing.T) {
 	t.Parallel()
+	auto := PromotionAdmission{FleetStage: "prod", Stage: "prod.c1", Freight: "f2", Role: StageTarget,
+		User: "system:serviceaccount:kargo:kargo-controller"}
+	person := auto
+	person.User, person.Actor, person.GuardOff = "alice", "kubernetes:alice", true
+	held := person
+	held.HeldBackBy = "prod-x"
 	for _, tc := range []struct {
 		name string
 		p    ForeignPromotion
 		want GuardVerdict
 	}{
-		{name: "an operator promotes one target: allowed",
-			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionRunning, Actor: "kubernetes:alice"},
-			want: GuardVerdict{}},
+		{name: "an operator promotes one target where the admission guard is off: allowed",
+			p: ForeignPromotion{Admission: person, Phase: kargo.PromotionRunning}, want: GuardVerdict{}},
 		{name: "auto-promotion is aborted",
-			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionPending},
-			want: GuardVerdict{Refuse: true, Abort: true}},
+			p: ForeignPromotion{Admission: auto, Phase: kargo.PromotionPending}, want: GuardVerdict{Refuse: true, Abort: true}},
 		{name: "an operator's held-back Freight is aborted",
-			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionRunning, Actor: "kubernetes:alice", HeldBackBy: "prod-x"},
-			want: GuardVerdict{Refuse: true, Abort: true}},
+			p: ForeignPromotion{Admission: held, Phase: kargo.PromotionRunning}, want: GuardVerdict{Refuse: true, Abort: true}},
 		{name: "an abort already asked for is not asked again",
-			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionRunning, AbortRequested: true},
+			p:    ForeignPromotion{Admission: auto, Phase: kargo.PromotionRunning, AbortRequested: true},
 			want: GuardVerdict{Refuse: true}},
 		{name: "succeeded before the abort: undone",
-			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionSucceeded, Previous: "f1"},
+			p:    ForeignPromotion{Admission: auto, Phase: kargo.PromotionSucceeded, Previous: "f1"},
 			want: GuardVerdict{Refuse: true, Undo: "f1"}},
 		{name: "succeeded, but a newer Promotion moved the target on since: nothing to undo",
-			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionSucceeded, Previous: "f1", MovedOn: true},
+			p:    ForeignPromotion{Admission: auto, Phase: kargo.PromotionSucceeded, Previous: "f1", MovedOn: true},
 			want: GuardVerdict{Refuse: true}},
 		{name: "succeeded, nothing to return to",
-			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionSucceeded},
-			want: GuardVerdict{Refuse: true}},
+			p: ForeignPromotion{Admission: auto, Phase: kargo.PromotionSucceeded}, want: GuardVerdict{Refuse: true}},
 		{name: "failed on its own: nothing to do",
-			p:    ForeignPromotion{Stage: "prod.c1", Freight: "f2", Phase: kargo.PromotionFailed, Previous: "f1"},
+			p:    ForeignPromotion{Admission: auto, Phase: kargo.PromotionFailed, Previous: "f1"},
 			want: GuardVerdict{Refuse: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,6 +54,8 @@ func TestJudgeForeignPromotion(t *testing.T) {
 			}
 		})
 	}
+	v := JudgeForeignPromotion(ForeignPromotion{Admission: auto, Phase: kargo.PromotionPending})
+	require.Contains(t, v.Reason, "Kargo's auto-promotion of Freight f2 into target Stage prod.c1 is refused: ")
 }
 
 func TestJudgeRefusedPromotion(t *testing.T) {

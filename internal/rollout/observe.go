@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -312,7 +311,7 @@ func (o *Observed) observeWavePromotion(ro *fleetv1alpha1.FleetRollout, wave str
 // name orders a target's Promotions.
 func (o *Observed) observeMine(p *kargo.Promotion) {
 	id := p.Labels[fleetv1alpha1.TargetLabel]
-	if cur := o.Mine[id]; cur == nil || cmp.Or(cur.CreationTimestamp.Compare(p.CreationTimestamp.Time), strings.Compare(cur.Name, p.Name)) < 0 {
+	if cur := o.Mine[id]; cur == nil || p.NewerThan(cur) {
 		o.Mine[id] = p
 	}
 }

@@ -58,22 +58,3 @@ func (r *Reconciler) setDescription(ctx context.Context, st *kargo.Stage, text s
 	}
 	return kargoclient.DescribeStage(ctx, r.client, st, text)
 }
-
-// breakGlass records and describes p when it is a break-glass Promotion
-// its creator had the right to make, and reports whether it was: a user
-// holding the break-glass right promoted this one target, with a reason,
-// which is intended, recorded once and never undone. The label alone
-// proves nothing: without the right, p is judged like any other Promotion.
-func (r *Reconciler) breakGlass(ctx context.Context, fs *fleetv1alpha1.FleetStage, st *kargo.Stage, p *kargo.Promotion) (bool, error) {
-	if p.Labels[fleetv1alpha1.BreakGlassLabel] != fs.Name {
-		return false, nil
-	}
-	glass, err := r.breakGlassAllowed(ctx, fs, p)
-	if err != nil || !glass {
-		return false, err
-	}
-	if err := r.recordBreakGlass(ctx, fs, p); err != nil {
-		return true, err
-	}
-	return true, r.describeBreakGlass(ctx, st, p)
-}

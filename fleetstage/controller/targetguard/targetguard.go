@@ -1,6 +1,8 @@
-// Package targetguard holds the target guard: it keeps Freight off the
-// target Stages of a fleet unless kargo-fleet or an operator promoting that
-// one target put it there. Target Stages take Freight from the previous wave
+// Package targetguard holds the target guard, the backstop of the Promotion
+// admission guard: it keeps Freight off the target Stages of a fleet unless
+// the admission guard's rule (rollout.JudgePromotionAdmission), asked after
+// the fact, lets it through, and aborts or undoes what the rule refuses.
+// Target Stages take Freight from the previous wave
 // Stage (the first wave's from the adopted Stage's sources), so Kargo's
 // auto-promotion, enabled for them by any ProjectConfig policy, would
 // promote whatever is verified there — Freight held back after a breach
@@ -12,7 +14,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -137,39 +138,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if role != rollout.StageTarget {
 		return ctrl.Result{}, nil
 	}
-	own, err := r.own(ctx, fs, p)
+	marked, open, err := r.own(ctx, fs, p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if own && p.Status.Phase != kargo.PromotionSucceeded {
+	if marked && open && p.Status.Phase != kargo.PromotionSucceeded {
 		return ctrl.Result{}, nil
 	}
 	st := &kargo.Stage{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Stage}, st, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if own {
+	if marked && open {
 		return ctrl.Result{}, r.clearBreakGlass(ctx, st)
 	}
-	if glass, err := r.breakGlass(ctx, fs, st, p); glass || err != nil {
-		return ctrl.Result{}, err
-	}
-	rollouts, err := rolloutstore.List(ctx, r.client, fs.Namespace, fs.Name,
-		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)})
+	a, err := r.admission(ctx, fs, role, p, marked, open)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	fp := rollout.ForeignPromotion{Stage: st.Name, Freight: p.Spec.Freight, Phase: p.Status.Phase,
-		Actor: p.Annotations[kargo.CreateActorAnnotation], AbortRequested: p.Annotations[kargo.AbortAnnotation] != "",
-		MovedOn: movedOn(st, p)}
-	if held := fleetrollout.HeldBack(fs, rollouts, p.Spec.Freight); held != nil {
-		fp.HeldBackBy = held.Name
-	}
+	fp := rollout.ForeignPromotion{Admission: a, Phase: p.Status.Phase,
+		AbortRequested: p.Annotations[kargo.AbortAnnotation] != "", MovedOn: movedOn(st, p)}
 	if prev, ok := previousFreight(st, p.Spec.Freight); ok {
 		fp.Previous = prev
 	}
 	v := rollout.JudgeForeignPromotion(fp)
 	switch {
+	case v.BreakGlass:
+		if err := r.recordBreakGlass(ctx, fs, p); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.describeBreakGlass(ctx, st, p)
 	case v.Abort:
 		if err := kargoclient.AbortPromotion(ctx, r.client, client.ObjectKeyFromObject(p)); err != nil {
 			return ctrl.Result{}, err
@@ -188,57 +186,74 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// breakGlassAllowed checks a Promotion labelled as break-glass as the
-// admission guard did, from what the object shows: a reason, and a creator
-// who holds the break-glass right on the FleetStage. The creator is Kargo's
-// create-actor, which Kargo's webhook writes from the admission request's
-// user for everyone but its own control plane; a Promotion created through
-// Kargo's control plane, or naming no Kubernetes user, never breaks glass
-// (the admission guard refuses those too).
-func (r *Reconciler) breakGlassAllowed(ctx context.Context, fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) (bool, error) {
-	user, ok := strings.CutPrefix(p.Annotations[kargo.CreateActorAnnotation], "kubernetes:")
-	if !ok || user == "" || kargo.ControlPlaneUsers.MatchString(user) ||
-		strings.TrimSpace(p.Annotations[fleetv1alpha1.BreakGlassReasonAnnotation]) == "" || r.access == nil {
-		return false, nil
+// admission builds the guards' one question about p after the fact
+// (rollout.AdmissionOfRecord), from what the cache shows: whether the
+// Freight is held back, whether the Project's admission guard is off, and
+// the break-glass right of p's creator when the rule depends on it. The
+// creator is Kargo's create-actor, which Kargo's webhook writes from the
+// admission request's user for everyone but its own control plane; a
+// Promotion created through Kargo's control plane, or naming no
+// Kubernetes user, never breaks glass (the admission guard refuses those
+// too).
+func (r *Reconciler) admission(ctx context.Context, fs *fleetv1alpha1.FleetStage, role rollout.FleetStageRole,
+	p *kargo.Promotion, marked, open bool) (rollout.PromotionAdmission, error) {
+	f := rollout.PromotionFacts{FleetStage: fs, Role: role, DecisionOpen: open}
+	rollouts, err := rolloutstore.List(ctx, r.client, fs.Namespace, fs.Name,
+		client.MatchingLabels{fleetv1alpha1.FreightLabel: fleetrollout.FreightLabelValue(p.Spec.Freight)})
+	if err != nil {
+		return rollout.PromotionAdmission{}, err
 	}
-	return r.access.Allowed(ctx, authenticationv1.UserInfo{Username: user}, authorizationv1.ResourceAttributes{
-		Namespace: fs.Namespace, Group: fleetv1alpha1.GroupVersion.Group, Resource: "fleetstages", Name: fs.Name,
-		Verb: rollout.BreakGlassVerb,
-	})
+	if held := fleetrollout.HeldBack(fs, rollouts, p.Spec.Freight); held != nil {
+		f.HeldBackBy = held.Name
+	}
+	ns := &corev1.Namespace{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: p.Namespace}, ns); err != nil {
+		return rollout.PromotionAdmission{}, fmt.Errorf("error getting namespace %q: %w", p.Namespace, err)
+	}
+	f.GuardOff = rollout.GuardOffIn(ns.Labels)
+	if a := rollout.AdmissionOfRecord(p, marked, f); a.NeedsBreakGlassReview() && r.access != nil {
+		f.BreakGlassAllowed, err = r.access.Allowed(ctx, authenticationv1.UserInfo{Username: a.User},
+			authorizationv1.ResourceAttributes{Namespace: fs.Namespace, Group: fleetv1alpha1.GroupVersion.Group,
+				Resource: "fleetstages", Name: fs.Name, Verb: rollout.BreakGlassVerb})
+		if err != nil {
+			return rollout.PromotionAdmission{}, err
+		}
+	}
+	return rollout.AdmissionOfRecord(p, marked, f), nil
 }
 
-// own reports whether kargo-fleet's controller made p to carry out one of
-// its decisions: p carries the controller's mark for its Stage, Freight and
-// the decision its labels name, and that decision was open when p was
-// created (a mark copied onto a new Promotion after a rollout ended is
-// not).
-func (r *Reconciler) own(ctx context.Context, fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) (bool, error) {
+// own reports whether p carries kargo-fleet's controller's mark for its
+// Stage, Freight and the decision its labels name (marked), and whether
+// that decision was open when p was created (a mark copied onto a new
+// Promotion after a rollout ended is not). Only a marked Promotion of an
+// open decision is the fleet's own.
+func (r *Reconciler) own(ctx context.Context, fs *fleetv1alpha1.FleetStage, p *kargo.Promotion) (marked, open bool, err error) {
 	decision := decisionOf(p)
 	if decision == "" {
-		return false, nil
+		return false, false, nil
 	}
 	ok, err := r.marker.Verified(ctx, provenance.Identity{Namespace: p.Namespace, Stage: p.Spec.Stage,
 		Freight: p.Spec.Freight, Decision: decision}, p.Annotations)
 	if err != nil || !ok {
-		return false, err
+		return false, false, err
 	}
 	name := p.Labels[fleetv1alpha1.RolloutLabel]
 	if name == "" {
-		return true, nil
+		return true, true, nil
 	}
 	ro := &fleetv1alpha1.FleetRollout{}
 	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, ro, client.UnsafeDisableDeepCopy); {
 	case apierrors.IsNotFound(err):
 		// Its record is gone (history pruned): the mark is all there is.
-		return true, nil
+		return true, true, nil
 	case err != nil:
-		return false, fmt.Errorf("error getting FleetRollout %q: %w", name, err)
+		return false, false, fmt.Errorf("error getting FleetRollout %q: %w", name, err)
 	}
 	if ro.Spec.FleetStage != fs.Name || ro.Spec.Freight.Name != p.Spec.Freight {
-		return false, nil
+		return true, false, nil
 	}
 	end := ro.Status.FinishedAt
-	return !ro.Status.Phase.IsFinal() || end == nil || !end.Before(&p.CreationTimestamp), nil
+	return true, !ro.Status.Phase.IsFinal() || end == nil || !end.Before(&p.CreationTimestamp), nil
 }
 
 // decisionOf names the kargo-fleet decision a Promotion's labels claim to
