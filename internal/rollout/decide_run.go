@@ -106,15 +106,12 @@ func scheduleRequest(o Observation, states []*waveState, ws *waveState, rollback
 		}
 	}
 	req.InFlight = append(req.InFlight, o.OtherInFlight...)
-	for i := range ws.pw.Members {
-		t := &ws.pw.Members[i]
-		if obs := o.Targets[t.ID]; (obs.StageBusy || obs.StageUnrecorded) && obs.Promotion == nil {
-			// Another Promotion runs on the target's Stage: Kargo would queue
-			// ours behind it and its deadline would run while it waits. Or
-			// the Stage under its name is not the one the FleetStage
-			// recorded: kargo-fleet promotes only Stages it generated.
-			req.InFlight = append(req.InFlight, plan.InFlightTarget{Target: *t, Rollout: ""})
-		}
+	for _, t := range ws.held {
+		// Another Promotion runs on the target's Stage: Kargo would queue
+		// ours behind it and its deadline would run while it waits. Or the
+		// Stage under its name is not the one the FleetStage recorded:
+		// kargo-fleet promotes only Stages it generated.
+		req.InFlight = append(req.InFlight, plan.InFlightTarget{Target: *t, Rollout: ""})
 	}
 	return req
 }
