@@ -100,6 +100,11 @@ func scheduleRequest(o Observation, states []*waveState, ws *waveState, rollback
 	if rollback {
 		req.MaxConcurrent = o.RollbackMaxConcurrent
 	}
+	n := len(o.OtherInFlight) + len(ws.held)
+	for _, st := range states {
+		n += len(st.inFlightTargets)
+	}
+	req.InFlight = make([]plan.InFlightTarget, 0, n)
 	for _, st := range states {
 		for _, t := range st.inFlightTargets {
 			req.InFlight = append(req.InFlight, plan.InFlightTarget{Target: *t, Rollout: r.Name})
