@@ -68,6 +68,10 @@ type waveState struct {
 	succeeded, failed, inFlight, pending, skip int
 	done                                       []string
 	inFlightTargets                            []*plan.Target
+	// held are the members without a Promotion of the rollout whose Stage
+	// another Promotion runs on or that the FleetStage did not record, in
+	// plan order: they hold a slot (scheduleRequest).
+	held []*plan.Target
 	// blocked counts the members a FreightPolicy keeps off the Freight,
 	// holding counts those of them that keep the wave from passing, and
 	// blockedNote names the first, with the rules.

@@ -100,21 +100,23 @@ func scheduleRequest(o Observation, states []*waveState, ws *waveState, rollback
 	if rollback {
 		req.MaxConcurrent = o.RollbackMaxConcurrent
 	}
+	n := len(o.OtherInFlight) + len(ws.held)
+	for _, st := range states {
+		n += len(st.inFlightTargets)
+	}
+	req.InFlight = make([]plan.InFlightTarget, 0, n)
 	for _, st := range states {
 		for _, t := range st.inFlightTargets {
 			req.InFlight = append(req.InFlight, plan.InFlightTarget{Target: *t, Rollout: r.Name})
 		}
 	}
 	req.InFlight = append(req.InFlight, o.OtherInFlight...)
-	for i := range ws.pw.Members {
-		t := &ws.pw.Members[i]
-		if obs := o.Targets[t.ID]; (obs.StageBusy || obs.StageUnrecorded) && obs.Promotion == nil {
-			// Another Promotion runs on the target's Stage: Kargo would queue
-			// ours behind it and its deadline would run while it waits. Or
-			// the Stage under its name is not the one the FleetStage
-			// recorded: kargo-fleet promotes only Stages it generated.
-			req.InFlight = append(req.InFlight, plan.InFlightTarget{Target: *t, Rollout: ""})
-		}
+	for _, t := range ws.held {
+		// Another Promotion runs on the target's Stage: Kargo would queue
+		// ours behind it and its deadline would run while it waits. Or the
+		// Stage under its name is not the one the FleetStage recorded:
+		// kargo-fleet promotes only Stages it generated.
+		req.InFlight = append(req.InFlight, plan.InFlightTarget{Target: *t, Rollout: ""})
 	}
 	return req
 }

@@ -32,6 +32,9 @@ func judgeAll(o Observation, d *Decision, wds map[string]analysis.WaveDecision) 
 				// toward the wave's threshold like any failed target.
 				j.State, j.Reason, j.Message = TargetFailed, ReasonAnalysisFailed, reason
 			}
+			if (obs.StageBusy || obs.StageUnrecorded) && obs.Promotion == nil {
+				ws.held = append(ws.held, t)
+			}
 			if f := ws.count(o, d, t, obs, j); f != nil {
 				fails = append(fails, *f)
 			}

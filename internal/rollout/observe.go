@@ -122,7 +122,15 @@ type Observed struct {
 //     Promotions older than the rollout are not the rollout's.
 //   - A Promotion created a moment ago may not be listed yet: Expected keys
 //     count as in flight until the snapshot shows them.
+//
+// Observe interprets every target afresh; a Tracker gives the same
+// observation and re-interprets only the targets whose objects changed.
 func Observe(s Snapshot, now time.Time) (*Observed, error) {
+	return observeWith(s, now, nil)
+}
+
+// observeWith is Observe; with a Tracker, the targets are interpreted by it.
+func observeWith(s Snapshot, now time.Time, tr *Tracker) (*Observed, error) {
 	ro, fs := s.Rollout, s.FleetStage
 	idx := s.Index
 	if idx == nil {
@@ -146,10 +154,13 @@ func Observe(s Snapshot, now time.Time) (*Observed, error) {
 			WavePromoted:   map[string]bool{},
 			WaveGaveUp:     map[string]kargo.PromotionPhase{},
 			WaveErrored:    map[string]ErroredWavePromotion{},
-			Targets:        make(map[string]TargetObservation, s.Plan.Members()),
 		},
 		WaveRequests: fleetrollout.WaveRequests(ro),
-		Mine:         make(map[string]*kargo.Promotion, len(s.Promotions)),
+	}
+	if tr != nil {
+		o.Mine = tr.mineMap(len(s.Promotions))
+	} else {
+		o.Mine = make(map[string]*kargo.Promotion, len(s.Promotions))
 	}
 	if ro.Spec.Direction == fleetv1alpha1.DirectionRollback && fs.Spec.Policy.Rollback.MaxConcurrent != nil {
 		o.RollbackMaxConcurrent = ResolvePercent(fs.Spec.Policy.Rollback.MaxConcurrent, s.Plan.Members())
@@ -158,7 +169,11 @@ func Observe(s Snapshot, now time.Time) (*Observed, error) {
 		o.RequestedWaves[wave] = true
 	}
 	busy := o.observePromotions(s)
-	o.observeTargets(s, busy)
+	if tr != nil {
+		tr.observeTargets(o, s, busy)
+	} else {
+		o.observeTargets(s, busy)
+	}
 	o.observeExpected(s.Expected)
 	o.observeApprovals(s)
 	return o, nil
@@ -275,7 +290,7 @@ func (o *Observed) observePromotions(s Snapshot) map[string]bool {
 			busy[p.Spec.Stage] = true
 			if p.Labels[fleetv1alpha1.FleetStageLabel] == fs.Name && p.Labels[fleetv1alpha1.TargetLabel] != "" {
 				o.OtherInFlight = append(o.OtherInFlight, plan.InFlightTarget{
-					Target:  memberOrID(s.Plan, p.Labels[fleetv1alpha1.TargetLabel]),
+					Target:  memberOrID(o.Index, p.Labels[fleetv1alpha1.TargetLabel]),
 					Rollout: p.Labels[fleetv1alpha1.RolloutLabel],
 				})
 			}
@@ -318,6 +333,7 @@ func (o *Observed) observeMine(p *kargo.Promotion) {
 
 // observeTargets records what each member's Stage and newest Promotion show.
 func (o *Observed) observeTargets(s Snapshot, busy map[string]bool) {
+	o.Targets = make(map[string]TargetObservation, s.Plan.Members())
 	byName := make(map[string]*kargo.Stage, len(s.Stages))
 	for _, st := range s.Stages {
 		byName[st.Name] = st
@@ -325,41 +341,48 @@ func (o *Observed) observeTargets(s Snapshot, busy map[string]bool) {
 	for _, w := range s.Plan.Waves {
 		for _, t := range w.Members {
 			name := render.TargetStageName(s.FleetStage.Name, t.ID)
-			st := byName[name]
-			unrecorded := false
-			if rec := s.Recorded[name]; st != nil && (st.Labels[fleetv1alpha1.TargetLabel] != t.ID || rec == "" || rec != st.UID) {
-				// A Stage under the target's name that the FleetStage did
-				// not record: not the target's, and never promoted.
-				st, unrecorded = nil, true
-			}
-			obs := observeStage(st, s.Rollout.Spec.Freight.Name, busy[name])
-			if unrecorded {
-				obs.StageGone, obs.StageUnrecorded = false, true
-				obs.StageName, obs.TakenSince = name, s.TakenSince[t.ID]
-			}
-			p := o.Mine[t.ID]
-			if p != nil && st != nil && !obs.OnFreight && p.Status.Phase == kargo.PromotionSucceeded && PromotedEarlierStage(p, st) {
-				// The Stage was deleted and re-created after the Promotion
-				// succeeded: the new Stage runs nothing, and no Promotion of
-				// the rollout was made for it. It is pending again; the
-				// Promotion created for it carries its UID, so it is
-				// promoted once.
-				obs.Recreated = p.Name
-				delete(o.Mine, t.ID)
-				p = nil
-			}
-			if f, ok := s.Refused[t.ID]; ok && p == nil {
-				obs.RefusedSince, obs.RefusedMessage = f.Since, f.Message
-			}
-			if p != nil {
-				obs.Promotion = observePromotion(p)
-			}
-			if v, ok := s.Blocked[t.ID]; ok && !v.Allowed() {
-				obs.Blocked = &v
-			}
-			o.Targets[t.ID] = obs
+			o.Targets[t.ID] = o.observeTarget(s, t.ID, name, byName[name], busy[name])
 		}
 	}
+}
+
+// observeTarget interprets one member from its Stage (st, under the
+// target's Stage name; nil when there is none) and its newest Promotion of
+// the rollout, which it drops from Mine when the Promotion was made for an
+// earlier Stage of that name.
+func (o *Observed) observeTarget(s Snapshot, id, name string, st *kargo.Stage, busy bool) TargetObservation {
+	unrecorded := false
+	if rec := s.Recorded[name]; st != nil && (st.Labels[fleetv1alpha1.TargetLabel] != id || rec == "" || rec != st.UID) {
+		// A Stage under the target's name that the FleetStage did
+		// not record: not the target's, and never promoted.
+		st, unrecorded = nil, true
+	}
+	obs := observeStage(st, s.Rollout.Spec.Freight.Name, busy)
+	if unrecorded {
+		obs.StageGone, obs.StageUnrecorded = false, true
+		obs.StageName, obs.TakenSince = name, s.TakenSince[id]
+	}
+	p := o.Mine[id]
+	if p != nil && st != nil && !obs.OnFreight && p.Status.Phase == kargo.PromotionSucceeded && PromotedEarlierStage(p, st) {
+		// The Stage was deleted and re-created after the Promotion
+		// succeeded: the new Stage runs nothing, and no Promotion of
+		// the rollout was made for it. It is pending again; the
+		// Promotion created for it carries its UID, so it is
+		// promoted once.
+		obs.Recreated = p.Name
+		delete(o.Mine, id)
+		p = nil
+	}
+	if f, ok := s.Refused[id]; ok && p == nil {
+		obs.RefusedSince, obs.RefusedMessage = f.Since, f.Message
+	}
+	if p != nil {
+		obs.Promotion = observePromotion(p)
+	}
+	if v, ok := s.Blocked[id]; ok && !v.Allowed() {
+		obs.Blocked = &v
+	}
+	return obs
 }
 
 // PromotedEarlierStage reports whether Promotion p was created for an
@@ -484,13 +507,9 @@ func (o *Observed) observeApprovals(s Snapshot) {
 
 // memberOrID returns the plan's member with that ID (its labels count
 // against constraints), or a target known only by ID.
-func memberOrID(p *plan.WavePlan, id string) plan.Target {
-	for _, w := range p.Waves {
-		for _, t := range w.Members {
-			if t.ID == id {
-				return t
-			}
-		}
+func memberOrID(idx *plan.ScheduleIndex, id string) plan.Target {
+	if t, ok := idx.Member(id); ok {
+		return *t
 	}
 	return plan.Target{ID: id}
 }

@@ -121,3 +121,35 @@ func BenchmarkNewIndex(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecisionAfterEvent measures one decision after an event with a
+// warm Tracker: one target's Promotion changed phase (a new object in the
+// cache, as the informer hands out), then Observe and Decide. Only that
+// target is interpreted again; the rest of the cost is reading which
+// objects changed and Decide's walk of the waves.
+func BenchmarkDecisionAfterEvent(b *testing.B) {
+	for _, n := range benchFleetSizes {
+		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
+			s := reconcileBench(b, n)
+			now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+			tr := NewTracker()
+			_, err := tr.Observe(s, now)
+			require.NoError(b, err)
+			// The last target in flight, and the same Promotion succeeded.
+			i := len(s.Promotions) - 1
+			running := s.Promotions[i]
+			succeeded := running.DeepCopy()
+			succeeded.ResourceVersion, succeeded.Status.Phase = "2", kargo.PromotionSucceeded
+			events := [2]*kargo.Promotion{succeeded, running}
+			b.ReportAllocs()
+			b.ResetTimer()
+			k := 0
+			for b.Loop() {
+				s.Promotions[i] = events[k%2]
+				k++
+				obs, _ := tr.Observe(s, now)
+				Decide(obs.Observation)
+			}
+		})
+	}
+}

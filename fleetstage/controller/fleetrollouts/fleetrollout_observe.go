@@ -17,8 +17,8 @@ import (
 	"github.com/kargo-fleet/kargo-fleet/internal/stagerecord"
 )
 
-// observe reads what Decide needs from the cache and has rollout.Observe
-// interpret it.
+// observe reads what Decide needs from the cache and has the rollout's
+// Tracker interpret it (interpret).
 func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.FleetRollout, fs *fleetv1alpha1.FleetStage,
 	snap *plan.WavePlan) (*rollout.Observed, error) {
 	s, err := r.snapshot(ctx, ro, fs, snap)
@@ -26,7 +26,7 @@ func (r *FleetRolloutReconciler) observe(ctx context.Context, ro *fleetv1alpha1.
 		return nil, err
 	}
 	now := r.clock.Now()
-	obs, err := rollout.Observe(s, now)
+	obs, err := r.interpret(ro, s, now)
 	if err != nil {
 		return nil, err
 	}

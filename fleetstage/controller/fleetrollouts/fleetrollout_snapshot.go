@@ -44,6 +44,9 @@ type prepared struct {
 	// approved are the waves a read of the Freight found approved: Kargo
 	// never takes an approval back, so they are not read again.
 	approved map[string]bool
+	// tracker keeps the rollout's interpretation of its targets between
+	// decisions (fleetrollout_tracker.go).
+	tracker *rollout.Tracker
 }
 
 // policyKey names the FleetStage spec an index was built under.
