@@ -160,8 +160,7 @@ func (w *wavePromotions) add(ro *fleetv1alpha1.FleetRollout, wave string, p *kar
 		w.recovered[errored] = true
 	}
 	cur := w.newest[wave]
-	if cur == nil || cur.CreationTimestamp.Before(&p.CreationTimestamp) ||
-		cur.CreationTimestamp.Equal(&p.CreationTimestamp) && cur.Name < p.Name {
+	if cur == nil || p.NewerThan(cur) {
 		w.newest[wave] = p
 	}
 }
