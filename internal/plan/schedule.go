@@ -142,8 +142,12 @@ type ScheduleRequest struct {
 	// the FleetStage: all of them count against constraints, and a member in
 	// flight for another rollout is busy.
 	InFlight []InFlightTarget
-	// Done are the members this rollout has finished (succeeded or failed).
-	Done IDSet
+	// Done says which members of the wave this rollout has finished
+	// (succeeded or failed): Done[i] for the wave's i-th member in plan
+	// order; members past its end are not done. By position, not by name:
+	// a decision knows each member's state where it lies, and a set of
+	// names would be built anew for every decision of a large wave.
+	Done []bool
 	// Paused stops every new start.
 	Paused bool
 	// MaxConcurrent, when positive, replaces the wave's maxConcurrent (a
@@ -315,7 +319,7 @@ func (s *scheduler) run() ScheduleDecision {
 		}
 	}
 	for i, t := range w.members {
-		if s.req.Done.Has(t.ID) {
+		if i < len(s.req.Done) && s.req.Done[i] {
 			continue
 		}
 		if rollout, ok := s.inFlight[t.ID]; ok {

@@ -36,9 +36,9 @@ func newScheduleBench(b *testing.B, n int, now time.Time) scheduleBench {
 	planner := mustCompile(b, spec)
 	p := planner.Plan(PlanInput{Seed: "fleet/prod", Candidates: syntheticFleet(n)})
 	members := p.Waves[0].Members
-	done := IDSet{}
-	for _, m := range members[:len(members)/2] {
-		done[m.ID] = struct{}{}
+	done := make([]bool, len(members))
+	for i := range members[:len(members)/2] {
+		done[i] = true
 	}
 	var inFlight []InFlightTarget
 	for i, m := range members[len(members)/2:] {

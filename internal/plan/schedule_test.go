@@ -26,6 +26,14 @@ func TestSchedule(t *testing.T) {
 	for _, m := range plan.Waves[0].Members {
 		byID[m.ID] = m
 	}
+	// firstDone marks the first n members, in plan order, done.
+	firstDone := func(n int) []bool {
+		done := make([]bool, len(order))
+		for i := range n {
+			done[i] = true
+		}
+		return done
+	}
 	inFlight := func(rollout string, ids ...string) []InFlightTarget {
 		out := make([]InFlightTarget, len(ids))
 		for i, id := range ids {
@@ -59,7 +67,7 @@ func TestSchedule(t *testing.T) {
 		},
 		{
 			name:      "skips done and in-flight members; own in-flight ones use slots",
-			req:       ScheduleRequest{Wave: "all", Rollout: "r1", Now: monday10, Done: NewIDSet(order[0]), InFlight: inFlight("r1", order[1])},
+			req:       ScheduleRequest{Wave: "all", Rollout: "r1", Now: monday10, Done: firstDone(1), InFlight: inFlight("r1", order[1])},
 			wantStart: order[2:3],
 		},
 		{
@@ -89,18 +97,18 @@ func TestSchedule(t *testing.T) {
 		},
 		{
 			name:        "every member done",
-			req:         ScheduleRequest{Wave: "all", Rollout: "r1", Now: monday10, Done: NewIDSet(order...)},
+			req:         ScheduleRequest{Wave: "all", Rollout: "r1", Now: monday10, Done: firstDone(len(order))},
 			wantWaiting: WaitWaveDone,
 		},
 		{
 			name: "the last members are in flight",
-			req: ScheduleRequest{Wave: "all", Rollout: "r1", Now: monday10, Done: NewIDSet(order[:5]...),
+			req: ScheduleRequest{Wave: "all", Rollout: "r1", Now: monday10, Done: firstDone(5),
 				InFlight: inFlight("r1", order[5])},
 			wantWaiting: WaitInFlight,
 		},
 		{
 			name: "only members busy elsewhere remain",
-			req: ScheduleRequest{Wave: "all", Rollout: "r1", Now: monday10, Done: NewIDSet(order[:5]...),
+			req: ScheduleRequest{Wave: "all", Rollout: "r1", Now: monday10, Done: firstDone(5),
 				InFlight: inFlight("r0", order[5])},
 			wantWaiting: WaitTargetBusy,
 		},

@@ -107,24 +107,6 @@ func (s TeamSet) Sorted() []string {
 	return teams
 }
 
-// IDSet is a set of target IDs, e.g. the targets done in a rollout.
-type IDSet map[string]struct{}
-
-// NewIDSet returns a set holding ids.
-func NewIDSet(ids ...string) IDSet {
-	s := make(IDSet, len(ids))
-	for _, id := range ids {
-		s[id] = struct{}{}
-	}
-	return s
-}
-
-// Has says whether id is in the set.
-func (s IDSet) Has(id string) bool {
-	_, ok := s[id]
-	return ok
-}
-
 // sameTarget says whether two targets carry the same data, so that one
 // object read through two overlapping sources counts once.
 func sameTarget(a, b *Target) bool {

@@ -66,8 +66,10 @@ type Decision struct {
 type waveState struct {
 	pw                                         *plan.PlannedWave
 	succeeded, failed, inFlight, pending, skip int
-	done                                       []string
-	inFlightTargets                            []*plan.Target
+	// done[i] says the wave's i-th member is finished: succeeded, failed,
+	// skipped or blocked.
+	done            []bool
+	inFlightTargets []*plan.Target
 	// held are the members without a Promotion of the rollout whose Stage
 	// another Promotion runs on or that the FleetStage did not record, in
 	// plan order: they hold a slot (scheduleRequest).

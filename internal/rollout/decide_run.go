@@ -93,7 +93,7 @@ func scheduleRequest(o Observation, states []*waveState, ws *waveState, rollback
 	req := plan.ScheduleRequest{
 		Wave:    ws.pw.Name,
 		Rollout: r.Name,
-		Done:    plan.NewIDSet(ws.done...),
+		Done:    ws.done,
 		Paused:  r.Spec.Intent == fleetv1alpha1.IntentPause,
 		Now:     o.Now,
 	}

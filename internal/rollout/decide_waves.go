@@ -17,11 +17,11 @@ func judgeAll(o Observation, d *Decision, wds map[string]analysis.WaveDecision) 
 	states := make([]*waveState, len(o.Plan.Waves))
 	for i := range o.Plan.Waves {
 		pw := &o.Plan.Waves[i]
-		ws := &waveState{pw: pw}
+		ws := &waveState{pw: pw, done: make([]bool, len(pw.Members))}
 		states[i] = ws
 		analysisFailed := analysisFailedTargets(wds, pw.Name)
-		for j := range pw.Members {
-			t := &pw.Members[j]
+		for pos := range pw.Members {
+			t := &pw.Members[pos]
 			obs := o.Targets[t.ID]
 			j := Judge(obs, Limits{ProgressDeadline: pw.ProgressDeadline, UnhealthyGrace: pw.UnhealthyGrace}, o.Now)
 			if j.State == TargetPending && o.Expected[t.ID] {
@@ -35,7 +35,7 @@ func judgeAll(o Observation, d *Decision, wds map[string]analysis.WaveDecision) 
 			if (obs.StageBusy || obs.StageUnrecorded) && obs.Promotion == nil {
 				ws.held = append(ws.held, t)
 			}
-			if f := ws.count(o, d, t, obs, j); f != nil {
+			if f := ws.count(o, d, pos, t, obs, j); f != nil {
 				fails = append(fails, *f)
 			}
 		}
@@ -46,7 +46,7 @@ func judgeAll(o Observation, d *Decision, wds map[string]analysis.WaveDecision) 
 // count adds one member's judgement to its wave's state, and to the decision
 // what the member asks for: a look again at its deadline, the abort of a
 // Promotion past it. It returns the member's failure, if it failed.
-func (ws *waveState) count(o Observation, d *Decision, t *plan.Target, obs TargetObservation, j Judgement) *failure {
+func (ws *waveState) count(o Observation, d *Decision, pos int, t *plan.Target, obs TargetObservation, j Judgement) *failure {
 	switch j.State {
 	case TargetPending:
 		ws.pending++
@@ -61,15 +61,15 @@ func (ws *waveState) count(o Observation, d *Decision, t *plan.Target, obs Targe
 		}
 	case TargetSucceeded:
 		ws.succeeded++
-		ws.done = append(ws.done, t.ID)
+		ws.done[pos] = true
 	case TargetSkipped:
 		ws.skip++
-		ws.done = append(ws.done, t.ID)
+		ws.done[pos] = true
 	case TargetBlocked:
 		// Never started. A rollback is the way out of trouble and
 		// never waits: it leaves blocked targets where they are.
 		ws.blocked++
-		ws.done = append(ws.done, t.ID)
+		ws.done[pos] = true
 		if obs.Blocked.Hold() && o.Rollout.Spec.Direction != fleetv1alpha1.DirectionRollback {
 			ws.holding++
 		} else {
@@ -80,7 +80,7 @@ func (ws *waveState) count(o Observation, d *Decision, t *plan.Target, obs Targe
 		}
 	case TargetFailed:
 		ws.failed++
-		ws.done = append(ws.done, t.ID)
+		ws.done[pos] = true
 		if j.Reason == ReasonProgressDeadlineExceeded && obs.Promotion != nil && !obs.Promotion.Phase.IsTerminal() &&
 			!obs.Promotion.AbortRequested {
 			// A target past its deadline is failed; stop Kargo from

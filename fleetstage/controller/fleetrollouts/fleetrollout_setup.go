@@ -127,10 +127,13 @@ func (r *FleetRolloutReconciler) siblingsOfRollout(ctx context.Context, o client
 }
 
 // openRollouts lists the rollouts matching sel that are not final, plus the
-// final ones whose target Promotions are still in flight.
+// final ones whose target Promotions are still in flight. It reads the
+// cache's own objects: it maps every target Stage event, and copying each
+// rollout's status for every event was a tenth of a large rollout's
+// allocations.
 func (r *FleetRolloutReconciler) openRollouts(ctx context.Context, namespace string, sel client.MatchingLabels) []reconcile.Request {
 	list := &fleetv1alpha1.FleetRolloutList{}
-	if err := r.client.List(ctx, list, client.InNamespace(namespace), sel); err != nil {
+	if err := r.client.List(ctx, list, client.InNamespace(namespace), sel, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
