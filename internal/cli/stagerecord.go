@@ -25,14 +25,7 @@ func recordedStages(ctx context.Context, c client.Reader, fs *fleetv1alpha1.Flee
 	if err != nil {
 		return stages, fmt.Sprintf("the target Stages are not verified against the FleetStage's Stage record: %v", err)
 	}
-	var foreign []string
-	kept := slices.DeleteFunc(stages, func(st kargo.Stage) bool {
-		if rec.Has(&st) {
-			return false
-		}
-		foreign = append(foreign, st.Name)
-		return true
-	})
+	kept, foreign := rec.Keep(stages)
 	if len(foreign) == 0 {
 		return kept, ""
 	}

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 	"github.com/kargo-fleet/kargo-fleet/internal/strutil"
 )
 
@@ -72,6 +73,23 @@ type Record struct {
 func (r Record) Has(st metav1.Object) bool {
 	uid, ok := r.Stages[st.GetName()]
 	return ok && uid != "" && uid == st.GetUID()
+}
+
+// Keep keeps, in place, the Stages the record holds, and returns the names
+// of the others. Each Stage is read where it lies: a filter taking a Stage
+// by value copies it to the heap, once per Stage of the fleet.
+func (r Record) Keep(stages []kargo.Stage) (kept []kargo.Stage, foreign []string) {
+	n := 0
+	for i := range stages {
+		if !r.Has(&stages[i]) {
+			foreign = append(foreign, stages[i].Name)
+			continue
+		}
+		stages[n] = stages[i]
+		n++
+	}
+	clear(stages[n:])
+	return stages[:n], foreign
 }
 
 // encodeJSON is the record's canonical JSON: encoding/json sorts map keys,

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fleetv1alpha1 "github.com/kargo-fleet/kargo-fleet/api/v1alpha1"
+	"github.com/kargo-fleet/kargo-fleet/internal/kargo"
 )
 
 func TestDecode(t *testing.T) {
@@ -77,4 +78,26 @@ func TestRecord_Has(t *testing.T) {
 	require.False(t, rec.Has(stage("prod.eu-1", "uid-2")), "re-created under the name")
 	require.False(t, rec.Has(stage("dev-wave", "uid-1")), "another name")
 	require.False(t, Record{Stages: map[string]types.UID{"a": ""}}.Has(stage("a", "")), "no UID is no identity")
+}
+
+func TestRecord_Keep(t *testing.T) {
+	t.Parallel()
+	rec := Record{Stages: map[string]types.UID{"prod.eu-1": "uid-1", "prod.eu-2": "uid-2"}}
+	stage := func(name string, uid types.UID) kargo.Stage {
+		return kargo.Stage{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid}}
+	}
+	stages := []kargo.Stage{stage("prod.eu-1", "uid-1"), stage("prod.eu-2", "uid-other"), stage("intruder", "uid-3"),
+		stage("prod.eu-2", "uid-2")}
+	kept, foreign := rec.Keep(stages)
+	names := make([]string, 0, len(kept))
+	for _, st := range kept {
+		names = append(names, st.Name+"/"+string(st.UID))
+	}
+	require.Equal(t, []string{"prod.eu-1/uid-1", "prod.eu-2/uid-2"}, names, "the recorded Stages, in their order")
+	require.Equal(t, []string{"prod.eu-2", "intruder"}, foreign, "a re-created Stage and an unrecorded one")
+	require.Empty(t, stages[2].Name, "the slice's tail is cleared")
+
+	kept, foreign = Record{}.Keep(nil)
+	require.Empty(t, kept)
+	require.Empty(t, foreign)
 }

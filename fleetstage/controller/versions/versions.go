@@ -213,7 +213,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case err != nil:
 		return reconcile.Result{}, err
 	}
-	stages.Items = recordedOnly(stages.Items, rec)
+	stages.Items, _ = rec.Keep(stages.Items)
 	rollouts, err := rolloutstore.List(ctx, r.client, fs.Namespace, fs.Name)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -395,19 +395,4 @@ func (r *Reconciler) refreshDrift(ctx context.Context, fs *fleetv1alpha1.FleetSt
 		out.wait = applicationsRetry
 	}
 	return out, nil
-}
-
-// recordedOnly keeps, in place, the Stages rec records. It reads each Stage
-// where it lies: a Stage passed by value to a filter is copied to the heap
-// once per Stage and refresh.
-func recordedOnly(stages []kargo.Stage, rec stagerecord.Record) []kargo.Stage {
-	kept := 0
-	for i := range stages {
-		if rec.Has(&stages[i]) {
-			stages[kept] = stages[i]
-			kept++
-		}
-	}
-	clear(stages[kept:])
-	return stages[:kept]
 }
