@@ -36,6 +36,9 @@ var (
 	// bareKubeconfig reaches a kube-apiserver with Kargo's CRDs only, where
 	// the chart is installed.
 	bareKubeconfig string
+	// bareAPIServerLog is the bare kube-apiserver's own log, read when an
+	// uninstall command waits on it.
+	bareAPIServerLog string
 	// binDir holds kargo-fleet and helm, put first on PATH.
 	binDir string
 	// workDir is where commands run: it holds the repository's charts and
@@ -98,7 +101,14 @@ func run(m *testing.M) (int, error) {
 	}
 
 	kargoPaths, _ := envtest.KargoCRDPaths()
-	bare := &crenvtest.Environment{CRDDirectoryPaths: kargoPaths, ErrorIfCRDPathMissing: true}
+	bareAPIServerLog = filepath.Join(tmp, "bare-kube-apiserver.log")
+	apiLog, err := os.Create(bareAPIServerLog)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = apiLog.Close() }()
+	bare := &crenvtest.Environment{CRDDirectoryPaths: kargoPaths, ErrorIfCRDPathMissing: true,
+		ControlPlane: crenvtest.ControlPlane{APIServer: &crenvtest.APIServer{Out: apiLog, Err: apiLog}}}
 	bareCfg, err := bare.Start()
 	if err != nil {
 		return 0, fmt.Errorf("error starting the bare control plane: %w", err)
